@@ -1,0 +1,18 @@
+//! The `providers.platform.dev/v1alpha1` API: Recipe, Edge and Workspace.
+
+mod edge;
+mod plan;
+mod recipe;
+mod workspace;
+
+pub use edge::{Edge, EdgeSpec, EdgeStatus, SecretKeyRef};
+pub use plan::{ChartRef, Owner, Plan, Seal, SealedPlan, WorkspaceIdentity};
+pub use recipe::{ExecutionRule, Recipe, RecipeSpec, RuntimeCredential, ValueField, ValueType};
+pub use workspace::{
+    AttemptRecord, JobResult, Phase, Preparation, Workspace, WorkspaceSpec, WorkspaceStatus,
+};
+
+/// The API group of every kind this project defines.
+pub const GROUP: &str = "providers.platform.dev";
+/// The served and stored version.
+pub const VERSION: &str = "v1alpha1";

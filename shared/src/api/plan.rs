@@ -1,0 +1,114 @@
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::recipe::{ExecutionRule, RuntimeCredential};
+
+/// A chart in an HTTP(S) chart repository.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ChartRef {
+    /// The chart repository's URL (the folder that holds index.yaml).
+    pub repository: String,
+    /// The chart's name in the repository.
+    pub name: String,
+}
+
+/// The Workspace an attempt was sealed for. A plan copied to another Workspace, or to a
+/// same-name replacement, no longer matches.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkspaceIdentity {
+    /// The Workspace's namespace (the organization).
+    pub namespace: String,
+    /// The Workspace's name.
+    pub name: String,
+    /// The Workspace's UID. Empty for an attempt sealed at creation, when the apiserver
+    /// has not yet assigned one; the installer then binds the attempt to the UID it finds
+    /// and no later attempt can be sealed without it.
+    #[serde(default)]
+    pub uid: String,
+}
+
+/// Who started an attempt, as the apiserver authenticated them.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Owner {
+    /// The user's name.
+    pub username: String,
+    /// The user's UID, when the authenticator provides one.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub uid: String,
+}
+
+/// The plan of one install attempt: everything the installer executes, fixed when the
+/// attempt starts. Written only by the admission webhook; users never write it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Plan {
+    /// The attempt number, 1 for the first; a retry or an upgrade seals attempt + 1.
+    pub attempt: i64,
+    /// A unique identifier of this attempt.
+    #[serde(rename = "attemptID")]
+    pub attempt_id: String,
+    /// The value of spec.retry this attempt answers.
+    #[serde(default)]
+    pub retry: i64,
+    /// The Workspace this plan is sealed for.
+    pub workspace: WorkspaceIdentity,
+    /// The organization: the Workspace's namespace.
+    pub org: String,
+    /// The provider: the Recipe's name.
+    pub provider: String,
+    /// The user whose request started the attempt.
+    pub owner: Owner,
+    /// The chart to install.
+    pub chart: ChartRef,
+    /// The pinned chart version.
+    pub version: String,
+    /// The Helm release name.
+    pub release: String,
+    /// The namespace on the edge that the release is installed into.
+    pub namespace: String,
+    /// The complete chart values: the Recipe's defaults with the tenant's values merged.
+    #[schemars(schema_with = "crate::schema::free_form_object")]
+    pub values: Value,
+    /// The target Edge's name.
+    pub edge_name: String,
+    /// The target edge's cluster ID.
+    pub cluster: String,
+    /// The UUID of the edge workspace that owns the target cluster.
+    #[serde(rename = "edgeWorkspaceUUID")]
+    pub edge_workspace_uuid: String,
+    /// The name of the Job that runs this attempt on the edge.
+    pub job: String,
+    /// The rights the attempt's runner gets in the release namespace.
+    #[serde(default)]
+    pub execution: Vec<ExecutionRule>,
+    /// The provider's hub credential, as the Recipe declared it when sealed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime_credential: Option<RuntimeCredential>,
+}
+
+/// The signature over a plan.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Seal {
+    /// The signing key's ID: the first 16 hex digits of the SHA-256 of its public key.
+    #[serde(rename = "keyID")]
+    pub key_id: String,
+    /// The algorithm; always `Ed25519`.
+    pub algorithm: String,
+    /// The base64 Ed25519 signature over the plan's canonical JSON.
+    pub signature: String,
+}
+
+/// A plan with its seal: `spec.plan` of a Workspace.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SealedPlan {
+    #[serde(flatten)]
+    pub plan: Plan,
+    /// The webhook's signature over every other field of the plan.
+    pub seal: Seal,
+}

@@ -1,0 +1,129 @@
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::plan::ChartRef;
+
+/// A platform recipe: which chart a tenant may install, at which versions, with which
+/// defaults, and which value paths a tenant may set. Cluster-scoped and writable only
+/// by the platform.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(
+    group = "providers.platform.dev",
+    version = "v1alpha1",
+    kind = "Recipe",
+    plural = "recipes",
+    shortname = "rcp",
+    category = "providers",
+    doc = "A platform recipe: the chart, versions, defaults and tenant-settable values of a provider.",
+    printcolumn(name = "Chart", type_ = "string", json_path = ".spec.chart.name"),
+    printcolumn(
+        name = "Repository",
+        type_ = "string",
+        json_path = ".spec.chart.repository",
+        priority = "1"
+    ),
+    printcolumn(name = "Versions", type_ = "string", json_path = ".spec.versions"),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
+)]
+#[serde(rename_all = "camelCase")]
+pub struct RecipeSpec {
+    /// The chart to install: an HTTP(S) chart repository on the platform's allowlist and
+    /// the chart's name in it.
+    pub chart: ChartRef,
+    /// The chart versions a tenant may choose, newest first. The first entry is the
+    /// default when a Workspace names no version.
+    #[schemars(length(min = 1))]
+    pub versions: Vec<String>,
+    /// The namespace on the edge that the release is installed into.
+    pub namespace: String,
+    /// The Helm release name.
+    pub release: String,
+    /// Default chart values. Tenant values for the paths in valuesSchema are merged over
+    /// these; nothing else a tenant writes reaches the chart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::schema::free_form_object")]
+    pub values: Option<Value>,
+    /// The value paths a tenant may set, each with its type and bounds. A tenant value
+    /// at any other path is refused at admission.
+    #[serde(default)]
+    pub values_schema: Vec<ValueField>,
+    /// The rights the per-attempt runner gets in the release namespace on the edge,
+    /// beyond what Helm needs for its own release records.
+    #[serde(default)]
+    pub execution: Vec<ExecutionRule>,
+    /// How the installed provider reaches back to the hub. When set, the installer mints a
+    /// hub ServiceAccount for the Workspace bound to this Role and passes its kubeconfig
+    /// Secret's name to the chart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime_credential: Option<RuntimeCredential>,
+}
+
+/// One value path a tenant may set, with its type and bounds.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ValueField {
+    /// Dot-separated path into the chart values, for example `ingress.host`.
+    #[schemars(regex(pattern = r"^[A-Za-z_][A-Za-z0-9_-]*(\.[A-Za-z_][A-Za-z0-9_-]*)*$"))]
+    pub path: String,
+    /// The JSON type the value must have.
+    #[serde(rename = "type")]
+    pub type_: ValueType,
+    /// What the value is for; shown by `kubectl provider recipes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The only values allowed, written as strings (for numbers and booleans, their JSON text).
+    #[serde(default, rename = "enum", skip_serializing_if = "Option::is_none")]
+    pub enum_: Option<Vec<String>>,
+    /// A regular expression a string value must match in full.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<String>,
+    /// The largest length of a string value, in characters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_length: Option<u32>,
+    /// The smallest number allowed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub minimum: Option<f64>,
+    /// The largest number allowed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub maximum: Option<f64>,
+}
+
+/// The JSON type of a tenant-settable value.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ValueType {
+    String,
+    Integer,
+    Number,
+    Boolean,
+}
+
+/// A namespaced RBAC rule granted to an attempt's runner in the release namespace.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ExecutionRule {
+    /// API groups, as in an RBAC PolicyRule ("" is the core group).
+    pub api_groups: Vec<String>,
+    /// Resources, as in an RBAC PolicyRule.
+    pub resources: Vec<String>,
+    /// Verbs, as in an RBAC PolicyRule.
+    pub verbs: Vec<String>,
+}
+
+/// The provider's own way back to the hub.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RuntimeCredential {
+    /// The Role, in the organization's namespace on the hub, that the provider's hub
+    /// ServiceAccount is bound to.
+    pub role: String,
+    /// The chart value path that receives the name of the Secret holding the provider's
+    /// hub kubeconfig.
+    pub value_path: String,
+}

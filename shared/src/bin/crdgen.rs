@@ -1,0 +1,26 @@
+//! Writes the CRDs rendered from the API types into a folder (default `manifests/crds`).
+use std::{env, fs, path::PathBuf, process::ExitCode};
+
+fn main() -> ExitCode {
+    let dir = PathBuf::from(
+        env::args()
+            .nth(1)
+            .unwrap_or_else(|| "manifests/crds".to_owned()),
+    );
+    if let Err(error) = fs::create_dir_all(&dir) {
+        eprintln!("crdgen: cannot create {}: {error}", dir.display());
+        return ExitCode::FAILURE;
+    }
+    for (file, crd) in providers::crd::all() {
+        let path = dir.join(file);
+        let written = providers::crd::render(&crd)
+            .map_err(|e| e.to_string())
+            .and_then(|yaml| fs::write(&path, yaml).map_err(|e| e.to_string()));
+        if let Err(error) = written {
+            eprintln!("crdgen: {}: {error}", path.display());
+            return ExitCode::FAILURE;
+        }
+        println!("wrote {}", path.display());
+    }
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,9 @@
+//! The core of sealed provider installs: API types, plan resolution, sealing, the
+//! admission decision and the installer state machine, as pure functions.
+#![forbid(unsafe_code)]
+
+pub mod api;
+pub mod canonical;
+pub mod crd;
+mod schema;
+pub mod seal;

@@ -1,0 +1,92 @@
+//! Starts a test control plane (etcd + kube-apiserver on 127.0.0.1) and keeps it running.
+//!
+//! `providers-controlplane up --dir DIR` prints the kubeconfig of each user, then runs
+//! until Ctrl-C (or, with `--until-stdin-closes`, until its stdin closes) and tears down.
+//! The line `ready {json}` on stdout describes the control plane for scripts.
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+use testbed::ControlPlane;
+use tokio::{io::AsyncReadExt, signal::unix::SignalKind};
+
+#[derive(Parser)]
+#[command(
+    version,
+    about = "A real kube-apiserver + etcd on 127.0.0.1 for tests and demos"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Commands,
+}
+
+#[derive(Subcommand)]
+enum Commands {
+    /// Start a control plane and keep it running.
+    Up {
+        /// Folder for certificates, kubeconfigs, data and logs.
+        #[arg(long)]
+        dir: PathBuf,
+        /// A short name for the control plane (used in kubeconfig names).
+        #[arg(long, default_value = "hub")]
+        name: String,
+        /// Also stop when standard input closes (how tests supervise it).
+        #[arg(long)]
+        until_stdin_closes: bool,
+        /// Remove the folder on the way out.
+        #[arg(long)]
+        remove_dir: bool,
+        /// Also write the `ready` JSON to this file.
+        #[arg(long)]
+        info_file: Option<PathBuf>,
+    },
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> anyhow::Result<()> {
+    let Commands::Up {
+        dir,
+        name,
+        until_stdin_closes,
+        remove_dir,
+        info_file,
+    } = Cli::parse().command;
+    let plane = match ControlPlane::launch(&dir, &name).await {
+        Ok(plane) => plane,
+        Err(error) => {
+            if remove_dir {
+                let _ = std::fs::remove_dir_all(&dir);
+            }
+            return Err(error);
+        }
+    };
+    let json = serde_json::to_string(&plane.info)?;
+    if let Some(path) = info_file {
+        std::fs::write(path, &json)?;
+    }
+    eprintln!("control plane {name} is ready at {}", plane.info.server);
+    for (user, path) in &plane.info.kubeconfigs {
+        eprintln!("  {:<15} export KUBECONFIG={}", user.name(), path.display());
+    }
+    println!("ready {json}");
+
+    let mut interrupt = tokio::signal::unix::signal(SignalKind::interrupt())?;
+    let mut terminate = tokio::signal::unix::signal(SignalKind::terminate())?;
+    let stdin_closed = async {
+        if until_stdin_closes {
+            let mut sink = Vec::new();
+            let _ = tokio::io::stdin().read_to_end(&mut sink).await;
+        } else {
+            std::future::pending::<()>().await;
+        }
+    };
+    tokio::select! {
+        _ = interrupt.recv() => {}
+        _ = terminate.recv() => {}
+        _ = stdin_closed => {}
+    }
+    plane.shutdown().await;
+    if remove_dir {
+        std::fs::remove_dir_all(&dir)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,33 @@
+//! Where the Go-built binaries are: `target/controlplane/bin` (written by
+//! `tests/controlplane/build.sh`), or the folder in `PROVIDERS_CONTROLPLANE_BIN`.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, bail};
+
+/// The folder holding etcd, kube-apiserver and helm.
+pub fn dir() -> anyhow::Result<PathBuf> {
+    if let Some(dir) = std::env::var_os("PROVIDERS_CONTROLPLANE_BIN") {
+        return Ok(PathBuf::from(dir));
+    }
+    Ok(workspace_root()?.join("target/controlplane/bin"))
+}
+
+/// The path of one binary, checked to exist.
+pub fn path(name: &str) -> anyhow::Result<PathBuf> {
+    let path = dir()?.join(name);
+    if !path.exists() {
+        bail!(
+            "{} is missing: run tests/controlplane/build.sh first (it builds etcd, kube-apiserver and helm)",
+            path.display()
+        );
+    }
+    Ok(path)
+}
+
+/// The Cargo workspace's root folder.
+pub fn workspace_root() -> anyhow::Result<PathBuf> {
+    let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let root = here.parent().context("tests/ has a parent folder")?;
+    Ok(root.to_path_buf())
+}

@@ -1,0 +1,343 @@
+//! One control plane: an etcd and a kube-apiserver on free 127.0.0.1 ports.
+
+use std::{
+    collections::BTreeMap,
+    path::{Path, PathBuf},
+    process::Stdio,
+    time::Duration,
+};
+
+use anyhow::{Context, bail};
+use k8s_openapi::api::{
+    core::v1::Namespace,
+    rbac::v1::{ClusterRoleBinding, RoleBinding},
+};
+use kube::{Api, Client, api::PostParams};
+use serde::{Deserialize, Serialize};
+use tokio::{
+    io::{AsyncReadExt, AsyncWriteExt},
+    net::TcpStream,
+    process::{Child, Command},
+    time::{Instant, sleep},
+};
+
+use crate::{binaries, kubeconfig, pki, ports::free_port, users::User};
+
+/// The ClusterRole the manifests give tenants; bound in each tenant's namespace.
+pub const TENANT_CLUSTER_ROLE: &str = "providers-tenant";
+
+/// Everything a client needs to reach a control plane.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ControlPlaneInfo {
+    /// A short name: `hub`, `edge-1`, ...
+    pub name: String,
+    /// The folder holding certificates, kubeconfigs, data and logs.
+    pub dir: PathBuf,
+    /// The apiserver's URL.
+    pub server: String,
+    /// The CA that signed the apiserver's serving certificate (PEM file).
+    pub ca_file: PathBuf,
+    /// A kubeconfig per user.
+    pub kubeconfigs: BTreeMap<User, PathBuf>,
+    /// A bearer token per user.
+    pub tokens: BTreeMap<User, String>,
+}
+
+impl ControlPlaneInfo {
+    /// The kubeconfig file of `user`.
+    pub fn kubeconfig(&self, user: User) -> &Path {
+        &self.kubeconfigs[&user]
+    }
+
+    /// A kube client acting as `user`.
+    pub async fn client(&self, user: User) -> anyhow::Result<Client> {
+        let config = kube::Config::from_custom_kubeconfig(
+            kube::config::Kubeconfig::read_from(self.kubeconfig(user))?,
+            &kube::config::KubeConfigOptions::default(),
+        )
+        .await?;
+        Ok(Client::try_from(config)?)
+    }
+
+    /// The CA certificate, PEM.
+    pub fn ca_pem(&self) -> anyhow::Result<String> {
+        Ok(std::fs::read_to_string(&self.ca_file)?)
+    }
+}
+
+/// A running control plane. Dropping it kills both processes.
+pub struct ControlPlane {
+    pub info: ControlPlaneInfo,
+    etcd: Child,
+    apiserver: Child,
+}
+
+impl ControlPlane {
+    /// Starts etcd and kube-apiserver in `dir` and waits until the apiserver is ready and
+    /// the base users, namespaces and bindings exist.
+    pub async fn launch(dir: &Path, name: &str) -> anyhow::Result<Self> {
+        std::fs::create_dir_all(dir)?;
+        let dir = dir.canonicalize()?;
+        let ca = pki::Authority::generate(&format!("{name}-ca"))?;
+        let serving = ca.issue_serving("kube-apiserver", &["kubernetes", "kubernetes.default"])?;
+        let (sa_private, sa_public) = pki::key_pair_pem()?;
+        let ca_file = dir.join("ca.crt");
+        write_private(&ca_file, &ca.cert_pem)?;
+        write_private(&dir.join("apiserver.crt"), &serving.cert_pem)?;
+        write_private(&dir.join("apiserver.key"), &serving.key_pem)?;
+        write_private(&dir.join("sa.key"), &sa_private)?;
+        write_private(&dir.join("sa.pub"), &sa_public)?;
+
+        let mut tokens = BTreeMap::new();
+        let mut token_file = String::new();
+        for user in User::ALL {
+            let token = random_token()?;
+            let groups = user.groups().join(",");
+            token_file.push_str(&format!(
+                "{token},{},uid-{},\"{groups}\"\n",
+                user.name(),
+                user.name()
+            ));
+            tokens.insert(user, token);
+        }
+        write_private(&dir.join("tokens.csv"), &token_file)?;
+
+        let etcd_port = free_port()?;
+        let peer_port = free_port()?;
+        let etcd = Command::new(binaries::path("etcd")?)
+            .args(["--name", name, "--data-dir"])
+            .arg(dir.join("etcd-data"))
+            .args([
+                "--listen-client-urls",
+                &format!("http://127.0.0.1:{etcd_port}"),
+            ])
+            .args([
+                "--advertise-client-urls",
+                &format!("http://127.0.0.1:{etcd_port}"),
+            ])
+            .args([
+                "--listen-peer-urls",
+                &format!("http://127.0.0.1:{peer_port}"),
+            ])
+            .args([
+                "--initial-advertise-peer-urls",
+                &format!("http://127.0.0.1:{peer_port}"),
+            ])
+            .args([
+                "--initial-cluster",
+                &format!("{name}=http://127.0.0.1:{peer_port}"),
+            ])
+            .args(["--unsafe-no-fsync", "--log-level", "warn"])
+            .stdout(Stdio::null())
+            .stderr(log_file(&dir, "etcd.log")?)
+            .kill_on_drop(true)
+            .spawn()
+            .context("starting etcd")?;
+        let mut etcd = etcd;
+        wait_for_etcd(etcd_port, &mut etcd, &dir).await?;
+
+        let api_port = free_port()?;
+        let server = format!("https://127.0.0.1:{api_port}");
+        let apiserver = Command::new(binaries::path("kube-apiserver")?)
+            .args(["--etcd-servers", &format!("http://127.0.0.1:{etcd_port}")])
+            .args([
+                "--bind-address",
+                "127.0.0.1",
+                "--advertise-address",
+                "127.0.0.1",
+            ])
+            .args(["--secure-port", &api_port.to_string()])
+            .arg("--cert-dir")
+            .arg(dir.join("apiserver-certs"))
+            .arg(format!(
+                "--tls-cert-file={}",
+                dir.join("apiserver.crt").display()
+            ))
+            .arg(format!(
+                "--tls-private-key-file={}",
+                dir.join("apiserver.key").display()
+            ))
+            .arg(format!("--client-ca-file={}", ca_file.display()))
+            .arg(format!(
+                "--token-auth-file={}",
+                dir.join("tokens.csv").display()
+            ))
+            .arg(format!(
+                "--service-account-key-file={}",
+                dir.join("sa.pub").display()
+            ))
+            .arg(format!(
+                "--service-account-signing-key-file={}",
+                dir.join("sa.key").display()
+            ))
+            .args(["--service-account-issuer", &server])
+            .args([
+                "--service-cluster-ip-range",
+                "10.0.0.0/24",
+                "--allow-privileged",
+            ])
+            .args(["--authorization-mode", "RBAC"])
+            // There is no kube-controller-manager or kubelet: no endpoints to reconcile.
+            .args(["--endpoint-reconciler-type", "none"])
+            .args(["--v", "1"])
+            .stdout(Stdio::null())
+            .stderr(log_file(&dir, "kube-apiserver.log")?)
+            .kill_on_drop(true)
+            .spawn()
+            .context("starting kube-apiserver")?;
+
+        let mut kubeconfigs = BTreeMap::new();
+        for user in User::ALL {
+            let path = dir.join(format!("{}.kubeconfig", user.name()));
+            kubeconfig::write(
+                &path,
+                name,
+                &server,
+                &ca.cert_pem,
+                user.name(),
+                &tokens[&user],
+                user.org(),
+            )?;
+            kubeconfigs.insert(user, path);
+        }
+        let info = ControlPlaneInfo {
+            name: name.to_owned(),
+            dir: dir.clone(),
+            server,
+            ca_file,
+            kubeconfigs,
+            tokens,
+        };
+        let mut plane = Self {
+            info,
+            etcd,
+            apiserver,
+        };
+        plane.wait_ready().await?;
+        plane.bootstrap().await?;
+        Ok(plane)
+    }
+
+    /// Kills the processes and waits for them to exit.
+    pub async fn shutdown(mut self) {
+        let _ = self.apiserver.kill().await;
+        let _ = self.etcd.kill().await;
+    }
+
+    async fn wait_ready(&mut self) -> anyhow::Result<()> {
+        let client = self.info.client(User::Admin).await?;
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            if let Some(status) = self.apiserver.try_wait()? {
+                bail!(
+                    "kube-apiserver exited ({status}) before it was ready; last log lines:\n{}",
+                    tail(&self.info.dir.join("kube-apiserver.log"))
+                );
+            }
+            let request = http::Request::get("/readyz").body(Vec::new())?;
+            if let Ok(text) = client.request_text(request).await
+                && text.trim() == "ok"
+            {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                bail!(
+                    "kube-apiserver was not ready within 120 s; last log lines:\n{}",
+                    tail(&self.info.dir.join("kube-apiserver.log"))
+                );
+            }
+            sleep(Duration::from_millis(250)).await;
+        }
+    }
+
+    /// The organization namespaces and the bindings of the static users.
+    async fn bootstrap(&self) -> anyhow::Result<()> {
+        let client = self.info.client(User::Admin).await?;
+        let create = PostParams::default();
+        let bindings: Api<ClusterRoleBinding> = Api::all(client.clone());
+        let platform: ClusterRoleBinding = serde_json::from_value(serde_json::json!({
+            "metadata": { "name": "platform-admins" },
+            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin" },
+            "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "platform-admins" }],
+        }))?;
+        bindings.create(&create, &platform).await?;
+        for user in [User::Alice, User::Bob] {
+            let org = user.org().context("tenants have an org")?;
+            let namespaces: Api<Namespace> = Api::all(client.clone());
+            let namespace: Namespace =
+                serde_json::from_value(serde_json::json!({ "metadata": { "name": org } }))?;
+            namespaces.create(&create, &namespace).await?;
+            let role_bindings: Api<RoleBinding> = Api::namespaced(client.clone(), org);
+            let binding: RoleBinding = serde_json::from_value(serde_json::json!({
+                "metadata": { "name": format!("tenant-{}", user.name()) },
+                "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": TENANT_CLUSTER_ROLE },
+                "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user.name() }],
+            }))?;
+            role_bindings.create(&create, &binding).await?;
+        }
+        Ok(())
+    }
+}
+
+async fn wait_for_etcd(port: u16, etcd: &mut Child, dir: &Path) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Some(status) = etcd.try_wait()? {
+            bail!(
+                "etcd exited ({status}); last log lines:\n{}",
+                tail(&dir.join("etcd.log"))
+            );
+        }
+        if etcd_healthy(port).await {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!(
+                "etcd was not healthy within 60 s; last log lines:\n{}",
+                tail(&dir.join("etcd.log"))
+            );
+        }
+        sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// etcd's `/health` over plain HTTP/1.0: one request, no client library needed.
+async fn etcd_healthy(port: u16) -> bool {
+    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)).await else {
+        return false;
+    };
+    if stream
+        .write_all(b"GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+        .await
+        .is_err()
+    {
+        return false;
+    }
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response).await;
+    response.contains("\"health\":\"true\"")
+}
+
+fn random_token() -> anyhow::Result<String> {
+    let mut bytes = [0u8; 24];
+    getrandom::fill(&mut bytes).map_err(|e| anyhow::anyhow!("random bytes: {e}"))?;
+    Ok(hex::encode(bytes))
+}
+
+fn write_private(path: &Path, contents: &str) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, contents)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    Ok(())
+}
+
+fn log_file(dir: &Path, name: &str) -> anyhow::Result<std::fs::File> {
+    Ok(std::fs::File::create(dir.join(name))?)
+}
+
+/// The last lines of a log file, for error messages.
+pub fn tail(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(20)..].join("\n")
+}

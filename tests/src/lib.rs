@@ -1,0 +1,20 @@
+//! The test control plane: real `etcd` and `kube-apiserver` processes on 127.0.0.1.
+//!
+//! [`ControlPlane::launch`] starts one in a folder and owns its processes;
+//! the `providers-controlplane` binary wraps it for shells and for tests, and
+//! [`Supervised`] runs that binary as a child so a control plane is torn down when the
+//! test process ends, however it ends (its stdin closes and it cleans up).
+#![forbid(unsafe_code)]
+
+pub mod binaries;
+pub mod controlplane;
+pub mod kubeconfig;
+pub mod kubectl;
+pub mod pki;
+pub mod ports;
+pub mod supervised;
+pub mod users;
+
+pub use controlplane::{ControlPlane, ControlPlaneInfo};
+pub use supervised::Supervised;
+pub use users::User;

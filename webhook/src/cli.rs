@@ -1,0 +1,61 @@
+//! Command-line arguments.
+
+use std::{net::SocketAddr, path::PathBuf};
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Parser)]
+#[command(version, about = "Sealed provider installs: admission webhook and installer controller")]
+pub struct Cli {
+    /// Log format.
+    #[arg(long, value_enum, default_value = "text", global = true, env = "PROVIDERS_LOG_FORMAT")]
+    pub log_format: LogFormat,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Serve the mutating and validating admission webhooks over HTTPS.
+    Serve(ServeArgs),
+    /// Run the installer controller.
+    Controller(crate::controller::ControllerArgs),
+}
+
+#[derive(Args, Clone, Debug)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = "0.0.0.0:8443", env = "PROVIDERS_LISTEN")]
+    pub listen: SocketAddr,
+    /// Serving certificate (PEM); reloaded when the file changes.
+    #[arg(long, env = "PROVIDERS_TLS_CERT")]
+    pub tls_cert: PathBuf,
+    /// Serving private key (PEM); reloaded when the file changes.
+    #[arg(long, env = "PROVIDERS_TLS_KEY")]
+    pub tls_key: PathBuf,
+    /// The Ed25519 sealing key (PKCS#8 PEM), from a Secret.
+    #[arg(long, env = "PROVIDERS_SEALING_KEY")]
+    pub sealing_key: PathBuf,
+    /// Chart repository URL prefixes a Recipe may install from. Repeatable.
+    #[arg(long = "allowed-chart-repository", env = "PROVIDERS_ALLOWED_CHART_REPOSITORIES", value_delimiter = ',')]
+    pub allowed_chart_repositories: Vec<String>,
+    /// Path of a kubeconfig; in a cluster, the Pod's service account is used.
+    #[arg(long, env = "KUBECONFIG")]
+    pub kubeconfig: Option<PathBuf>,
+}
+
+pub fn init_tracing(format: &LogFormat) {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}

@@ -1,0 +1,21 @@
+//! `providers-webhook`: the admission webhook server and the installer controller.
+#![forbid(unsafe_code)]
+
+mod admission;
+mod cli;
+mod controller;
+mod server;
+
+use clap::Parser;
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = cli::Cli::parse();
+    cli::init_tracing(&cli.log_format);
+    // One process-wide crypto provider for every rustls user (server and kube client).
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    match cli.command {
+        cli::Command::Serve(args) => admission::run(args).await,
+        cli::Command::Controller(args) => controller::run(args).await,
+    }
+}
