@@ -2,8 +2,11 @@
 //! admission decision and the installer state machine, as pure functions.
 #![forbid(unsafe_code)]
 
+pub mod admission;
 pub mod api;
 pub mod canonical;
 pub mod crd;
+pub mod plan;
 mod schema;
 pub mod seal;
+pub mod values;

@@ -10,7 +10,10 @@ use std::collections::BTreeMap;
 use base64::{Engine, engine::general_purpose::STANDARD};
 use ed25519_dalek::{
     Signature, Signer, SigningKey, VerifyingKey,
-    pkcs8::{DecodePrivateKey, DecodePublicKey, EncodePublicKey, spki::der::pem::LineEnding},
+    pkcs8::{
+        DecodePrivateKey, DecodePublicKey, EncodePrivateKey, EncodePublicKey,
+        spki::der::pem::LineEnding,
+    },
 };
 use sha2::{Digest, Sha256};
 
@@ -25,7 +28,7 @@ const DOMAIN: &[u8] = b"providers.platform.dev/v1alpha1 plan\n";
 
 /// Why a key could not be loaded or a seal did not verify. The Display text is what a
 /// user sees.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 pub enum SealError {
     #[error("the sealing key is not a PKCS#8 Ed25519 private key in PEM: {0}")]
     InvalidPrivateKey(String),
@@ -70,6 +73,22 @@ impl Sealer {
         let key = SigningKey::from_pkcs8_pem(pem)
             .map_err(|e| SealError::InvalidPrivateKey(e.to_string()))?;
         Ok(Self::from_signing_key(key))
+    }
+
+    /// A new key from the operating system's random source.
+    pub fn generate() -> Result<Self, SealError> {
+        let mut seed = [0u8; 32];
+        getrandom::fill(&mut seed)
+            .map_err(|e| SealError::InvalidPrivateKey(format!("no randomness: {e}")))?;
+        Ok(Self::from_seed(seed))
+    }
+
+    /// The private key as PKCS#8 PEM, the form [`Sealer::from_pkcs8_pem`] reads.
+    pub fn to_pkcs8_pem(&self) -> Result<String, SealError> {
+        self.key
+            .to_pkcs8_pem(LineEnding::LF)
+            .map(|pem| pem.to_string())
+            .map_err(|e| SealError::InvalidPrivateKey(e.to_string()))
     }
 
     /// A sealer from a raw 32-byte seed (tests and key generation).

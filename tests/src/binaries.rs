@@ -31,3 +31,22 @@ pub fn workspace_root() -> anyhow::Result<PathBuf> {
     let root = here.parent().context("tests/ has a parent folder")?;
     Ok(root.to_path_buf())
 }
+
+/// A binary of this workspace, built by `cargo build --workspace --bins` into the same
+/// target folder as the running test (`target/<profile>/`).
+pub fn cargo_bin(name: &str) -> anyhow::Result<PathBuf> {
+    let exe = std::env::current_exe()?;
+    // target/<profile>/deps/<test> -> target/<profile>/<name>
+    let profile_dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .context("the test executable is in target/<profile>/deps")?;
+    let path = profile_dir.join(name);
+    if !path.exists() {
+        bail!(
+            "{} is missing: build the workspace's binaries first (`cargo build --workspace --bins`, as tests/run.sh does)",
+            path.display()
+        );
+    }
+    Ok(path)
+}

@@ -25,6 +25,8 @@ use crate::{binaries, kubeconfig, pki, ports::free_port, users::User};
 
 /// The ClusterRole the manifests give tenants; bound in each tenant's namespace.
 pub const TENANT_CLUSTER_ROLE: &str = "providers-tenant";
+/// The ClusterRole the manifests give tenants to read recipes and edges; bound to group `tenants`.
+pub const CATALOG_CLUSTER_ROLE: &str = "providers-catalog-reader";
 
 /// Everything a client needs to reach a control plane.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -275,6 +277,12 @@ impl ControlPlane {
             }))?;
             role_bindings.create(&create, &binding).await?;
         }
+        let catalog: ClusterRoleBinding = serde_json::from_value(serde_json::json!({
+            "metadata": { "name": "providers-catalog-readers" },
+            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": CATALOG_CLUSTER_ROLE },
+            "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "tenants" }],
+        }))?;
+        bindings.create(&create, &catalog).await?;
         Ok(())
     }
 }

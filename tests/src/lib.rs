@@ -11,9 +11,11 @@ pub mod controlplane;
 pub mod kubeconfig;
 pub mod kubectl;
 pub mod pki;
+pub mod platform;
 pub mod ports;
 pub mod supervised;
 pub mod users;
+pub mod webhook;
 
 pub use controlplane::{ControlPlane, ControlPlaneInfo};
 pub use supervised::Supervised;

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
     kind = "Edge",
     plural = "edges",
     category = "providers",
+    derive = "PartialEq",
     status = "EdgeStatus",
     doc = "A registered edge cluster that providers can be installed onto.",
     printcolumn(name = "Cluster", type_ = "string", json_path = ".spec.clusterID"),

@@ -9,7 +9,7 @@ pub use edge::{Edge, EdgeSpec, EdgeStatus, SecretKeyRef};
 pub use plan::{ChartRef, Owner, Plan, Seal, SealedPlan, WorkspaceIdentity};
 pub use recipe::{ExecutionRule, Recipe, RecipeSpec, RuntimeCredential, ValueField, ValueType};
 pub use workspace::{
-    AttemptRecord, JobResult, Phase, Preparation, Workspace, WorkspaceSpec, WorkspaceStatus,
+    AttemptRecord, JobResult, Phase, Preparation, Target, Workspace, WorkspaceSpec, WorkspaceStatus,
 };
 
 /// The API group of every kind this project defines.

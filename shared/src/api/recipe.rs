@@ -16,6 +16,7 @@ use super::plan::ChartRef;
     plural = "recipes",
     shortname = "rcp",
     category = "providers",
+    derive = "PartialEq",
     doc = "A platform recipe: the chart, versions, defaults and tenant-settable values of a provider.",
     printcolumn(name = "Chart", type_ = "string", json_path = ".spec.chart.name"),
     printcolumn(
@@ -85,7 +86,8 @@ pub struct ValueField {
     pub pattern: Option<String>,
     /// The largest length of a string value, in characters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_length: Option<u32>,
+    #[schemars(range(min = 0))]
+    pub max_length: Option<i64>,
     /// The smallest number allowed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub minimum: Option<f64>,

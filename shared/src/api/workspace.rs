@@ -15,6 +15,7 @@ use super::plan::SealedPlan;
     plural = "workspaces",
     shortname = "pws",
     category = "providers",
+    derive = "PartialEq",
     namespaced,
     status = "WorkspaceStatus",
     doc = "A tenant's provider workspace: a sealed, durable Helm install of a platform recipe onto an edge.",
@@ -133,6 +134,22 @@ pub struct AttemptRecord {
     pub message: Option<String>,
 }
 
+/// The edge route an attempt runs on, resolved from its sealed plan when it starts. Kept
+/// so the attempt can still be cleaned up after a newer plan targets somewhere else.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Target {
+    /// The Edge's name.
+    pub edge: String,
+    /// The edge's cluster ID.
+    pub cluster: String,
+    /// The release namespace on the edge.
+    pub namespace: String,
+    /// The edge API endpoint the installer used, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+}
+
 /// What the installer observed; written through the status subresource only.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -152,6 +169,9 @@ pub struct WorkspaceStatus {
     /// The attempt's ID.
     #[serde(default, rename = "attemptID", skip_serializing_if = "Option::is_none")]
     pub attempt_id: Option<String>,
+    /// Where the attempt this status describes runs: its edge, cluster and namespace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<Target>,
     /// The UID of the Workspace the installer bound the attempt to.
     #[serde(
         default,
@@ -210,9 +230,8 @@ fn pinned_rule(field: &str, unchanged: &str) -> kube::core::Rule {
     let inactive = "!has(oldSelf.spec.plan) || (has(oldSelf.status) && has(oldSelf.status.jobResult) \
          && has(oldSelf.status.attempt) && oldSelf.status.attempt == oldSelf.spec.plan.attempt)";
     kube::core::Rule::new(format!("{inactive} || ({unchanged})"))
-        .message(kube::core::Message::Expression(format!(
-            "'spec.{field} is pinned while attempt ' + string(oldSelf.spec.plan.attempt) + \
-             ' is active: wait for its result (kubectl provider status), or delete the Workspace'"
+        .message(kube::core::Message::Message(format!(
+            "spec.{field} is pinned while the sealed attempt is active: wait for its result (kubectl provider status), or delete the Workspace"
         )))
         .field_path(format!(".spec.{field}"))
         .reason(kube::core::Reason::FieldValueForbidden)

@@ -1,0 +1,56 @@
+//! Attempt state read from a Workspace: active, fenced, what changed, what starts next.
+
+use serde_json::{Map, Value};
+
+use crate::api::{JobResult, Plan, Workspace, WorkspaceSpec};
+
+/// An attempt is active when a plan is sealed and the status records no terminal result
+/// for that attempt. The CRD's CEL rules encode the same definition.
+pub fn is_active(workspace: &Workspace) -> bool {
+    let Some(sealed) = &workspace.spec.plan else {
+        return false;
+    };
+    terminal_result(workspace, &sealed.plan).is_none()
+}
+
+/// The terminal result of the sealed attempt, if the installer recorded one.
+pub fn terminal_result(workspace: &Workspace, plan: &Plan) -> Option<JobResult> {
+    let status = workspace.status.as_ref()?;
+    if status.attempt != Some(plan.attempt) {
+        return None;
+    }
+    status.job_result
+}
+
+/// Deletion fences new attempts: from the deletion timestamp, or the installer's record.
+pub fn is_fenced(workspace: &Workspace) -> bool {
+    workspace.metadata.deletion_timestamp.is_some()
+        || workspace.status.as_ref().is_some_and(|s| s.deleting)
+}
+
+/// The first intent field that differs, in the order a user thinks of them.
+pub fn changed_intent(old: &WorkspaceSpec, new: &WorkspaceSpec) -> Option<&'static str> {
+    if old.recipe != new.recipe {
+        Some("recipe")
+    } else if old.edge != new.edge {
+        Some("edge")
+    } else if old.version != new.version {
+        Some("version")
+    } else if values_of(old) != values_of(new) {
+        Some("values")
+    } else {
+        None
+    }
+}
+
+/// `values` left out and `values: {}` mean the same intent.
+fn values_of(spec: &WorkspaceSpec) -> Value {
+    spec.values
+        .clone()
+        .unwrap_or_else(|| Value::Object(Map::new()))
+}
+
+/// The retry counter, 0 when left out.
+pub fn retry_of(spec: &WorkspaceSpec) -> i64 {
+    spec.retry.unwrap_or(0)
+}

@@ -1,0 +1,159 @@
+//! Every reason the webhook refuses a Workspace write. The Display text is the message
+//! the user sees: it names the field, the reason and what to do.
+
+use crate::{plan::ResolveError, seal::SealError};
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Denial {
+    #[error(
+        "spec.plan is written by the admission webhook only: remove spec.plan from the manifest and create the Workspace again"
+    )]
+    PlanSetOnCreate,
+    #[error(
+        "metadata.name: a Workspace needs a name (generateName is not supported, since the plan is sealed for the name)"
+    )]
+    NameRequired,
+    #[error(
+        "spec.plan is missing: the Workspace was not sealed by the mutating webhook; check that the providers mutating webhook is registered"
+    )]
+    PlanMissing,
+    #[error(
+        "spec.plan: {0}; remove spec.plan from your change and the webhook keeps the sealed plan"
+    )]
+    SealInvalid(SealError),
+    #[error(
+        "spec.plan was sealed for Workspace {sealed_for}, not {this}: a plan cannot be copied between Workspaces; remove spec.plan from your change"
+    )]
+    PlanForOtherWorkspace { sealed_for: String, this: String },
+    #[error(
+        "spec.plan: attempt {attempt} was sealed for another request (a dry run or an earlier write), so it cannot start here; remove spec.plan from your change"
+    )]
+    PlanNotForThisRequest { attempt: i64 },
+    #[error(
+        "spec.plan differs from the sealed plan of attempt {attempt}: the plan cannot be edited; remove spec.plan from your change"
+    )]
+    PlanChanged { attempt: i64 },
+    #[error(
+        "spec.plan: attempt {found} cannot follow attempt {current}; only the webhook starts attempts: remove spec.plan from your change"
+    )]
+    AttemptOutOfOrder { current: i64, found: i64 },
+    #[error(
+        "spec.{field} cannot change while attempt {attempt} ({attempt_id}) is active: wait for its result (kubectl provider status), or delete the Workspace"
+    )]
+    EditForbidden {
+        field: &'static str,
+        attempt: i64,
+        attempt_id: String,
+    },
+    #[error(
+        "spec.plan: attempt {attempt} is still active, so no new attempt can start; wait for its result (kubectl provider status)"
+    )]
+    AttemptActive { attempt: i64 },
+    #[error(
+        "spec.retry: attempt {attempt} is still active; a retry can be asked for once it has failed (kubectl provider status shows its result)"
+    )]
+    RetryWhileActive { attempt: i64 },
+    #[error(
+        "spec.{field} changed but no new attempt was sealed for it; apply the change again through the API server with the providers webhooks registered"
+    )]
+    NotResealed { field: &'static str },
+    #[error(
+        "Workspace {workspace} is being deleted: no new attempt can start; wait until it is gone, then create it again"
+    )]
+    Fenced { workspace: String },
+    #[error(
+        "spec.recipe: recipe {name:?} does not exist; `kubectl provider recipes` lists the recipes you can install"
+    )]
+    UnknownRecipe { name: String },
+    #[error(
+        "spec.edge: edge {name:?} does not exist; `kubectl provider edges` lists the edges and whether you may install there"
+    )]
+    UnknownEdge { name: String },
+    #[error(
+        "spec.edge: user {user:?} may not install onto edge {edge:?}; ask the platform team for the `install` verb on edges/{edge}"
+    )]
+    NotAuthorized { user: String, edge: String },
+    #[error(
+        "spec.edge: could not check whether {user:?} may install onto edge {edge:?}: {reason}; try again"
+    )]
+    AuthorizationUnavailable {
+        user: String,
+        edge: String,
+        reason: String,
+    },
+    #[error("{field}: could not read {what}: {reason}; try again")]
+    LookupFailed {
+        field: &'static str,
+        what: String,
+        reason: String,
+    },
+    #[error("{0}")]
+    Resolve(ResolveError),
+    #[error(
+        "the webhook could not seal the plan: {0}; this is a platform fault, tell the platform team"
+    )]
+    Seal(SealError),
+}
+
+impl Denial {
+    /// A machine-readable reason, for `status.reason` and the denials metric.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Denial::PlanSetOnCreate => "PlanSetByUser",
+            Denial::NameRequired => "NameRequired",
+            Denial::PlanMissing => "PlanMissing",
+            Denial::SealInvalid(_) => "SealInvalid",
+            Denial::PlanForOtherWorkspace { .. } => "PlanForOtherWorkspace",
+            Denial::PlanNotForThisRequest { .. } => "PlanReplayed",
+            Denial::PlanChanged { .. } => "PlanChanged",
+            Denial::AttemptOutOfOrder { .. } => "AttemptOutOfOrder",
+            Denial::EditForbidden { .. } => "EditForbidden",
+            Denial::RetryWhileActive { .. } => "RetryWhileActive",
+            Denial::AttemptActive { .. } => "AttemptActive",
+            Denial::NotResealed { .. } => "NotResealed",
+            Denial::Fenced { .. } => "DeletionFenced",
+            Denial::UnknownRecipe { .. } => "UnknownRecipe",
+            Denial::UnknownEdge { .. } => "UnknownEdge",
+            Denial::NotAuthorized { .. } => "EdgeNotAuthorized",
+            Denial::AuthorizationUnavailable { .. } => "AuthorizationUnavailable",
+            Denial::LookupFailed { .. } => "LookupFailed",
+            Denial::Resolve(ResolveError::Values(_)) => "ValueNotAllowed",
+            Denial::Resolve(ResolveError::VersionNotAllowed { .. }) => "VersionNotAllowed",
+            Denial::Resolve(_) => "RecipeInvalid",
+            Denial::Seal(_) => "SealFailed",
+        }
+    }
+
+    /// The field the denial is about.
+    pub fn field(&self) -> String {
+        match self {
+            Denial::EditForbidden { field, .. } | Denial::NotResealed { field } => {
+                format!("spec.{field}")
+            }
+            Denial::RetryWhileActive { .. } => "spec.retry".to_owned(),
+            Denial::UnknownRecipe { .. } => "spec.recipe".to_owned(),
+            Denial::UnknownEdge { .. }
+            | Denial::NotAuthorized { .. }
+            | Denial::AuthorizationUnavailable { .. } => "spec.edge".to_owned(),
+            Denial::Resolve(error) => error.field(),
+            Denial::LookupFailed { field, .. } => (*field).to_owned(),
+            Denial::Fenced { .. } => "metadata.deletionTimestamp".to_owned(),
+            Denial::NameRequired => "metadata.name".to_owned(),
+            _ => "spec.plan".to_owned(),
+        }
+    }
+
+    /// The HTTP status code in the AdmissionResponse's status.
+    pub fn code(&self) -> u16 {
+        match self {
+            Denial::NotAuthorized { .. } => 403,
+            Denial::AuthorizationUnavailable { .. }
+            | Denial::LookupFailed { .. }
+            | Denial::Seal(_) => 503,
+            Denial::Fenced { .. }
+            | Denial::RetryWhileActive { .. }
+            | Denial::AttemptActive { .. } => 409,
+            _ => 422,
+        }
+    }
+}

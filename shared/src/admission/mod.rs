@@ -1,0 +1,64 @@
+//! The admission decision, as pure functions of the request, the stored object and the
+//! platform's Recipes and Edges.
+//!
+//! - [`mutate::plan_action`] decides whether a write starts a new attempt, keeps the
+//!   sealed plan, or restores a plan the request left out.
+//! - [`mutate::seal_attempt`] resolves and seals a new attempt, once the caller has looked
+//!   up the Recipe and Edge and asked the API server whether the user may install there.
+//! - [`validate::validate`] refuses plans the webhook did not produce and edits to a
+//!   pinned attempt.
+
+pub mod attempt;
+mod denial;
+pub mod mutate;
+pub mod validate;
+
+pub use denial::Denial;
+use k8s_openapi::api::authentication::v1::UserInfo;
+
+use crate::api::{Workspace, WorkspaceIdentity};
+
+/// The operations the webhooks review.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Operation {
+    Create,
+    Update,
+}
+
+/// One admission request for a Workspace.
+#[derive(Clone, Copy, Debug)]
+pub struct Request<'a> {
+    pub operation: Operation,
+    /// The AdmissionRequest's UID: the same for the mutating and validating calls of one
+    /// API request, different for every other request.
+    pub uid: &'a str,
+    pub user: &'a UserInfo,
+    pub object: &'a Workspace,
+    pub old: Option<&'a Workspace>,
+}
+
+impl Request<'_> {
+    /// The identity the plan of a new attempt is bound to. The UID is empty on CREATE,
+    /// where the API server assigns it only after mutating admission.
+    pub fn workspace_identity(&self) -> WorkspaceIdentity {
+        let meta = &self.object.metadata;
+        WorkspaceIdentity {
+            namespace: meta.namespace.clone().unwrap_or_default(),
+            name: meta.name.clone().unwrap_or_default(),
+            uid: meta
+                .uid
+                .clone()
+                .or_else(|| self.old.and_then(|o| o.metadata.uid.clone()))
+                .unwrap_or_default(),
+        }
+    }
+
+    /// `namespace/name` of the object, for messages.
+    pub fn workspace_key(&self) -> String {
+        let id = self.workspace_identity();
+        format!("{}/{}", id.namespace, id.name)
+    }
+}
+
+#[cfg(test)]
+mod tests;

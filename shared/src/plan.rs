@@ -1,0 +1,362 @@
+//! Plan resolution: a Recipe, an Edge and a tenant's intent become the Plan of one attempt.
+
+use sha2::{Digest, Sha256};
+
+use crate::{
+    api::{EdgeSpec, Owner, Plan, RecipeSpec, WorkspaceIdentity, WorkspaceSpec},
+    values::{self, ValueError},
+};
+
+/// What identifies one attempt, besides the recipe and intent it resolves.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AttemptContext {
+    pub workspace: WorkspaceIdentity,
+    pub owner: Owner,
+    pub attempt: i64,
+    pub attempt_id: String,
+    pub retry: i64,
+}
+
+/// Why a recipe and intent do not resolve into a plan. The Display text is what a user sees.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ResolveError {
+    #[error(
+        "spec.version: recipe {recipe:?} does not offer version {version:?}; choose one of {allowed:?} or leave spec.version out for {default:?}"
+    )]
+    VersionNotAllowed {
+        recipe: String,
+        version: String,
+        allowed: Vec<String>,
+        default: String,
+    },
+    #[error("recipe {recipe:?} lists no chart versions; ask the platform team to fix the recipe")]
+    NoVersions { recipe: String },
+    #[error(
+        "recipe {recipe:?} installs from {repository:?}, which is not an allowlisted chart repository; ask the platform team to fix the recipe or the webhook's --allowed-chart-repository"
+    )]
+    RepositoryNotAllowed { recipe: String, repository: String },
+    #[error("{0}")]
+    Values(#[from] ValueError),
+}
+
+impl ResolveError {
+    /// The field the error is about.
+    pub fn field(&self) -> String {
+        match self {
+            ResolveError::VersionNotAllowed { .. } => "spec.version".to_owned(),
+            ResolveError::NoVersions { .. } | ResolveError::RepositoryNotAllowed { .. } => {
+                "spec.recipe".to_owned()
+            }
+            ResolveError::Values(error) => error.field(),
+        }
+    }
+}
+
+/// Whether a chart repository URL is under one of the allowlisted prefixes. A prefix
+/// matches whole path segments: `https://charts.example/team` allows
+/// `https://charts.example/team/stable` but not `https://charts.example/team-evil`.
+pub fn repository_allowed(repository: &str, allowlist: &[String]) -> bool {
+    allowlist.iter().any(|prefix| {
+        let prefix = prefix.trim_end_matches('/');
+        !prefix.is_empty()
+            && repository
+                .strip_prefix(prefix)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+    })
+}
+
+/// Resolves a new attempt from the recipe and the tenant's intent.
+pub fn resolve(
+    recipe_name: &str,
+    recipe: &RecipeSpec,
+    edge: &EdgeSpec,
+    intent: &WorkspaceSpec,
+    context: AttemptContext,
+    allowlist: &[String],
+) -> Result<Plan, ResolveError> {
+    if !repository_allowed(&recipe.chart.repository, allowlist) {
+        return Err(ResolveError::RepositoryNotAllowed {
+            recipe: recipe_name.to_owned(),
+            repository: recipe.chart.repository.clone(),
+        });
+    }
+    let default = recipe
+        .versions
+        .first()
+        .ok_or_else(|| ResolveError::NoVersions {
+            recipe: recipe_name.to_owned(),
+        })?;
+    let version = match &intent.version {
+        None => default.clone(),
+        Some(version) if recipe.versions.contains(version) => version.clone(),
+        Some(version) => {
+            return Err(ResolveError::VersionNotAllowed {
+                recipe: recipe_name.to_owned(),
+                version: version.clone(),
+                allowed: recipe.versions.clone(),
+                default: default.clone(),
+            });
+        }
+    };
+    values::check(recipe_name, &recipe.values_schema, intent.values.as_ref())?;
+    let mut merged = values::merge(recipe.values.as_ref(), intent.values.as_ref());
+    if let Some(credential) = &recipe.runtime_credential {
+        let secret = runtime_credential_secret(&context.workspace.name);
+        values::set_path(
+            &mut merged,
+            &credential.value_path,
+            serde_json::Value::String(secret),
+        );
+    }
+    let job = job_name(&context.workspace, &recipe.release, context.attempt);
+    Ok(Plan {
+        attempt: context.attempt,
+        attempt_id: context.attempt_id,
+        retry: context.retry,
+        org: context.workspace.namespace.clone(),
+        workspace: context.workspace,
+        provider: recipe_name.to_owned(),
+        owner: context.owner,
+        chart: recipe.chart.clone(),
+        version,
+        release: recipe.release.clone(),
+        namespace: recipe.namespace.clone(),
+        values: merged,
+        edge_name: intent.edge.clone(),
+        cluster: edge.cluster_id.clone(),
+        edge_workspace_uuid: edge.workspace_uuid.clone(),
+        job,
+        execution: recipe.execution.clone(),
+        runtime_credential: recipe.runtime_credential.clone(),
+    })
+}
+
+/// A retry: the original plan, unchanged but for the attempt's identity, its Job, who
+/// asked, and the Workspace UID when the original was sealed before one was known.
+pub fn retry(original: &Plan, context: AttemptContext) -> Plan {
+    Plan {
+        attempt: context.attempt,
+        attempt_id: context.attempt_id,
+        retry: context.retry,
+        job: job_name(&context.workspace, &original.release, context.attempt),
+        owner: context.owner,
+        workspace: context.workspace,
+        ..original.clone()
+    }
+}
+
+/// The attempt ID: derived from the admission request's UID, so the same request always
+/// seals the same plan (the mutating webhook is deterministic and may be called twice),
+/// and the validating webhook can tell that a new plan was sealed for this very request
+/// and is not a replay of a plan sealed for another (a dry run, say).
+pub fn attempt_id(request_uid: &str, workspace: &WorkspaceIdentity, attempt: i64) -> String {
+    let digest = Sha256::new()
+        .chain_update(request_uid.as_bytes())
+        .chain_update([0])
+        .chain_update(workspace.namespace.as_bytes())
+        .chain_update([0])
+        .chain_update(workspace.name.as_bytes())
+        .chain_update([0])
+        .chain_update(attempt.to_be_bytes())
+        .finalize();
+    hex::encode(&digest[..12])
+}
+
+/// The Job's name on the edge: deterministic, so a restarted installer finds the Job it
+/// made instead of making a second one. At most 63 characters (a Job name becomes a label).
+pub fn job_name(workspace: &WorkspaceIdentity, release: &str, attempt: i64) -> String {
+    let digest = Sha256::new()
+        .chain_update(workspace.namespace.as_bytes())
+        .chain_update([0])
+        .chain_update(workspace.name.as_bytes())
+        .finalize();
+    let suffix = format!("-{}-{attempt}", &hex::encode(digest)[..8]);
+    let head: String = release.chars().take(63 - suffix.len()).collect();
+    format!("{}{suffix}", head.trim_end_matches('-'))
+}
+
+/// The Secret on the edge that carries the provider's hub credential.
+pub fn runtime_credential_secret(workspace_name: &str) -> String {
+    let head: String = workspace_name.chars().take(40).collect();
+    format!("{head}-hub-credential")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::{ChartRef, RuntimeCredential, ValueField, ValueType};
+    use serde_json::json;
+
+    pub(crate) fn recipe() -> RecipeSpec {
+        RecipeSpec {
+            chart: ChartRef {
+                repository: "https://charts.example/stable".into(),
+                name: "demo".into(),
+            },
+            versions: vec!["1.2.0".into(), "1.1.0".into()],
+            namespace: "demo".into(),
+            release: "demo".into(),
+            values: Some(json!({"replicaCount": 1, "image": {"tag": "v1"}})),
+            values_schema: vec![ValueField {
+                path: "replicaCount".into(),
+                type_: ValueType::Integer,
+                description: None,
+                enum_: None,
+                pattern: None,
+                max_length: None,
+                minimum: Some(1.0),
+                maximum: Some(5.0),
+            }],
+            execution: vec![],
+            runtime_credential: Some(RuntimeCredential {
+                role: "provider".into(),
+                value_path: "hub.secretName".into(),
+            }),
+        }
+    }
+
+    fn edge() -> EdgeSpec {
+        EdgeSpec {
+            cluster_id: "cluster-1".into(),
+            workspace_uuid: "uuid-1".into(),
+            kubeconfig_secret_ref: crate::api::SecretKeyRef {
+                namespace: "providers-system".into(),
+                name: "edge-1".into(),
+                key: "kubeconfig".into(),
+            },
+        }
+    }
+
+    fn intent(version: Option<&str>, values: Option<serde_json::Value>) -> WorkspaceSpec {
+        WorkspaceSpec {
+            recipe: "demo".into(),
+            edge: "edge-1".into(),
+            version: version.map(Into::into),
+            values,
+            retry: None,
+            plan: None,
+        }
+    }
+
+    fn context(attempt: i64) -> AttemptContext {
+        let workspace = WorkspaceIdentity {
+            namespace: "org-a".into(),
+            name: "ws".into(),
+            uid: String::new(),
+        };
+        AttemptContext {
+            attempt_id: attempt_id("req", &workspace, attempt),
+            workspace,
+            owner: Owner {
+                username: "alice".into(),
+                uid: String::new(),
+            },
+            attempt,
+            retry: 0,
+        }
+    }
+
+    const ALLOW: &[&str] = &["https://charts.example/stable"];
+
+    fn allow() -> Vec<String> {
+        ALLOW.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn resolves_defaults_and_tenant_values() {
+        let plan = resolve(
+            "demo",
+            &recipe(),
+            &edge(),
+            &intent(None, Some(json!({"replicaCount": 3}))),
+            context(1),
+            &allow(),
+        )
+        .unwrap();
+        assert_eq!(plan.version, "1.2.0");
+        assert_eq!(
+            plan.values,
+            json!({"replicaCount": 3, "image": {"tag": "v1"}, "hub": {"secretName": "ws-hub-credential"}})
+        );
+        assert_eq!(
+            (
+                plan.org.as_str(),
+                plan.provider.as_str(),
+                plan.cluster.as_str()
+            ),
+            ("org-a", "demo", "cluster-1")
+        );
+        assert_eq!(plan.edge_workspace_uuid, "uuid-1");
+        assert!(plan.job.starts_with("demo-") && plan.job.ends_with("-1") && plan.job.len() <= 63);
+    }
+
+    #[test]
+    fn refuses_versions_the_recipe_does_not_offer() {
+        let error = resolve(
+            "demo",
+            &recipe(),
+            &edge(),
+            &intent(Some("9.9.9"), None),
+            context(1),
+            &allow(),
+        )
+        .unwrap_err();
+        assert_eq!(error.field(), "spec.version");
+        assert!(error.to_string().contains("\"9.9.9\""));
+    }
+
+    #[test]
+    fn refuses_repositories_off_the_allowlist() {
+        let error = resolve(
+            "demo",
+            &recipe(),
+            &edge(),
+            &intent(None, None),
+            context(1),
+            &[],
+        )
+        .unwrap_err();
+        assert!(matches!(error, ResolveError::RepositoryNotAllowed { .. }));
+        assert!(repository_allowed(
+            "https://charts.example/stable/x",
+            &allow()
+        ));
+        assert!(!repository_allowed(
+            "https://charts.example/stable-evil",
+            &allow()
+        ));
+        assert!(!repository_allowed("https://charts.example", &allow()));
+    }
+
+    #[test]
+    fn retry_keeps_everything_but_the_attempt() {
+        let original = resolve(
+            "demo",
+            &recipe(),
+            &edge(),
+            &intent(Some("1.1.0"), None),
+            context(1),
+            &allow(),
+        )
+        .unwrap();
+        let retried = retry(&original, context(2));
+        assert_eq!(retried.attempt, 2);
+        assert_ne!(retried.attempt_id, original.attempt_id);
+        assert_ne!(retried.job, original.job);
+        assert_eq!(
+            (&retried.chart, &retried.version, &retried.values),
+            (&original.chart, &original.version, &original.values)
+        );
+    }
+
+    #[test]
+    fn job_names_fit_in_a_label() {
+        let workspace = WorkspaceIdentity {
+            namespace: "n".into(),
+            name: "w".into(),
+            uid: String::new(),
+        };
+        let name = job_name(&workspace, &"r".repeat(100), 12345);
+        assert!(name.len() <= 63, "{name}");
+    }
+}

@@ -1,0 +1,93 @@
+//! The project's own objects on a test control plane: CRDs, RBAC, recipes, edges.
+
+use std::path::Path;
+
+use anyhow::Context;
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+use kube::{
+    Api, Client,
+    api::{Patch, PatchParams},
+};
+use serde_json::json;
+
+use crate::{binaries, controlplane::ControlPlaneInfo, kubectl, users::User};
+
+/// Applies the CRDs, the namespace and the tenant RBAC from manifests/ with the real
+/// kubectl, and waits until the CRDs are
+/// Established.
+pub fn install(plane: &ControlPlaneInfo) -> anyhow::Result<()> {
+    let root = binaries::workspace_root()?;
+    let admin = plane.kubeconfig(User::Admin);
+    for path in [
+        "manifests/crds",
+        "manifests/namespace.yaml",
+        "manifests/rbac/tenant.yaml",
+    ] {
+        kubectl::ok(
+            admin,
+            &[
+                "apply",
+                "--server-side",
+                "--field-manager=platform",
+                "-f",
+                &root.join(path).display().to_string(),
+            ],
+        )?;
+    }
+    kubectl::ok(
+        admin,
+        &[
+            "wait",
+            "--for=condition=Established",
+            "--timeout=60s",
+            "crd/recipes.providers.platform.dev",
+            "crd/edges.providers.platform.dev",
+            "crd/workspaces.providers.platform.dev",
+        ],
+    )?;
+    Ok(())
+}
+
+/// Applies a YAML document with kubectl (server-side).
+pub fn apply_yaml(kubeconfig: &Path, yaml: &str) -> anyhow::Result<()> {
+    let file = tempfile::Builder::new().suffix(".yaml").tempfile()?;
+    std::fs::write(file.path(), yaml)?;
+    kubectl::ok(
+        kubeconfig,
+        &[
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "--field-manager=platform",
+            "-f",
+            &file.path().display().to_string(),
+        ],
+    )?;
+    Ok(())
+}
+
+/// Grants `user` the `install` verb on exactly one edge.
+pub async fn grant_install(admin: &Client, user: &str, edge: &str) -> anyhow::Result<()> {
+    let name = format!("providers-install-{edge}-{user}");
+    let apply = PatchParams::apply("platform").force();
+    let role: ClusterRole = serde_json::from_value(json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": name},
+        "rules": [{"apiGroups": ["providers.platform.dev"], "resources": ["edges"], "resourceNames": [edge], "verbs": ["install"]}]
+    }))?;
+    Api::<ClusterRole>::all(admin.clone())
+        .patch(&name, &apply, &Patch::Apply(&role))
+        .await
+        .context("install role")?;
+    let binding: ClusterRoleBinding = serde_json::from_value(json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]
+    }))?;
+    Api::<ClusterRoleBinding>::all(admin.clone())
+        .patch(&name, &apply, &Patch::Apply(&binding))
+        .await
+        .context("install binding")?;
+    Ok(())
+}

@@ -1,0 +1,306 @@
+//! The real `providers-webhook serve` process, with real TLS, registered on a control plane.
+
+use std::{
+    path::PathBuf,
+    process::{Child, Command, Stdio},
+    time::Duration,
+};
+
+use anyhow::{Context, bail};
+use kube::{Api, api::PostParams};
+use providers::api::{Workspace, WorkspaceSpec};
+
+use crate::{
+    binaries, controlplane::ControlPlaneInfo, kubeconfig, kubectl, pki::Authority, platform,
+    ports::free_port, users::User,
+};
+
+/// The namespace of the platform's own objects.
+pub const SYSTEM_NAMESPACE: &str = "providers-system";
+/// The ConfigMap that publishes the sealing public keys.
+pub const KEYS_CONFIGMAP: &str = "providers-sealing-keys";
+
+/// A running webhook. Dropping it kills the process.
+pub struct Webhook {
+    child: Option<Child>,
+    pub port: u16,
+    pub dir: tempfile::TempDir,
+    /// The CA that signed the serving certificate: the webhook configurations' caBundle.
+    pub ca_pem: String,
+    /// The sealing key's ID and public key.
+    pub key_id: String,
+    pub public_key_pem: String,
+    args: Vec<String>,
+}
+
+impl Webhook {
+    /// Starts the webhook for `plane` as its least-privilege ServiceAccount (the RBAC in
+    /// manifests/webhook/rbac.yaml, a token from the TokenRequest API), accepting charts
+    /// from `allowed_repositories`, and publishes its public key.
+    pub fn start(plane: &ControlPlaneInfo, allowed_repositories: &[&str]) -> anyhow::Result<Self> {
+        let dir = tempfile::Builder::new()
+            .prefix("providers-webhook-")
+            .tempdir()?;
+        let bin = binaries::cargo_bin("providers-webhook")?;
+        let admin = plane.kubeconfig(User::Admin);
+
+        let ca = Authority::generate("webhook-ca")?;
+        let serving = ca.issue_serving(
+            "providers-webhook",
+            &["providers-webhook.providers-system.svc"],
+        )?;
+        let cert = dir.path().join("tls.crt");
+        let key = dir.path().join("tls.key");
+        std::fs::write(&cert, &serving.cert_pem)?;
+        std::fs::write(&key, &serving.key_pem)?;
+
+        let private_key = dir.path().join("sealing.pem");
+        let public_key = dir.path().join("sealing.pub");
+        let keygen = Command::new(&bin)
+            .arg("keygen")
+            .arg("--private-key")
+            .arg(&private_key)
+            .arg("--public-key")
+            .arg(&public_key)
+            .output()?;
+        if !keygen.status.success() {
+            bail!("keygen failed: {}", String::from_utf8_lossy(&keygen.stderr));
+        }
+        let key_id = String::from_utf8(keygen.stdout)?.trim().to_owned();
+        let public_key_pem = std::fs::read_to_string(&public_key)?;
+
+        let root = binaries::workspace_root()?;
+        kubectl::ok(
+            admin,
+            &[
+                "apply",
+                "--server-side",
+                "--field-manager=platform",
+                "-f",
+                root.join("manifests/namespace.yaml")
+                    .to_str()
+                    .context("path")?,
+            ],
+        )?;
+        kubectl::ok(
+            admin,
+            &[
+                "apply",
+                "--server-side",
+                "--field-manager=platform",
+                "-f",
+                root.join("manifests/webhook/rbac.yaml")
+                    .to_str()
+                    .context("path")?,
+            ],
+        )?;
+        let token = kubectl::ok(
+            admin,
+            &[
+                "create",
+                "token",
+                "providers-webhook",
+                "-n",
+                SYSTEM_NAMESPACE,
+                "--duration=24h",
+            ],
+        )?;
+        let webhook_kubeconfig = dir.path().join("webhook.kubeconfig");
+        kubeconfig::write(
+            &webhook_kubeconfig,
+            &plane.name,
+            &plane.server,
+            &plane.ca_pem()?,
+            "providers-webhook",
+            token.trim(),
+            None,
+        )?;
+
+        publish_keys(plane, &key_id, &public_key_pem)?;
+
+        let port = free_port()?;
+        let mut args = vec![
+            "serve".to_owned(),
+            "--listen".to_owned(),
+            format!("127.0.0.1:{port}"),
+            "--tls-cert".to_owned(),
+            path(&cert),
+            "--tls-key".to_owned(),
+            path(&key),
+            "--sealing-key".to_owned(),
+            path(&private_key),
+            "--kubeconfig".to_owned(),
+            path(&webhook_kubeconfig),
+        ];
+        for repository in allowed_repositories {
+            args.push("--allowed-chart-repository".to_owned());
+            args.push((*repository).to_owned());
+        }
+        let mut webhook = Self {
+            child: None,
+            port,
+            ca_pem: ca.cert_pem.clone(),
+            key_id,
+            public_key_pem,
+            dir,
+            args,
+        };
+        webhook.spawn()?;
+        Ok(webhook)
+    }
+
+    /// The log file of the process.
+    pub fn log_path(&self) -> PathBuf {
+        self.dir.path().join("webhook.log")
+    }
+
+    /// (Re)starts the process with the same arguments and waits until it accepts connections.
+    pub fn spawn(&mut self) -> anyhow::Result<()> {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.log_path())?;
+        let child = Command::new(binaries::cargo_bin("providers-webhook")?)
+            .args(&self.args)
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()?;
+        self.child = Some(child);
+        for _ in 0..200 {
+            if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+                return Ok(());
+            }
+            if let Some(status) = self
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten())
+            {
+                bail!(
+                    "the webhook exited ({status}):\n{}",
+                    crate::controlplane::tail(&self.log_path())
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        bail!(
+            "the webhook did not listen within 10 s:\n{}",
+            crate::controlplane::tail(&self.log_path())
+        )
+    }
+
+    /// Stops the process (SIGKILL) and waits for it.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Registers the shipped webhook configurations (manifests/webhook/) on `plane`, with the
+    /// service reference replaced by this process's URL and caBundle, and waits until the
+    /// API server calls the webhook.
+    pub async fn register(&self, plane: &ControlPlaneInfo) -> anyhow::Result<()> {
+        let root = binaries::workspace_root()?;
+        let text =
+            std::fs::read_to_string(root.join("manifests/webhook/webhook-configurations.yaml"))?;
+        let ca_bundle =
+            base64::Engine::encode(&base64::engine::general_purpose::STANDARD, &self.ca_pem);
+        let mut documents = Vec::new();
+        for document in serde_yaml::Deserializer::from_str(&text) {
+            let mut value: serde_json::Value = serde::Deserialize::deserialize(document)?;
+            if let Some(annotations) = value
+                .pointer_mut("/metadata/annotations")
+                .and_then(|a| a.as_object_mut())
+            {
+                annotations.remove("cert-manager.io/inject-ca-from");
+            }
+            for webhook in value["webhooks"].as_array_mut().context("webhooks")? {
+                let path = webhook
+                    .pointer("/clientConfig/service/path")
+                    .and_then(|p| p.as_str())
+                    .context("path")?;
+                webhook["clientConfig"] = serde_json::json!({ "url": format!("https://127.0.0.1:{}{path}", self.port), "caBundle": ca_bundle });
+            }
+            documents.push(serde_yaml::to_string(&value)?);
+        }
+        platform::apply_yaml(plane.kubeconfig(User::Admin), &documents.join("---\n"))?;
+        self.wait_until_called(plane).await
+    }
+
+    /// Polls with a dry-run create that only this webhook can deny with "does not exist"
+    /// until the API server's webhook informer has the configuration.
+    async fn wait_until_called(&self, plane: &ControlPlaneInfo) -> anyhow::Result<()> {
+        let api: Api<Workspace> =
+            Api::namespaced(plane.client(User::Admin).await?, SYSTEM_NAMESPACE);
+        let probe = Workspace::new(
+            "webhook-probe",
+            WorkspaceSpec {
+                recipe: "webhook-probe-no-such-recipe".into(),
+                edge: "none".into(),
+                version: None,
+                values: None,
+                retry: None,
+                plan: None,
+            },
+        );
+        let params = PostParams {
+            dry_run: true,
+            ..Default::default()
+        };
+        for _ in 0..100 {
+            match api.create(&params, &probe).await {
+                Err(kube::Error::Api(status)) if status.message.contains("does not exist") => {
+                    return Ok(());
+                }
+                _ => tokio::time::sleep(Duration::from_millis(100)).await,
+            }
+        }
+        bail!(
+            "the API server did not call the webhook within 10 s:\n{}",
+            crate::controlplane::tail(&self.log_path())
+        )
+    }
+
+    /// Removes the webhook configurations from `plane`.
+    pub fn unregister(plane: &ControlPlaneInfo) -> anyhow::Result<()> {
+        let admin = plane.kubeconfig(User::Admin);
+        kubectl::ok(
+            admin,
+            &[
+                "delete",
+                "mutatingwebhookconfiguration,validatingwebhookconfiguration",
+                "providers-webhook",
+                "--ignore-not-found",
+            ],
+        )?;
+        Ok(())
+    }
+}
+
+impl Drop for Webhook {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Publishes a public key in the keys ConfigMap (entry `<keyID>.pem`).
+pub fn publish_keys(
+    plane: &ControlPlaneInfo,
+    key_id: &str,
+    public_key_pem: &str,
+) -> anyhow::Result<()> {
+    let config_map = serde_json::json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": KEYS_CONFIGMAP, "namespace": SYSTEM_NAMESPACE},
+        "data": { format!("{key_id}.pem"): public_key_pem },
+    });
+    platform::apply_yaml(
+        plane.kubeconfig(User::Admin),
+        &serde_yaml::to_string(&config_map)?,
+    )
+}
+
+fn path(p: &std::path::Path) -> String {
+    p.display().to_string()
+}
