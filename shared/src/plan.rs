@@ -145,19 +145,37 @@ pub fn retry(original: &Plan, context: AttemptContext) -> Plan {
     }
 }
 
-/// The attempt ID: derived from the admission request's UID, so the same request always
-/// seals the same plan (the mutating webhook is deterministic and may be called twice),
-/// and the validating webhook can tell that a new plan was sealed for this very request
-/// and is not a replay of a plan sealed for another (a dry run, say).
-pub fn attempt_id(request_uid: &str, workspace: &WorkspaceIdentity, attempt: i64) -> String {
+/// The attempt ID: a digest of everything that starts the attempt - the Workspace, the
+/// attempt number, the stored object's resourceVersion the write applies to (empty on
+/// create), the tenant's intent and who asked. The mutating webhook is therefore
+/// deterministic (it may be called twice for one request), and the validating webhook can
+/// recompute it: a plan sealed for any other request (a dry run, an earlier state, another
+/// user) does not match.
+pub fn attempt_id(
+    workspace: &WorkspaceIdentity,
+    attempt: i64,
+    old_resource_version: &str,
+    intent: &WorkspaceSpec,
+    user: &str,
+) -> String {
+    let intent = serde_json::json!({
+        "recipe": intent.recipe,
+        "edge": intent.edge,
+        "version": intent.version,
+        "values": intent.values,
+        "retry": intent.retry.unwrap_or(0),
+    });
     let digest = Sha256::new()
-        .chain_update(request_uid.as_bytes())
-        .chain_update([0])
         .chain_update(workspace.namespace.as_bytes())
         .chain_update([0])
         .chain_update(workspace.name.as_bytes())
         .chain_update([0])
         .chain_update(attempt.to_be_bytes())
+        .chain_update(old_resource_version.as_bytes())
+        .chain_update([0])
+        .chain_update(crate::canonical::to_vec(&intent))
+        .chain_update([0])
+        .chain_update(user.as_bytes())
         .finalize();
     hex::encode(&digest[..12])
 }
@@ -245,7 +263,7 @@ mod tests {
             uid: String::new(),
         };
         AttemptContext {
-            attempt_id: attempt_id("req", &workspace, attempt),
+            attempt_id: attempt_id(&workspace, attempt, "", &intent(None, None), "alice"),
             workspace,
             owner: Owner {
                 username: "alice".into(),

@@ -5,10 +5,19 @@ use std::{net::SocketAddr, path::PathBuf};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 #[derive(Parser)]
-#[command(version, about = "Sealed provider installs: admission webhook and installer controller")]
+#[command(
+    version,
+    about = "Sealed provider installs: admission webhook and installer controller"
+)]
 pub struct Cli {
     /// Log format.
-    #[arg(long, value_enum, default_value = "text", global = true, env = "PROVIDERS_LOG_FORMAT")]
+    #[arg(
+        long,
+        value_enum,
+        default_value = "text",
+        global = true,
+        env = "PROVIDERS_LOG_FORMAT"
+    )]
     pub log_format: LogFormat,
     #[command(subcommand)]
     pub command: Command,
@@ -24,6 +33,8 @@ pub enum LogFormat {
 pub enum Command {
     /// Serve the mutating and validating admission webhooks over HTTPS.
     Serve(ServeArgs),
+    /// Write a new Ed25519 sealing key (PKCS#8 PEM) and its public key (SPKI PEM).
+    Keygen(KeygenArgs),
     /// Run the installer controller.
     Controller(crate::controller::ControllerArgs),
 }
@@ -42,18 +53,38 @@ pub struct ServeArgs {
     /// The Ed25519 sealing key (PKCS#8 PEM), from a Secret.
     #[arg(long, env = "PROVIDERS_SEALING_KEY")]
     pub sealing_key: PathBuf,
+    /// A folder of extra public keys (`*.pem`) accepted when verifying plans, for key
+    /// rotation: the published keys ConfigMap, mounted.
+    #[arg(long, env = "PROVIDERS_PUBLIC_KEYS_DIR")]
+    pub public_keys_dir: Option<PathBuf>,
     /// Chart repository URL prefixes a Recipe may install from. Repeatable.
-    #[arg(long = "allowed-chart-repository", env = "PROVIDERS_ALLOWED_CHART_REPOSITORIES", value_delimiter = ',')]
+    #[arg(
+        long = "allowed-chart-repository",
+        env = "PROVIDERS_ALLOWED_CHART_REPOSITORIES",
+        value_delimiter = ','
+    )]
     pub allowed_chart_repositories: Vec<String>,
     /// Path of a kubeconfig; in a cluster, the Pod's service account is used.
     #[arg(long, env = "KUBECONFIG")]
     pub kubeconfig: Option<PathBuf>,
 }
 
+#[derive(Args, Clone, Debug)]
+pub struct KeygenArgs {
+    /// Where to write the private key (created with mode 0600; never overwritten).
+    #[arg(long)]
+    pub private_key: PathBuf,
+    /// Where to write the public key; its file name in the keys ConfigMap is `<keyID>.pem`.
+    #[arg(long)]
+    pub public_key: PathBuf,
+}
+
 pub fn init_tracing(format: &LogFormat) {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
     match format {
         LogFormat::Text => builder.init(),
         LogFormat::Json => builder.json().init(),

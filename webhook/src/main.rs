@@ -4,6 +4,7 @@
 mod admission;
 mod cli;
 mod controller;
+mod keygen;
 mod server;
 
 use clap::Parser;
@@ -16,6 +17,7 @@ async fn main() -> anyhow::Result<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     match cli.command {
         cli::Command::Serve(args) => admission::run(args).await,
+        cli::Command::Keygen(args) => keygen::run(&args),
         cli::Command::Controller(args) => controller::run(args).await,
     }
 }

@@ -29,9 +29,6 @@ pub enum Operation {
 #[derive(Clone, Copy, Debug)]
 pub struct Request<'a> {
     pub operation: Operation,
-    /// The AdmissionRequest's UID: the same for the mutating and validating calls of one
-    /// API request, different for every other request.
-    pub uid: &'a str,
     pub user: &'a UserInfo,
     pub object: &'a Workspace,
     pub old: Option<&'a Workspace>,
@@ -51,6 +48,22 @@ impl Request<'_> {
                 .or_else(|| self.old.and_then(|o| o.metadata.uid.clone()))
                 .unwrap_or_default(),
         }
+    }
+
+    /// The attempt ID a new attempt `attempt` sealed for this request has.
+    pub fn attempt_id(&self, attempt: i64) -> String {
+        let old_version = self
+            .old
+            .and_then(|o| o.metadata.resource_version.as_deref())
+            .unwrap_or_default();
+        let user = self.user.username.as_deref().unwrap_or_default();
+        crate::plan::attempt_id(
+            &self.workspace_identity(),
+            attempt,
+            old_version,
+            &self.object.spec,
+            user,
+        )
     }
 
     /// `namespace/name` of the object, for messages.

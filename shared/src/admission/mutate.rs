@@ -58,7 +58,9 @@ pub enum PlanAction {
     Start(Start),
 }
 
-/// Decides what a write does to the plan.
+/// Decides what a write does to the plan. Where a write starts an attempt, the webhook
+/// seals it afresh whatever plan the request carries; elsewhere a plan that differs from
+/// the sealed one is left for the validating webhook to refuse.
 pub fn plan_action(request: &Request<'_>) -> Result<PlanAction, Denial> {
     if request
         .object
@@ -101,11 +103,6 @@ pub fn plan_action(request: &Request<'_>) -> Result<PlanAction, Denial> {
     };
     if is_fenced(old) || is_fenced(request.object) || is_active(old) {
         return Ok(restore_if_omitted());
-    }
-    // Only a request that leaves the plan alone may start an attempt: a request that
-    // carries a different plan is judged (and refused) by the validating webhook.
-    if new.plan.as_ref().is_some_and(|p| p != sealed) {
-        return Ok(PlanAction::Keep);
     }
     let next = sealed.plan.attempt + 1;
     if changed_intent(&old.spec, new).is_some() {
@@ -151,7 +148,7 @@ pub fn seal_attempt(
     let user = request.user.username.clone().unwrap_or_default();
     let workspace = request.workspace_identity();
     let context = AttemptContext {
-        attempt_id: plan::attempt_id(request.uid, &workspace, start.attempt),
+        attempt_id: request.attempt_id(start.attempt),
         workspace,
         owner: Owner {
             username: user.clone(),

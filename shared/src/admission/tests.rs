@@ -94,14 +94,12 @@ fn workspace(values: serde_json::Value) -> Workspace {
 /// and the user authorized. Returns the object as the API server would store it.
 fn admit(
     operation: Operation,
-    uid: &str,
     object: &Workspace,
     old: Option<&Workspace>,
 ) -> Result<Workspace, Denial> {
     let user = alice();
     let request = Request {
         operation,
-        uid,
         user: &user,
         object,
         old,
@@ -129,13 +127,16 @@ fn admit(
     }
     let request = Request {
         operation,
-        uid,
         user: &user,
         object: &result,
         old,
     };
     validate(&request, &Keyring::from(&sealer()))?;
     result.metadata.uid.get_or_insert_with(|| "uid-ws-1".into());
+    // Every stored write gets a new resourceVersion, as in the API server.
+    static VERSION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let version = VERSION.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    result.metadata.resource_version = Some(version.to_string());
     Ok(result)
 }
 
@@ -152,7 +153,6 @@ fn with_result(mut ws: Workspace, result: Option<JobResult>) -> Workspace {
 fn created() -> Workspace {
     admit(
         Operation::Create,
-        "req-1",
         &workspace(json!({"replicaCount": 2})),
         None,
     )
@@ -178,10 +178,16 @@ fn create_seals_attempt_one_with_merged_values() {
 #[test]
 fn the_same_request_twice_gives_the_same_plan() {
     let object = workspace(json!({}));
-    let a = admit(Operation::Create, "req-x", &object, None).unwrap();
-    let b = admit(Operation::Create, "req-x", &object, None).unwrap();
+    let a = admit(Operation::Create, &object, None).unwrap();
+    let b = admit(Operation::Create, &object, None).unwrap();
     assert_eq!(a.spec.plan, b.spec.plan);
-    let c = admit(Operation::Create, "req-y", &object, None).unwrap();
+    // Another intent is another attempt.
+    let c = admit(
+        Operation::Create,
+        &workspace(json!({"replicaCount": 3})),
+        None,
+    )
+    .unwrap();
     assert_ne!(
         a.spec.plan.unwrap().plan.attempt_id,
         c.spec.plan.unwrap().plan.attempt_id
@@ -193,7 +199,7 @@ fn a_plan_written_on_create_is_denied() {
     let mut object = workspace(json!({}));
     object.spec.plan = created().spec.plan;
     assert_eq!(
-        admit(Operation::Create, "req-2", &object, None),
+        admit(Operation::Create, &object, None),
         Err(Denial::PlanSetOnCreate)
     );
 }
@@ -210,7 +216,7 @@ fn pinned_fields_cannot_change_during_an_active_attempt() {
     for (field, edit) in edits {
         let mut new = old.clone();
         edit(&mut new.spec);
-        let denial = admit(Operation::Update, "req-3", &new, Some(&old)).unwrap_err();
+        let denial = admit(Operation::Update, &new, Some(&old)).unwrap_err();
         assert_eq!(denial.field(), format!("spec.{field}"));
         assert!(
             matches!(denial, Denial::EditForbidden { attempt: 1, .. }),
@@ -226,7 +232,7 @@ fn labels_can_change_during_an_active_attempt_and_the_plan_stays() {
     let mut new = old.clone();
     new.metadata.labels = Some([("team".to_owned(), "x".to_owned())].into());
     assert_eq!(
-        admit(Operation::Update, "req-4", &new, Some(&old))
+        admit(Operation::Update, &new, Some(&old))
             .unwrap()
             .spec
             .plan,
@@ -240,7 +246,7 @@ fn an_omitted_plan_is_restored() {
     let mut new = old.clone();
     new.spec.plan = None;
     assert_eq!(
-        admit(Operation::Update, "req-5", &new, Some(&old))
+        admit(Operation::Update, &new, Some(&old))
             .unwrap()
             .spec
             .plan,
@@ -255,7 +261,7 @@ fn a_tampered_plan_is_denied() {
     let plan = new.spec.plan.as_mut().unwrap();
     plan.plan.chart.name = "evil".into();
     assert_eq!(
-        admit(Operation::Update, "req-6", &new, Some(&old)),
+        admit(Operation::Update, &new, Some(&old)),
         Err(Denial::PlanChanged { attempt: 1 })
     );
     let mut new = with_result(old.clone(), Some(JobResult::Failed));
@@ -264,14 +270,14 @@ fn a_tampered_plan_is_denied() {
     new.spec.plan = Some(forged);
     let old = with_result(old, Some(JobResult::Failed));
     assert!(matches!(
-        admit(Operation::Update, "req-6", &new, Some(&old)),
+        admit(Operation::Update, &new, Some(&old)),
         Err(Denial::SealInvalid(_))
     ));
 }
 
 #[test]
 fn a_plan_of_another_workspace_is_denied() {
-    let other = admit(Operation::Create, "req-7", &workspace(json!({})), None).unwrap();
+    let other = admit(Operation::Create, &workspace(json!({})), None).unwrap();
     let old = with_result(created(), Some(JobResult::Failed));
     let mut new = old.clone();
     let mut copied = other.spec.plan.unwrap();
@@ -281,7 +287,7 @@ fn a_plan_of_another_workspace_is_denied() {
     copied2.plan.attempt = 2;
     new.spec.plan = Some(sealer().seal(copied2.plan).unwrap());
     assert!(matches!(
-        admit(Operation::Update, "req-7", &new, Some(&old)),
+        admit(Operation::Update, &new, Some(&old)),
         Err(Denial::PlanForOtherWorkspace { .. })
     ));
 }
@@ -291,10 +297,24 @@ fn a_plan_sealed_for_another_request_is_a_replay() {
     let failed = with_result(created(), Some(JobResult::Failed));
     let mut retry = failed.clone();
     retry.spec.retry = Some(1);
-    let dry_run = admit(Operation::Update, "req-dry", &retry, Some(&failed)).unwrap();
+    let dry_run = admit(Operation::Update, &retry, Some(&failed)).unwrap();
+    // Replayed where no attempt starts: refused.
+    let mut replay = failed.clone();
+    replay.spec.plan = dry_run.spec.plan.clone();
     assert_eq!(
-        admit(Operation::Update, "req-later", &dry_run, Some(&failed)),
+        admit(Operation::Update, &replay, Some(&failed)),
         Err(Denial::PlanNotForThisRequest { attempt: 2 })
+    );
+    // Replayed where an attempt starts, after the object changed: the webhook seals afresh.
+    let mut relabelled = failed.clone();
+    relabelled.metadata.resource_version = Some("changed".into());
+    let mut replay = relabelled.clone();
+    replay.spec.retry = Some(1);
+    replay.spec.plan = dry_run.spec.plan.clone();
+    let admitted = admit(Operation::Update, &replay, Some(&relabelled)).unwrap();
+    assert_ne!(
+        admitted.spec.plan.unwrap().plan.attempt_id,
+        dry_run.spec.plan.unwrap().plan.attempt_id
     );
 }
 
@@ -306,7 +326,6 @@ fn a_retry_after_failure_reuses_the_original_plan() {
     let user = alice();
     let request = Request {
         operation: Operation::Update,
-        uid: "req-8",
         user: &user,
         object: &new,
         old: Some(&failed),
@@ -342,7 +361,7 @@ fn a_retry_during_an_active_attempt_is_denied() {
     let mut new = old.clone();
     new.spec.retry = Some(1);
     assert_eq!(
-        admit(Operation::Update, "req-9", &new, Some(&old)),
+        admit(Operation::Update, &new, Some(&old)),
         Err(Denial::RetryWhileActive { attempt: 1 })
     );
 }
@@ -353,7 +372,7 @@ fn a_retry_after_success_starts_nothing() {
     let mut new = old.clone();
     new.spec.retry = Some(1);
     assert_eq!(
-        admit(Operation::Update, "req-10", &new, Some(&old))
+        admit(Operation::Update, &new, Some(&old))
             .unwrap()
             .spec
             .plan,
@@ -368,7 +387,7 @@ fn changed_intent_after_a_terminal_attempt_seals_the_new_intent() {
         let mut new = old.clone();
         new.spec.values = Some(json!({"replicaCount": 4}));
         new.spec.version = Some("1.1.0".into());
-        let plan = admit(Operation::Update, "req-11", &new, Some(&old))
+        let plan = admit(Operation::Update, &new, Some(&old))
             .unwrap()
             .spec
             .plan
@@ -390,13 +409,13 @@ fn no_new_attempt_while_deletion_is_fenced() {
     let mut retry = old.clone();
     retry.spec.retry = Some(1);
     assert!(matches!(
-        admit(Operation::Update, "req-12", &retry, Some(&old)),
+        admit(Operation::Update, &retry, Some(&old)),
         Err(Denial::Fenced { .. })
     ));
     let mut upgrade = old.clone();
     upgrade.spec.values = Some(json!({"replicaCount": 5}));
     assert!(matches!(
-        admit(Operation::Update, "req-12", &upgrade, Some(&old)),
+        admit(Operation::Update, &upgrade, Some(&old)),
         Err(Denial::Fenced { .. })
     ));
 }
@@ -407,7 +426,6 @@ fn lookups_and_authorization_are_denied_by_name() {
     let user = alice();
     let request = Request {
         operation: Operation::Create,
-        uid: "r",
         user: &user,
         object: &object,
         old: None,
@@ -476,7 +494,6 @@ fn lookups_and_authorization_are_denied_by_name() {
 fn values_outside_the_schema_are_denied_with_their_path() {
     let denial = admit(
         Operation::Create,
-        "r",
         &workspace(json!({"image": {"repository": "evil"}})),
         None,
     )
@@ -493,7 +510,6 @@ fn the_stored_plan_needs_no_key_after_rotation() {
     let user = alice();
     let request = Request {
         operation: Operation::Update,
-        uid: "r",
         user: &user,
         object: &new,
         old: Some(&old),
@@ -507,7 +523,6 @@ fn a_missing_plan_is_denied_by_validation() {
     let user = alice();
     let request = Request {
         operation: Operation::Create,
-        uid: "r",
         user: &user,
         object: &object,
         old: None,

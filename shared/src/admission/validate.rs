@@ -3,13 +3,13 @@
 
 use crate::{
     api::{JobResult, SealedPlan, WorkspaceSpec},
-    plan,
     seal::Keyring,
 };
 
 use super::{
     Denial, Request,
     attempt::{changed_intent, is_active, is_fenced, retry_of, terminal_result},
+    mutate::{PlanAction, plan_action},
 };
 
 /// Admits or refuses a Workspace write after mutation. Returns warnings for the user.
@@ -52,25 +52,38 @@ pub fn validate(request: &Request<'_>, keyring: &Keyring) -> Result<Vec<String>,
             is_fenced(old),
         );
     }
-    if sealed.plan.attempt == current {
-        return Err(Denial::PlanChanged { attempt: current });
+    // A plan that differs from the stored one is admissible only as the new attempt the
+    // mutating webhook sealed for this very write.
+    let mut without_plan = request.object.clone();
+    without_plan.spec.plan = None;
+    let probe = Request {
+        object: &without_plan,
+        ..*request
+    };
+    if let Ok(PlanAction::Start(start)) = plan_action(&probe) {
+        check_new_plan(request, sealed, keyring, start.attempt)?;
+        return Ok(Vec::new());
     }
-    if sealed.plan.attempt != current + 1 {
-        return Err(Denial::AttemptOutOfOrder {
+    Err(if sealed.plan.attempt == current {
+        Denial::PlanChanged { attempt: current }
+    } else if sealed.plan.attempt != current + 1 {
+        Denial::AttemptOutOfOrder {
             current,
             found: sealed.plan.attempt,
-        });
-    }
-    if is_fenced(old) || is_fenced(request.object) {
-        return Err(Denial::Fenced {
+        }
+    } else if is_fenced(old) || is_fenced(request.object) {
+        Denial::Fenced {
             workspace: request.workspace_key(),
-        });
-    }
-    if is_active(old) {
-        return Err(Denial::AttemptActive { attempt: current });
-    }
-    check_new_plan(request, sealed, keyring, current + 1)?;
-    Ok(Vec::new())
+        }
+    } else if is_active(old) {
+        Denial::AttemptActive { attempt: current }
+    } else {
+        // Report a forged or copied plan as such before calling it a replay.
+        check_seal_and_identity(request, sealed, keyring)?;
+        Denial::PlanNotForThisRequest {
+            attempt: sealed.plan.attempt,
+        }
+    })
 }
 
 /// A request that keeps the sealed plan: the intent must stay as sealed while the attempt
@@ -130,6 +143,38 @@ fn check_new_plan(
     keyring: &Keyring,
     expected: i64,
 ) -> Result<(), Denial> {
+    check_seal_and_identity(request, sealed, keyring)?;
+    let plan = &sealed.plan;
+    if plan.attempt != expected {
+        return Err(Denial::AttemptOutOfOrder {
+            current: expected - 1,
+            found: plan.attempt,
+        });
+    }
+    if plan.attempt_id != request.attempt_id(plan.attempt) {
+        return Err(Denial::PlanNotForThisRequest {
+            attempt: plan.attempt,
+        });
+    }
+    let intent = &request.object.spec;
+    if plan.provider != intent.recipe {
+        return Err(Denial::NotResealed { field: "recipe" });
+    }
+    if plan.edge_name != intent.edge {
+        return Err(Denial::NotResealed { field: "edge" });
+    }
+    if intent.version.as_ref().is_some_and(|v| *v != plan.version) {
+        return Err(Denial::NotResealed { field: "version" });
+    }
+    Ok(())
+}
+
+/// The seal verifies with a published key, and the plan is for this Workspace.
+fn check_seal_and_identity(
+    request: &Request<'_>,
+    sealed: &SealedPlan,
+    keyring: &Keyring,
+) -> Result<(), Denial> {
     keyring.verify(sealed).map_err(Denial::SealInvalid)?;
     let plan = &sealed.plan;
     let this = request.workspace_identity();
@@ -146,27 +191,6 @@ fn check_new_plan(
             ),
             this: format!("{}/{} (uid {:?})", this.namespace, this.name, this.uid),
         });
-    }
-    if plan.attempt != expected {
-        return Err(Denial::AttemptOutOfOrder {
-            current: expected - 1,
-            found: plan.attempt,
-        });
-    }
-    if plan.attempt_id != plan::attempt_id(request.uid, &plan.workspace, plan.attempt) {
-        return Err(Denial::PlanNotForThisRequest {
-            attempt: plan.attempt,
-        });
-    }
-    let intent = &request.object.spec;
-    if plan.provider != intent.recipe {
-        return Err(Denial::NotResealed { field: "recipe" });
-    }
-    if plan.edge_name != intent.edge {
-        return Err(Denial::NotResealed { field: "edge" });
-    }
-    if intent.version.as_ref().is_some_and(|v| *v != plan.version) {
-        return Err(Denial::NotResealed { field: "version" });
     }
     Ok(())
 }

@@ -50,6 +50,7 @@ pub struct Plan {
     pub attempt: i64,
     /// A unique identifier of this attempt.
     #[serde(rename = "attemptID")]
+    #[schemars(length(max = 64))]
     pub attempt_id: String,
     /// The value of spec.retry this attempt answers.
     #[serde(default)]

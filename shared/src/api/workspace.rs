@@ -230,8 +230,9 @@ fn pinned_rule(field: &str, unchanged: &str) -> kube::core::Rule {
     let inactive = "!has(oldSelf.spec.plan) || (has(oldSelf.status) && has(oldSelf.status.jobResult) \
          && has(oldSelf.status.attempt) && oldSelf.status.attempt == oldSelf.spec.plan.attempt)";
     kube::core::Rule::new(format!("{inactive} || ({unchanged})"))
-        .message(kube::core::Message::Message(format!(
-            "spec.{field} is pinned while the sealed attempt is active: wait for its result (kubectl provider status), or delete the Workspace"
+        .message(kube::core::Message::Expression(format!(
+            "'spec.{field} cannot change while attempt ' + oldSelf.spec.plan.attemptID + \
+             ' is active: wait for its result (kubectl provider status), or delete the Workspace'"
         )))
         .field_path(format!(".spec.{field}"))
         .reason(kube::core::Reason::FieldValueForbidden)

@@ -1,0 +1,569 @@
+//! The admission webhook through the real API server: the apiserver calls the real
+//! `providers-webhook` at https://127.0.0.1:PORT with a caBundle.
+
+use std::{path::Path, sync::OnceLock};
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::{
+    Api, Client,
+    api::{DeleteParams, Patch, PatchParams, PostParams},
+};
+use providers::{
+    api::{
+        ChartRef, Edge, EdgeSpec, Recipe, RecipeSpec, SecretKeyRef, ValueField, ValueType,
+        Workspace, WorkspaceSpec,
+    },
+    seal::Keyring,
+};
+use serde_json::{Value, json};
+use testbed::{
+    ControlPlaneInfo, User, kubectl, platform, supervised,
+    webhook::{KEYS_CONFIGMAP, SYSTEM_NAMESPACE, Webhook},
+};
+
+const REPOSITORY: &str = "http://127.0.0.1:1/charts";
+
+struct Fixture {
+    plane: &'static ControlPlaneInfo,
+    _webhook: Webhook,
+}
+
+/// One control plane and one webhook for this test binary, with a recipe `demo`, edges
+/// `edge-1` (alice may install) and `edge-2` (nobody may).
+fn fixture() -> &'static Fixture {
+    static FIXTURE: OnceLock<Fixture> = OnceLock::new();
+    FIXTURE.get_or_init(|| {
+        let plane = supervised::shared(Path::new(env!("CARGO_BIN_EXE_providers-controlplane")));
+        platform::install(plane).expect("install");
+        let webhook = Webhook::start(plane, &[REPOSITORY]).expect("webhook starts");
+        // Set up on a runtime of its own: the first caller may be inside a test's runtime.
+        let setup = std::thread::scope(|scope| {
+            scope
+                .spawn(|| {
+                    tokio::runtime::Runtime::new()
+                        .expect("runtime")
+                        .block_on(async {
+                            let admin = plane.client(User::Admin).await.expect("client");
+                            Api::<Recipe>::all(admin.clone())
+                                .create(&PostParams::default(), &recipe())
+                                .await
+                                .expect("recipe");
+                            for name in ["edge-1", "edge-2"] {
+                                Api::<Edge>::all(admin.clone())
+                                    .create(&PostParams::default(), &edge(name))
+                                    .await
+                                    .expect("edge");
+                            }
+                            platform::grant_install(&admin, "alice", "edge-1")
+                                .await
+                                .expect("grant");
+                            webhook.register(plane).await.expect("register");
+                        })
+                })
+                .join()
+        });
+        setup.expect("fixture set up");
+        Fixture {
+            plane,
+            _webhook: webhook,
+        }
+    })
+}
+
+fn recipe() -> Recipe {
+    Recipe::new(
+        "demo",
+        RecipeSpec {
+            chart: ChartRef {
+                repository: REPOSITORY.into(),
+                name: "demo".into(),
+            },
+            versions: vec!["0.2.0".into(), "0.1.0".into()],
+            namespace: "demo".into(),
+            release: "demo".into(),
+            values: Some(json!({"replicaCount": 1, "image": {"tag": "stable"}})),
+            values_schema: vec![ValueField {
+                path: "replicaCount".into(),
+                type_: ValueType::Integer,
+                description: Some("How many replicas".into()),
+                enum_: None,
+                pattern: None,
+                max_length: None,
+                minimum: Some(1.0),
+                maximum: Some(5.0),
+            }],
+            execution: vec![],
+            runtime_credential: None,
+        },
+    )
+}
+
+fn edge(name: &str) -> Edge {
+    Edge::new(
+        name,
+        EdgeSpec {
+            cluster_id: format!("{name}-cluster"),
+            workspace_uuid: "8c6b7c1e-0000-4000-8000-000000000001".into(),
+            kubeconfig_secret_ref: SecretKeyRef {
+                namespace: SYSTEM_NAMESPACE.into(),
+                name: name.into(),
+                key: "kubeconfig".into(),
+            },
+        },
+    )
+}
+
+fn workspace(name: &str, edge: &str, values: Value) -> Workspace {
+    Workspace::new(
+        name,
+        WorkspaceSpec {
+            recipe: "demo".into(),
+            edge: edge.into(),
+            version: None,
+            values: Some(values),
+            retry: None,
+            plan: None,
+        },
+    )
+}
+
+async fn as_user(user: User) -> Api<Workspace> {
+    let fixture = fixture();
+    Api::namespaced(fixture.plane.client(user).await.expect("client"), "org-a")
+}
+
+async fn admin() -> Client {
+    fixture().plane.client(User::Admin).await.expect("client")
+}
+
+/// The message of an API error, which carries the webhook's denial.
+fn denial(result: Result<Workspace, kube::Error>) -> String {
+    match result {
+        Err(kube::Error::Api(status)) => status.message,
+        Ok(ws) => panic!("admitted: {:?}", ws.spec),
+        Err(other) => panic!("not an API error: {other}"),
+    }
+}
+
+async fn create(name: &str) -> Workspace {
+    as_user(User::Alice)
+        .await
+        .create(
+            &PostParams::default(),
+            &workspace(name, "edge-1", json!({"replicaCount": 2})),
+        )
+        .await
+        .expect("created")
+}
+
+/// Records a terminal result for the current attempt, as the installer does.
+async fn finish(name: &str, result: &str) {
+    let api: Api<Workspace> = Api::namespaced(admin().await, "org-a");
+    let ws = api.get(name).await.expect("get");
+    let attempt = ws.spec.plan.as_ref().expect("sealed").plan.attempt;
+    let status = json!({"status": {"attempt": attempt, "jobResult": result, "phase": result}});
+    api.patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
+        .await
+        .expect("status");
+}
+
+async fn published_keyring() -> Keyring {
+    let config_map = Api::<ConfigMap>::namespaced(admin().await, SYSTEM_NAMESPACE)
+        .get(KEYS_CONFIGMAP)
+        .await
+        .expect("keys");
+    let data = config_map.data.unwrap_or_default();
+    Keyring::from_pems(data.iter().map(|(k, v)| (k.as_str(), v.as_str()))).expect("keys parse")
+}
+
+#[tokio::test]
+async fn a_new_workspace_is_sealed_with_the_published_key() {
+    let ws = create("sealed").await;
+    let sealed = ws.spec.plan.clone().expect("spec.plan is sealed");
+    let plan = &sealed.plan;
+    assert_eq!(
+        (plan.attempt, plan.version.as_str(), plan.release.as_str()),
+        (1, "0.2.0", "demo")
+    );
+    assert_eq!(
+        plan.values,
+        json!({"replicaCount": 2, "image": {"tag": "stable"}})
+    );
+    assert_eq!(
+        (
+            plan.org.as_str(),
+            plan.provider.as_str(),
+            plan.edge_name.as_str()
+        ),
+        ("org-a", "demo", "edge-1")
+    );
+    assert_eq!(
+        (plan.cluster.as_str(), plan.owner.username.as_str()),
+        ("edge-1-cluster", "alice")
+    );
+    assert_eq!(
+        plan.chart,
+        ChartRef {
+            repository: REPOSITORY.into(),
+            name: "demo".into()
+        }
+    );
+    assert!(!plan.attempt_id.is_empty() && !plan.job.is_empty());
+    published_keyring()
+        .await
+        .verify(&sealed)
+        .expect("the seal verifies with the published key");
+}
+
+#[tokio::test]
+async fn an_edge_without_install_rights_is_denied_by_name() {
+    let api = as_user(User::Alice).await;
+    let message = denial(
+        api.create(
+            &PostParams::default(),
+            &workspace("no-rights", "edge-2", json!({})),
+        )
+        .await,
+    );
+    assert!(
+        message.contains("\"edge-2\"") && message.contains("install"),
+        "{message}"
+    );
+    // Bob has no install rights anywhere, and none in org-a either.
+    let bob: Api<Workspace> =
+        Api::namespaced(fixture().plane.client(User::Bob).await.unwrap(), "org-b");
+    let message = denial(
+        bob.create(
+            &PostParams::default(),
+            &workspace("bob", "edge-1", json!({})),
+        )
+        .await,
+    );
+    assert!(
+        message.contains("\"bob\"") && message.contains("edges/edge-1"),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn pinned_fields_cannot_change_during_an_active_attempt() {
+    let attempt_id = create("pinned").await.spec.plan.unwrap().plan.attempt_id;
+    let api = as_user(User::Alice).await;
+    let edits = [
+        ("values", json!({"spec": {"values": {"replicaCount": 3}}})),
+        ("edge", json!({"spec": {"edge": "edge-2"}})),
+        ("recipe", json!({"spec": {"recipe": "other"}})),
+        ("version", json!({"spec": {"version": "0.1.0"}})),
+    ];
+    for (field, patch) in edits {
+        let message = denial(
+            api.patch("pinned", &PatchParams::default(), &Patch::Merge(&patch))
+                .await,
+        );
+        // The CRD's own rule answers first (it runs before validating webhooks); both name
+        // the field and the attempt.
+        assert!(
+            message.contains(&format!("spec.{field}")) && message.contains(&attempt_id),
+            "{field}: {message}"
+        );
+    }
+    let before = api.get("pinned").await.unwrap();
+    let labelled = api
+        .patch(
+            "pinned",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"metadata": {"labels": {"team": "blue"}}})),
+        )
+        .await
+        .expect("labels may change");
+    assert_eq!(labelled.spec.plan, before.spec.plan);
+}
+
+#[tokio::test]
+async fn hand_written_or_copied_plans_are_denied() {
+    let victim = create("tamper").await;
+    let other = create("tamper-other").await;
+    let api = as_user(User::Alice).await;
+
+    let mut changed_chart = serde_json::to_value(victim.spec.plan.as_ref().unwrap()).unwrap();
+    changed_chart["chart"]["name"] = json!("evil");
+    let mut bad_signature = serde_json::to_value(victim.spec.plan.as_ref().unwrap()).unwrap();
+    bad_signature["seal"]["signature"] = json!("AAAA");
+    let copied = serde_json::to_value(other.spec.plan.as_ref().unwrap()).unwrap();
+    for plan in [changed_chart, bad_signature, copied] {
+        let patch = json!({"spec": {"plan": plan}});
+        let message = denial(
+            api.patch("tamper", &PatchParams::default(), &Patch::Merge(&patch))
+                .await,
+        );
+        assert!(message.contains("spec.plan"), "{message}");
+    }
+    // After a failed attempt, a forged next attempt (a copied plan renumbered) is refused too.
+    finish("tamper", "Failed").await;
+    let mut forged = serde_json::to_value(other.spec.plan.as_ref().unwrap()).unwrap();
+    forged["attempt"] = json!(2);
+    let message = denial(
+        api.patch(
+            "tamper",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"spec": {"plan": forged}})),
+        )
+        .await,
+    );
+    assert!(
+        message.contains("spec.plan") && message.contains("signature"),
+        "{message}"
+    );
+    // A plan on create is refused outright.
+    let mut with_plan = workspace("tamper-new", "edge-1", json!({}));
+    with_plan.spec.plan = victim.spec.plan.clone();
+    let message = denial(api.create(&PostParams::default(), &with_plan).await);
+    assert!(message.contains("remove spec.plan"), "{message}");
+}
+
+#[tokio::test]
+async fn a_retry_after_failure_runs_the_original_plan() {
+    let first = create("retry").await.spec.plan.unwrap().plan;
+    finish("retry", "Failed").await;
+    // The platform changes the recipe in between: the retry must not pick it up.
+    let recipes: Api<Recipe> = Api::all(admin().await);
+    let mut changed = recipe();
+    changed.metadata.name = Some("demo-retry-check".into());
+    let patch = json!({"spec": {"values": {"replicaCount": 1, "image": {"tag": "changed"}}}});
+    recipes
+        .patch("demo", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    let api = as_user(User::Alice).await;
+    let retried = api
+        .patch(
+            "retry",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"spec": {"retry": 1}})),
+        )
+        .await
+        .expect("retry admitted");
+    recipes
+        .patch(
+            "demo",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"spec": {"values": {"image": {"tag": "stable"}}}})),
+        )
+        .await
+        .unwrap();
+    let second = retried.spec.plan.unwrap().plan;
+    assert_eq!(second.attempt, 2);
+    assert_ne!(second.attempt_id, first.attempt_id);
+    assert_ne!(second.job, first.job);
+    assert_eq!(
+        (&second.chart, &second.version, &second.values),
+        (&first.chart, &first.version, &first.values)
+    );
+    assert_eq!(second.values["image"]["tag"], "stable");
+}
+
+#[tokio::test]
+async fn changed_intent_after_a_terminal_attempt_seals_the_new_intent() {
+    let first = create("upgrade").await;
+    finish("upgrade", "Succeeded").await;
+    let api = as_user(User::Alice).await;
+    let patch = json!({"spec": {"version": "0.1.0", "values": {"replicaCount": 4}}});
+    let upgraded = api
+        .patch("upgrade", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .expect("upgrade admitted");
+    let plan = upgraded.spec.plan.unwrap().plan;
+    assert_eq!((plan.attempt, plan.version.as_str()), (2, "0.1.0"));
+    assert_eq!(plan.values["replicaCount"], 4);
+    assert_eq!(
+        plan.workspace.uid,
+        first.metadata.uid.unwrap(),
+        "attempt 2 is bound to the Workspace UID"
+    );
+}
+
+#[tokio::test]
+async fn values_outside_the_schema_and_unknown_objects_are_denied_by_name() {
+    let api = as_user(User::Alice).await;
+    let cases = [
+        (
+            workspace(
+                "bad-path",
+                "edge-1",
+                json!({"image": {"repository": "evil/image"}}),
+            ),
+            "spec.values.image.repository",
+        ),
+        (
+            workspace("bad-type", "edge-1", json!({"replicaCount": "many"})),
+            "spec.values.replicaCount",
+        ),
+        (
+            workspace("bad-bound", "edge-1", json!({"replicaCount": 50})),
+            "above the maximum 5",
+        ),
+        (
+            workspace("bad-edge", "edge-404", json!({})),
+            "edge \"edge-404\" does not exist",
+        ),
+    ];
+    for (ws, text) in cases {
+        let message = denial(api.create(&PostParams::default(), &ws).await);
+        assert!(message.contains(text), "{text}: {message}");
+    }
+    let mut unknown = workspace("bad-recipe", "edge-1", json!({}));
+    unknown.spec.recipe = "nope".into();
+    let message = denial(api.create(&PostParams::default(), &unknown).await);
+    assert!(
+        message.contains("recipe \"nope\" does not exist"),
+        "{message}"
+    );
+}
+
+const MANIFEST: &str = r#"
+apiVersion: providers.platform.dev/v1alpha1
+kind: Workspace
+metadata:
+  name: NAME
+  namespace: org-a
+spec:
+  recipe: demo
+  edge: edge-1
+  values:
+    replicaCount: 2
+"#;
+
+fn manifest(name: &str) -> tempfile::NamedTempFile {
+    let file = tempfile::Builder::new().suffix(".yaml").tempfile().unwrap();
+    std::fs::write(file.path(), MANIFEST.replace("NAME", name)).unwrap();
+    file
+}
+
+fn resource_version(name: &str) -> String {
+    let alice = fixture().plane.kubeconfig(User::Alice);
+    kubectl::ok(
+        alice,
+        &[
+            "get",
+            "workspace",
+            name,
+            "-o",
+            "jsonpath={.metadata.resourceVersion}/{.spec.plan.attempt}",
+        ],
+    )
+    .unwrap()
+}
+
+#[test]
+fn the_same_manifest_applied_twice_is_a_no_op() {
+    let alice = fixture().plane.kubeconfig(User::Alice);
+    // Server-side apply, as a GitOps controller does.
+    let file = manifest("gitops-ssa");
+    let path = file.path().to_str().unwrap();
+    kubectl::ok(
+        alice,
+        &[
+            "apply",
+            "--server-side",
+            "--field-manager=argocd-controller",
+            "-f",
+            path,
+        ],
+    )
+    .unwrap();
+    let first = resource_version("gitops-ssa");
+    kubectl::ok(
+        alice,
+        &[
+            "apply",
+            "--server-side",
+            "--field-manager=argocd-controller",
+            "-f",
+            path,
+        ],
+    )
+    .unwrap();
+    assert_eq!(resource_version("gitops-ssa"), first);
+    assert!(first.ends_with("/1"), "{first}");
+    // Client-side apply.
+    let file = manifest("gitops-csa");
+    let path = file.path().to_str().unwrap();
+    kubectl::ok(alice, &["apply", "-f", path]).unwrap();
+    let first = resource_version("gitops-csa");
+    let out = kubectl::ok(alice, &["apply", "-f", path]).unwrap();
+    assert!(out.contains("unchanged"), "{out}");
+    assert_eq!(resource_version("gitops-csa"), first);
+}
+
+#[test]
+fn a_server_dry_run_shows_the_seal_and_persists_nothing() {
+    let alice = fixture().plane.kubeconfig(User::Alice);
+    let file = manifest("dry-run");
+    let out = kubectl::ok(
+        alice,
+        &[
+            "create",
+            "--dry-run=server",
+            "-o",
+            "json",
+            "-f",
+            file.path().to_str().unwrap(),
+        ],
+    )
+    .unwrap();
+    let object: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(object["spec"]["plan"]["attempt"], 1, "{out}");
+    assert!(
+        object["spec"]["plan"]["seal"]["signature"]
+            .as_str()
+            .is_some_and(|s| !s.is_empty())
+    );
+    let get = kubectl::run(alice, &["get", "workspace", "dry-run"]).unwrap();
+    assert!(!get.status.success() && String::from_utf8_lossy(&get.stderr).contains("NotFound"));
+}
+
+#[tokio::test]
+async fn no_new_attempt_starts_while_deletion_is_fenced() {
+    create("fenced").await;
+    let api: Api<Workspace> = Api::namespaced(admin().await, "org-a");
+    // A finalizer keeps the object while it is being deleted, as the installer's does.
+    api.patch(
+        "fenced",
+        &PatchParams::default(),
+        &Patch::Merge(&json!({"metadata": {"finalizers": ["test.providers.platform.dev/hold"]}})),
+    )
+    .await
+    .unwrap();
+    finish("fenced", "Failed").await;
+    api.delete("fenced", &DeleteParams::default())
+        .await
+        .unwrap();
+    let alice = as_user(User::Alice).await;
+    let message = denial(
+        alice
+            .patch(
+                "fenced",
+                &PatchParams::default(),
+                &Patch::Merge(&json!({"spec": {"retry": 1}})),
+            )
+            .await,
+    );
+    assert!(message.contains("being deleted"), "{message}");
+    let message = denial(
+        alice
+            .patch(
+                "fenced",
+                &PatchParams::default(),
+                &Patch::Merge(&json!({"spec": {"values": {"replicaCount": 3}}})),
+            )
+            .await,
+    );
+    assert!(message.contains("being deleted"), "{message}");
+    api.patch(
+        "fenced",
+        &PatchParams::default(),
+        &Patch::Merge(&json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .unwrap();
+}
