@@ -36,11 +36,11 @@ pub fn workspace_root() -> anyhow::Result<PathBuf> {
 /// target folder as the running test (`target/<profile>/`).
 pub fn cargo_bin(name: &str) -> anyhow::Result<PathBuf> {
     let exe = std::env::current_exe()?;
-    // target/<profile>/deps/<test> -> target/<profile>/<name>
-    let profile_dir = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .context("the test executable is in target/<profile>/deps")?;
+    // A test runs from target/<profile>/deps/, a binary from target/<profile>/.
+    let mut profile_dir = exe.parent().context("the executable has a folder")?;
+    if profile_dir.file_name().is_some_and(|n| n == "deps") {
+        profile_dir = profile_dir.parent().context("deps/ has a parent folder")?;
+    }
     let path = profile_dir.join(name);
     if !path.exists() {
         bail!(

@@ -18,19 +18,20 @@ use crate::{binaries, controlplane::ControlPlaneInfo, kubectl, users::User};
 pub fn install(plane: &ControlPlaneInfo) -> anyhow::Result<()> {
     let root = binaries::workspace_root()?;
     let admin = plane.kubeconfig(User::Admin);
-    for path in [
-        "manifests/crds",
-        "manifests/namespace.yaml",
-        "manifests/rbac/tenant.yaml",
+    for (flag, path) in [
+        ("-k", "manifests/crds"),
+        ("-k", "manifests/namespace"),
+        ("-f", "manifests/rbac/tenant.yaml"),
     ] {
+        let path = root.join(path).display().to_string();
         kubectl::ok(
             admin,
             &[
                 "apply",
                 "--server-side",
                 "--field-manager=platform",
-                "-f",
-                &root.join(path).display().to_string(),
+                flag,
+                &path,
             ],
         )?;
     }

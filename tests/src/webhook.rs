@@ -77,7 +77,7 @@ impl Webhook {
                 "--server-side",
                 "--field-manager=platform",
                 "-f",
-                root.join("manifests/namespace.yaml")
+                root.join("manifests/namespace/namespace.yaml")
                     .to_str()
                     .context("path")?,
             ],

@@ -209,6 +209,13 @@ async fn a_new_workspace_is_sealed_with_the_published_key() {
         }
     );
     assert!(!plan.attempt_id.is_empty() && !plan.job.is_empty());
+    // The API server assigns the UID after mutating admission: attempt 1 carries none
+    // (docs/adr/0003); the installer binds it on first sight.
+    assert_eq!(
+        plan.workspace.uid, "",
+        "uid at mutation: {:?}",
+        ws.metadata.uid
+    );
     published_keyring()
         .await
         .verify(&sealed)
