@@ -1,6 +1,9 @@
 //! Tenant values: checked against a Recipe's values schema, then merged over its defaults.
 
-use std::collections::BTreeMap;
+use std::{
+    collections::{BTreeMap, HashMap},
+    sync::{Mutex, OnceLock},
+};
 
 use regex::Regex;
 use serde_json::{Map, Value};
@@ -150,13 +153,12 @@ fn check_leaf(
                 }
             }
             if let Some(pattern) = &field.pattern {
-                let anchored = Regex::new(&format!("^(?:{pattern})$")).map_err(|e| {
-                    ValueError::BadRecipePattern {
+                let anchored =
+                    anchored_regex(pattern).map_err(|e| ValueError::BadRecipePattern {
                         recipe: recipe.to_owned(),
                         path: path.to_owned(),
                         reason: e.to_string(),
-                    }
-                })?;
+                    })?;
                 if !anchored.is_match(text) {
                     return Err(ValueError::PatternMismatch {
                         path: path.to_owned(),
@@ -198,6 +200,25 @@ fn check_leaf(
         }
     }
     Ok(())
+}
+
+/// A recipe pattern compiled to match whole values. Compiling costs far more than matching
+/// and recipes change rarely, so compiled patterns are kept, up to a bound.
+fn anchored_regex(pattern: &str) -> Result<Regex, regex::Error> {
+    const MAX_CACHED: usize = 512;
+    static CACHE: OnceLock<Mutex<HashMap<String, Regex>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some(regex) = cache.lock().ok().and_then(|c| c.get(pattern).cloned()) {
+        return Ok(regex);
+    }
+    let regex = Regex::new(&format!("^(?:{pattern})$"))?;
+    if let Ok(mut cache) = cache.lock() {
+        if cache.len() >= MAX_CACHED {
+            cache.clear();
+        }
+        cache.insert(pattern.to_owned(), regex.clone());
+    }
+    Ok(regex)
 }
 
 fn check_bounds(field: &ValueField, path: &str, value: &Value) -> Result<(), ValueError> {

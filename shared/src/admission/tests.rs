@@ -207,7 +207,8 @@ fn a_plan_written_on_create_is_denied() {
 #[test]
 fn pinned_fields_cannot_change_during_an_active_attempt() {
     let old = created();
-    let edits: [(&str, fn(&mut WorkspaceSpec)); 4] = [
+    type Edit = fn(&mut WorkspaceSpec);
+    let edits: [(&str, Edit); 4] = [
         ("recipe", |s| s.recipe = "other".into()),
         ("edge", |s| s.edge = "edge-2".into()),
         ("version", |s| s.version = Some("1.1.0".into())),

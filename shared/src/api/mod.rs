@@ -1,8 +1,12 @@
 //! The `providers.platform.dev/v1alpha1` API: Recipe, Edge and Workspace.
 
+// `printcolumn(name = .., type_ = "string", ..)` repeats keys across columns by design.
+#[allow(clippy::duplicated_attributes)]
 mod edge;
 mod plan;
+#[allow(clippy::duplicated_attributes)]
 mod recipe;
+#[allow(clippy::duplicated_attributes)]
 mod workspace;
 
 pub use edge::{Edge, EdgeSpec, EdgeStatus, SecretKeyRef};

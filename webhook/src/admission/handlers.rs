@@ -61,7 +61,7 @@ async fn handle(state: &AppState, endpoint: Endpoint, body: &[u8]) -> Response {
                 .record(endpoint.name(), Outcome::Error, started.elapsed());
             return (StatusCode::BAD_REQUEST, error.to_string()).into_response();
         }
-        Ok(Err(Refusal(response))) => response,
+        Ok(Err(Refusal(response))) => *response,
         Ok(Ok(review)) => match endpoint {
             Endpoint::Mutate => mutate_review(state, &review).await,
             Endpoint::Validate => validate_review(state, &review),

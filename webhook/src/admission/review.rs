@@ -31,7 +31,7 @@ pub struct WorkspaceReview {
 
 /// What a decodable review that this webhook does not decide becomes: a denial (HTTP 200)
 /// with this message.
-pub struct Refusal(pub AdmissionResponse);
+pub struct Refusal(pub Box<AdmissionResponse>);
 
 /// Decodes the body of a POST to /mutate or /validate.
 pub fn decode(body: &[u8]) -> Result<Result<WorkspaceReview, Refusal>, ReviewError> {
@@ -44,12 +44,12 @@ pub fn decode(body: &[u8]) -> Result<Result<WorkspaceReview, Refusal>, ReviewErr
 
 fn workspace_review(request: AdmissionRequest<DynamicObject>) -> Result<WorkspaceReview, Refusal> {
     let refuse = |request: &AdmissionRequest<DynamicObject>, message: String| {
-        Refusal(deny_with(
+        Refusal(Box::new(deny_with(
             AdmissionResponse::from(request),
             &message,
             "BadRequest",
             400,
-        ))
+        )))
     };
     if request.kind.group != providers::api::GROUP || request.kind.kind != "Workspace" {
         let message = format!(

@@ -1,0 +1,30 @@
+//! Criterion benchmarks of the admission decision (SubjectAccessReview excluded).
+
+use std::hint::black_box;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+
+mod fixtures;
+
+fn admission(c: &mut Criterion) {
+    let fixture = fixtures::Fixture::default();
+    c.bench_function("create: resolve, check values, seal, validate", |b| {
+        b.iter(|| black_box(fixture.create()).expect("admitted"))
+    });
+    c.bench_function("mutate only: resolve, check values, seal", |b| {
+        b.iter(|| black_box(fixture.mutate_create()).expect("sealed"))
+    });
+    let sealed = fixture.mutate_create().expect("sealed");
+    c.bench_function("validate only: verify, recompute attempt ID", |b| {
+        b.iter(|| black_box(fixture.validate_create(&sealed)).expect("valid"))
+    });
+    c.bench_function("update keeping the plan: decide + validate", |b| {
+        b.iter(|| assert!(black_box(fixture.keep())))
+    });
+    c.bench_function("update of a pinned field: denied", |b| {
+        b.iter(|| assert!(black_box(fixture.deny())))
+    });
+}
+
+criterion_group!(benches, admission);
+criterion_main!(benches);
