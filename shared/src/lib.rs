@@ -7,6 +7,7 @@ pub mod api;
 pub mod canonical;
 pub mod crd;
 pub mod plan;
+pub mod reference;
 mod schema;
 pub mod seal;
 pub mod values;

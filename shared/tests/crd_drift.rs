@@ -45,3 +45,16 @@ fn a_changed_type_is_reported_as_drift() {
         drifted[0]
     );
 }
+
+#[test]
+fn the_api_reference_matches_the_types() {
+    let path = Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../docs/api-reference.md"
+    ));
+    let checked_in = std::fs::read_to_string(path).expect("docs/api-reference.md exists");
+    assert!(
+        checked_in == providers::reference::markdown(&crd::all()),
+        "docs/api-reference.md differs from the types: run `cargo run -p providers-shared --bin crdgen`"
+    );
+}

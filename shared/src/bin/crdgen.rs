@@ -1,4 +1,5 @@
-//! Writes the CRDs rendered from the API types into a folder (default `manifests/crds`).
+//! Writes the CRDs rendered from the API types into a folder (default `manifests/crds`),
+//! and the API reference into `docs/api-reference.md` (or the second argument).
 use std::{env, fs, path::PathBuf, process::ExitCode};
 
 fn main() -> ExitCode {
@@ -22,5 +23,18 @@ fn main() -> ExitCode {
         }
         println!("wrote {}", path.display());
     }
+    let reference = PathBuf::from(
+        env::args()
+            .nth(2)
+            .unwrap_or_else(|| "docs/api-reference.md".to_owned()),
+    );
+    if let Err(error) = fs::write(
+        &reference,
+        providers::reference::markdown(&providers::crd::all()),
+    ) {
+        eprintln!("crdgen: {}: {error}", reference.display());
+        return ExitCode::FAILURE;
+    }
+    println!("wrote {}", reference.display());
     ExitCode::SUCCESS
 }
