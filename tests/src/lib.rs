@@ -12,6 +12,7 @@ pub mod kubeconfig;
 pub mod kubectl;
 pub mod pki;
 pub mod platform;
+pub mod plugin;
 pub mod ports;
 pub mod supervised;
 pub mod users;

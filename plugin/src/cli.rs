@@ -1,0 +1,463 @@
+//! The command line: global kubectl-style flags and one subcommand per verb.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::duration::parse_duration;
+
+const ABOUT: &str =
+    "Install platform providers onto edge clusters as sealed, durable Helm releases";
+
+const LONG_ABOUT: &str = "\
+Install platform providers onto edge clusters as sealed, durable Helm releases.
+
+A Workspace names a Recipe (what the platform lets you install) and an Edge (where). \
+When an install attempt starts, the admission webhook seals its plan: the chart, \
+version, values and target are fixed until the attempt has a result.";
+
+const EXAMPLES: &str = "\
+Examples:
+  # What may I install, and where?
+  kubectl provider recipes
+  kubectl provider edges
+
+  # Install a provider and wait until it is ready
+  kubectl provider install monitoring --recipe podinfo --edge edge-1 --set replicaCount=2 --wait
+
+  # Follow it, look at the sealed plan, retry after a failure
+  kubectl provider status monitoring
+  kubectl provider plan monitoring --verify
+  kubectl provider retry monitoring --wait";
+
+/// `kubectl provider`
+#[derive(Parser, Debug)]
+#[command(
+    name = "kubectl-provider",
+    bin_name = "kubectl provider",
+    version,
+    about = ABOUT,
+    long_about = LONG_ABOUT,
+    after_help = EXAMPLES,
+    disable_help_subcommand = true
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalFlags,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The flags every kubectl command understands.
+#[derive(Args, Debug, Clone, Default)]
+#[command(next_help_heading = "Global options")]
+pub struct GlobalFlags {
+    /// Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config).
+    #[arg(long, global = true, value_name = "PATH")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to use.
+    #[arg(long, global = true, value_name = "NAME")]
+    pub context: Option<String>,
+    /// The namespace (organization) of the Workspace (default: the context's namespace).
+    #[arg(short = 'n', long, global = true, value_name = "NAMESPACE")]
+    pub namespace: Option<String>,
+    /// Act as this user (impersonation).
+    #[arg(long = "as", global = true, value_name = "USER")]
+    pub as_user: Option<String>,
+    /// Act as this group (impersonation; repeat for several groups; needs --as).
+    #[arg(long = "as-group", global = true, value_name = "GROUP")]
+    pub as_groups: Vec<String>,
+    /// Output format.
+    #[arg(
+        short = 'o',
+        long = "output",
+        global = true,
+        value_enum,
+        default_value_t = OutputFormat::Table
+    )]
+    pub output: OutputFormat,
+}
+
+/// How results are printed.
+#[derive(ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OutputFormat {
+    /// A table for people.
+    #[default]
+    Table,
+    /// A table with more columns.
+    Wide,
+    /// YAML of the objects.
+    Yaml,
+    /// JSON of the objects.
+    Json,
+    /// resource/name only.
+    Name,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// List the recipes you may install: chart, versions and the values you may set.
+    #[command(after_help = "\
+Examples:
+  # Every recipe
+  kubectl provider recipes
+
+  # One recipe, with the values you may set and their bounds
+  kubectl provider recipes podinfo
+
+  # As YAML
+  kubectl provider recipes podinfo -o yaml")]
+    Recipes {
+        /// Show this recipe only, in detail.
+        name: Option<String>,
+    },
+
+    /// List the edges and whether you may install onto each (asked of the API server).
+    #[command(after_help = "\
+Examples:
+  # Every edge, with your install permission on each
+  kubectl provider edges
+
+  # What a tenant may do, asked by a platform admin
+  kubectl provider edges --as alice --as-group tenants
+
+  # One edge, with its workspace UUID and API endpoint
+  kubectl provider edges edge-1 -o wide")]
+    Edges {
+        /// Show this edge only.
+        name: Option<String>,
+    },
+
+    /// Install a recipe onto an edge: create or update a Workspace (server-side apply).
+    #[command(after_help = "\
+Examples:
+  # Install with the recipe's defaults
+  kubectl provider install monitoring --recipe podinfo --edge edge-1
+
+  # Pin a version, set values, and wait for the result
+  kubectl provider install monitoring --recipe podinfo --edge edge-1 --version 6.5.0 \\
+      --set replicaCount=2 --set ui.message=hello --wait --timeout 10m
+
+  # Values from a file, then from --set (later wins)
+  kubectl provider install monitoring --recipe podinfo --edge edge-1 -f values.yaml
+
+  # See the plan the webhook would seal, without creating anything
+  kubectl provider install monitoring --recipe podinfo --edge edge-1 --dry-run=server -o yaml
+
+Running the same install again changes nothing.")]
+    Install(InstallArgs),
+
+    /// Show a Workspace: phase, attempt, job, result, conditions and what to do next.
+    #[command(after_help = "\
+Examples:
+  # One Workspace, with what to do next
+  kubectl provider status monitoring
+
+  # Every Workspace in the namespace, or in all namespaces
+  kubectl provider status
+  kubectl provider status -A -o wide
+
+  # Wait until the current attempt is ready or has failed
+  kubectl provider status monitoring --wait --timeout 10m")]
+    Status(StatusArgs),
+
+    /// Show the sealed plan of the current attempt; --verify checks its signature.
+    #[command(after_help = "\
+Examples:
+  # The plan the installer runs
+  kubectl provider plan monitoring
+
+  # Check its seal against the platform's published public keys
+  kubectl provider plan monitoring --verify
+
+  # The raw sealed plan
+  kubectl provider plan monitoring -o json")]
+    Plan(PlanArgs),
+
+    /// Change the values (or version) of a Workspace; starts an upgrade after a success.
+    #[command(after_help = "\
+Examples:
+  # Change one value
+  kubectl provider set monitoring --set replicaCount=3
+
+  # Force a string, remove a value, move to another version
+  kubectl provider set monitoring --set-string ui.message=0123 --set ui.color=null --version 6.6.0
+
+  # Take over values another tool manages
+  kubectl provider set monitoring --set replicaCount=3 --force-conflicts
+
+Values are pinned while an attempt runs: wait for its result first.")]
+    Set(SetArgs),
+
+    /// Retry after a failed attempt, with the original pinned plan.
+    #[command(after_help = "\
+Examples:
+  # Run the failed attempt's plan again and wait for the result
+  kubectl provider retry monitoring --wait
+
+A retry is refused while an attempt runs and after a success.")]
+    Retry(RetryArgs),
+
+    /// List the attempts of a Workspace.
+    #[command(after_help = "\
+Examples:
+  kubectl provider history monitoring
+  kubectl provider history monitoring -o yaml")]
+    History {
+        /// The Workspace.
+        name: String,
+    },
+
+    /// Show where a Workspace installs: edge, cluster, namespace and release.
+    #[command(after_help = "\
+Examples:
+  kubectl provider target monitoring
+  kubectl provider target monitoring -o wide")]
+    Target {
+        /// The Workspace.
+        name: String,
+    },
+
+    /// Delete a Workspace; the release and its namespace stay on the edge.
+    #[command(after_help = "\
+Examples:
+  kubectl provider delete monitoring
+  kubectl provider delete monitoring --wait
+
+Deleting a Workspace stops future attempts and revokes the current attempt's runner. \
+It deliberately leaves the Helm release, its namespace (with PVCs) and the provider's \
+hub credential on the edge: remove those with Helm on the edge if you mean to.")]
+    Delete(DeleteArgs),
+
+    /// Print a shell completion script.
+    #[command(after_help = "\
+Examples:
+  # bash, for this shell
+  source <(kubectl-provider completion bash)
+
+  # zsh
+  kubectl-provider completion zsh > \"${fpath[1]}/_kubectl-provider\"
+
+  # fish
+  kubectl-provider completion fish > ~/.config/fish/completions/kubectl-provider.fish")]
+    Completion {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+
+    /// Print the plugin's version.
+    #[command(after_help = "\
+Examples:
+  kubectl provider version
+  kubectl provider version -o json")]
+    Version,
+}
+
+/// The values a user passes, helm-style.
+#[derive(Args, Debug, Clone, Default)]
+pub struct ValueFlags {
+    /// Set a value: path=value, typed (123, true, null removes); several with commas.
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    pub set: Vec<String>,
+    /// Set a value as a string, whatever it looks like.
+    #[arg(long = "set-string", value_name = "PATH=VALUE")]
+    pub set_string: Vec<String>,
+    /// A YAML file of values; applied before --set and --set-string.
+    #[arg(short = 'f', long = "values", value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+}
+
+/// How long and whether to wait for the attempt's result.
+#[derive(Args, Debug, Clone)]
+pub struct WaitFlags {
+    /// Wait until the attempt is Ready or has failed.
+    #[arg(long)]
+    pub wait: bool,
+    /// How long --wait waits (for example 90s, 5m, 1h30m).
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
+    pub timeout: std::time::Duration,
+}
+
+/// `--dry-run`: only the server-side kind exists, because only the server runs the
+/// webhook that seals the plan.
+#[derive(ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DryRun {
+    /// Send the request for real.
+    #[default]
+    None,
+    /// Have the API server (and its admission webhooks) process the request without persisting it.
+    Server,
+}
+
+#[derive(Args, Debug)]
+pub struct InstallArgs {
+    /// The Workspace's name.
+    pub name: String,
+    /// The Recipe to install.
+    #[arg(long)]
+    pub recipe: String,
+    /// The Edge to install onto.
+    #[arg(long)]
+    pub edge: String,
+    /// The chart version (one the recipe allows; default: the recipe's first).
+    #[arg(long)]
+    pub version: Option<String>,
+    #[command(flatten)]
+    pub values: ValueFlags,
+    #[command(flatten)]
+    pub wait: WaitFlags,
+    /// Process the request on the server without persisting anything.
+    #[arg(long, value_enum, value_name = "MODE", num_args = 0..=1, default_value_t = DryRun::None, default_missing_value = "server")]
+    pub dry_run: DryRun,
+}
+
+#[derive(Args, Debug)]
+pub struct StatusArgs {
+    /// The Workspace; without it, list the Workspaces in the namespace.
+    pub name: Option<String>,
+    /// List the Workspaces in every namespace.
+    #[arg(short = 'A', long = "all-namespaces", conflicts_with = "name")]
+    pub all_namespaces: bool,
+    #[command(flatten)]
+    pub wait: WaitFlags,
+}
+
+#[derive(Args, Debug)]
+pub struct PlanArgs {
+    /// The Workspace.
+    pub name: String,
+    /// Check the plan's signature against the published public keys, and that it was
+    /// sealed for this Workspace.
+    #[arg(long)]
+    pub verify: bool,
+    /// The namespace of the ConfigMap holding the public sealing keys.
+    #[arg(long, value_name = "NAMESPACE", default_value = "providers-system")]
+    pub keys_namespace: String,
+    /// The ConfigMap holding the public sealing keys (entries `<keyID>.pem`).
+    #[arg(long, value_name = "NAME", default_value = "providers-sealing-keys")]
+    pub keys_configmap: String,
+}
+
+#[derive(Args, Debug)]
+pub struct SetArgs {
+    /// The Workspace.
+    pub name: String,
+    /// Move to this chart version (one the recipe allows).
+    #[arg(long)]
+    pub version: Option<String>,
+    #[command(flatten)]
+    pub values: ValueFlags,
+    /// Take ownership of fields another field manager (for example a GitOps tool) owns.
+    #[arg(long)]
+    pub force_conflicts: bool,
+    #[command(flatten)]
+    pub wait: WaitFlags,
+    /// Process the request on the server without persisting anything.
+    #[arg(long, value_enum, value_name = "MODE", num_args = 0..=1, default_value_t = DryRun::None, default_missing_value = "server")]
+    pub dry_run: DryRun,
+}
+
+#[derive(Args, Debug)]
+pub struct RetryArgs {
+    /// The Workspace.
+    pub name: String,
+    #[command(flatten)]
+    pub wait: WaitFlags,
+}
+
+#[derive(Args, Debug)]
+pub struct DeleteArgs {
+    /// The Workspace.
+    pub name: String,
+    /// Wait until the Workspace is gone.
+    #[arg(long)]
+    pub wait: bool,
+    /// How long --wait waits.
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
+    pub timeout: std::time::Duration,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn every_subcommand_has_examples() {
+        for sub in Cli::command().get_subcommands() {
+            let help = sub
+                .get_after_help()
+                .map(|h| h.to_string())
+                .unwrap_or_default();
+            assert!(
+                help.contains("Examples:") && help.contains("kubectl"),
+                "{} has no examples",
+                sub.get_name()
+            );
+        }
+    }
+
+    #[test]
+    fn dry_run_alone_means_server() {
+        let cli = Cli::try_parse_from([
+            "kubectl-provider",
+            "install",
+            "w",
+            "--recipe",
+            "r",
+            "--edge",
+            "e",
+            "--dry-run",
+        ])
+        .unwrap();
+        let Command::Install(args) = cli.command else {
+            panic!("install")
+        };
+        assert_eq!(args.dry_run, DryRun::Server);
+    }
+
+    #[test]
+    fn client_dry_run_is_refused() {
+        let error = Cli::try_parse_from([
+            "kubectl-provider",
+            "install",
+            "w",
+            "--recipe",
+            "r",
+            "--edge",
+            "e",
+            "--dry-run=client",
+        ])
+        .unwrap_err();
+        assert!(error.to_string().contains("server"), "{error}");
+    }
+
+    #[test]
+    fn global_flags_go_anywhere() {
+        let cli = Cli::try_parse_from([
+            "kubectl-provider",
+            "status",
+            "w",
+            "-n",
+            "org-a",
+            "-o",
+            "yaml",
+            "--as",
+            "alice",
+            "--as-group",
+            "tenants",
+            "--as-group",
+            "x",
+        ])
+        .unwrap();
+        assert_eq!(cli.global.namespace.as_deref(), Some("org-a"));
+        assert_eq!(cli.global.output, OutputFormat::Yaml);
+        assert_eq!(cli.global.as_groups, ["tenants", "x"]);
+    }
+}

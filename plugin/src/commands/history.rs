@@ -1,0 +1,11 @@
+//! `history NAME`.
+
+use providers::api::Workspace;
+
+use crate::{commands::Ctx, objects, views::workspaces::history};
+
+pub async fn run(ctx: &Ctx, name: String) -> anyhow::Result<()> {
+    let item =
+        objects::get::<Workspace>(&ctx.conn.client, Some(&ctx.conn.namespace), &name).await?;
+    ctx.print(&history(&item))
+}

@@ -1,0 +1,87 @@
+//! One module per subcommand; each reads, decides with the plain functions, and prints.
+
+mod completion;
+mod delete;
+mod edges;
+mod history;
+mod install;
+mod plan;
+mod recipes;
+mod retry;
+mod set;
+mod status;
+mod target;
+mod values_input;
+mod version;
+mod write;
+
+use std::io::Write;
+
+use crate::{
+    cli::{Cli, Command, GlobalFlags, OutputFormat},
+    connect::{Connection, connect},
+    output::{Rendered, print},
+};
+
+/// What every command that talks to the API server gets.
+pub struct Ctx {
+    pub conn: Connection,
+    pub global: GlobalFlags,
+}
+
+impl Ctx {
+    pub fn output(&self) -> OutputFormat {
+        self.global.output
+    }
+
+    /// Prints a result in the chosen output format.
+    pub fn print(&self, rendered: &Rendered) -> anyhow::Result<()> {
+        print(
+            self.global.output,
+            rendered,
+            &mut std::io::stdout().lock(),
+            &mut std::io::stderr().lock(),
+        )
+    }
+
+    /// Prints a line for people (table formats only; scripts asking for yaml, json or
+    /// names get just that on stdout).
+    pub fn say(&self, line: &str) -> anyhow::Result<()> {
+        if matches!(self.global.output, OutputFormat::Table | OutputFormat::Wide) {
+            writeln!(std::io::stdout().lock(), "{line}")?;
+        }
+        Ok(())
+    }
+
+    /// Prints a note on stderr (seen by people, ignored by scripts reading stdout).
+    pub fn note(&self, line: &str) {
+        let _ = writeln!(std::io::stderr().lock(), "{line}");
+    }
+}
+
+/// Runs the command. `server` receives the API server's URL once known, for error messages.
+pub async fn run(cli: Cli, server: &mut Option<String>) -> anyhow::Result<()> {
+    let global = cli.global;
+    // Commands that need no API server.
+    match &cli.command {
+        Command::Completion { shell } => return completion::run(*shell),
+        Command::Version => return version::run(global.output),
+        _ => {}
+    }
+    let conn = connect(&global).await?;
+    *server = Some(conn.server.clone());
+    let ctx = Ctx { conn, global };
+    match cli.command {
+        Command::Recipes { name } => recipes::run(&ctx, name).await,
+        Command::Edges { name } => edges::run(&ctx, name).await,
+        Command::Install(args) => install::run(&ctx, args).await,
+        Command::Status(args) => status::run(&ctx, args).await,
+        Command::Plan(args) => plan::run(&ctx, args).await,
+        Command::Set(args) => set::run(&ctx, args).await,
+        Command::Retry(args) => retry::run(&ctx, args).await,
+        Command::History { name } => history::run(&ctx, name).await,
+        Command::Target { name } => target::run(&ctx, name).await,
+        Command::Delete(args) => delete::run(&ctx, args).await,
+        Command::Completion { .. } | Command::Version => Ok(()),
+    }
+}

@@ -1,0 +1,75 @@
+//! `plan NAME [--verify]`.
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::{Api, Client};
+use providers::{api::Workspace, seal::Keyring};
+
+use crate::{
+    cli::{OutputFormat, PlanArgs},
+    commands::Ctx,
+    objects,
+    report::{report, user_error},
+    views::plan::{plan_detail, verify},
+};
+
+pub async fn run(ctx: &Ctx, args: PlanArgs) -> anyhow::Result<()> {
+    let client = &ctx.conn.client;
+    let item = objects::get::<Workspace>(client, Some(&ctx.conn.namespace), &args.name).await?;
+    let Some(sealed) = item.typed.spec.plan.clone() else {
+        return Err(user_error(
+            format!("{} has no sealed plan yet", args.name),
+            Some(
+                "the admission webhook seals it when the Workspace is created; see kubectl provider status"
+                    .to_owned(),
+            ),
+        ));
+    };
+    let verified = if args.verify {
+        let keyring = published_keys(client, &args.keys_namespace, &args.keys_configmap).await?;
+        let key = verify(&keyring, &item.typed).map_err(|reason| {
+            user_error(
+                format!("plan verification failed: {reason}"),
+                Some("do not trust this plan; the installer refuses to run it. Ask the platform team".to_owned()),
+            )
+        })?;
+        if !matches!(ctx.output(), OutputFormat::Table | OutputFormat::Wide) {
+            ctx.note(&format!(
+                "plan verified: signed by published key {key}, sealed for this Workspace"
+            ));
+        }
+        Some(key)
+    } else {
+        None
+    };
+    ctx.print(&plan_detail(&item, &sealed, verified.as_deref()))
+}
+
+/// The public keys the platform publishes: entries `<keyID>.pem` of a ConfigMap.
+async fn published_keys(client: &Client, namespace: &str, name: &str) -> anyhow::Result<Keyring> {
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+    let map = api.get(name).await.map_err(|e| {
+        user_error(
+            format!(
+                "cannot read the published sealing keys (configmap {name} in namespace {namespace}): {}",
+                report(&e.into(), None).message
+            ),
+            Some("pass --keys-namespace and --keys-configmap if the platform publishes them elsewhere".to_owned()),
+        )
+    })?;
+    let data = map.data.unwrap_or_default();
+    let pems: Vec<(&str, &str)> = data
+        .iter()
+        .filter(|(key, _)| key.ends_with(".pem"))
+        .map(|(key, pem)| (key.as_str(), pem.as_str()))
+        .collect();
+    if pems.is_empty() {
+        return Err(user_error(
+            format!(
+                "configmap {namespace}/{name} holds no public keys (entries named <keyID>.pem)"
+            ),
+            None,
+        ));
+    }
+    Keyring::from_pems(pems)
+        .map_err(|e| user_error(format!("configmap {namespace}/{name}: {e}"), None))
+}

@@ -1,0 +1,25 @@
+//! `version`.
+
+use serde_json::json;
+
+use crate::{
+    cli::OutputFormat,
+    output::{Rendered, print},
+};
+
+pub fn run(format: OutputFormat) -> anyhow::Result<()> {
+    let version = env!("CARGO_PKG_VERSION");
+    let api = format!("{}/{}", providers::api::GROUP, providers::api::VERSION);
+    let text = format!("kubectl-provider v{version} (API {api})\n");
+    let rendered = Rendered::text(
+        json!({ "clientVersion": { "version": format!("v{version}"), "api": api } }),
+        text,
+        vec![format!("kubectl-provider/v{version}")],
+    );
+    print(
+        format,
+        &rendered,
+        &mut std::io::stdout().lock(),
+        &mut std::io::stderr().lock(),
+    )
+}

@@ -1,0 +1,133 @@
+//! `kubectl provider edges`: each edge and whether you may install onto it.
+
+use kube::{Resource, ResourceExt};
+use providers::api::Edge;
+use serde_json::json;
+
+use crate::{
+    objects::Fetched,
+    output::{Rendered, resource_name},
+    table::{Table, col, wide},
+};
+
+/// The API server's answer to "may I install onto this edge?".
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Access {
+    Allowed {
+        reason: String,
+    },
+    Denied {
+        reason: String,
+    },
+    /// The question itself failed; the text says why.
+    Unknown {
+        error: String,
+    },
+}
+
+impl Access {
+    fn word(&self) -> &'static str {
+        match self {
+            Access::Allowed { .. } => "yes",
+            Access::Denied { .. } => "no",
+            Access::Unknown { .. } => "unknown",
+        }
+    }
+
+    fn json(&self) -> serde_json::Value {
+        match self {
+            Access::Allowed { reason } => json!({ "allowed": true, "reason": reason }),
+            Access::Denied { reason } => json!({ "allowed": false, "reason": reason }),
+            Access::Unknown { error } => json!({ "allowed": null, "error": error }),
+        }
+    }
+}
+
+/// The edges with the caller's install permission on each. YAML and JSON give
+/// `{edges: [{edge: <Edge>, install: {allowed, reason}}]}`: the permission is not part of
+/// the Edge object, so it sits beside it.
+pub fn edge_list(edges: &[(Fetched<Edge>, Access)]) -> Rendered {
+    let mut table = Table::new(&[
+        col("NAME"),
+        col("CLUSTER"),
+        col("READY"),
+        col("INSTALL"),
+        wide("WORKSPACE UUID"),
+        wide("SERVER"),
+    ]);
+    for (Fetched { typed: e, .. }, access) in edges {
+        let status = e.status.clone().unwrap_or_default();
+        table.push(vec![
+            e.name_any(),
+            e.spec.cluster_id.clone(),
+            status.ready.to_string(),
+            access.word().to_owned(),
+            e.spec.workspace_uuid.clone(),
+            status.server.unwrap_or_else(|| "-".to_owned()),
+        ]);
+    }
+    let items: Vec<serde_json::Value> = edges
+        .iter()
+        .map(|(edge, access)| json!({ "edge": edge.raw, "install": access.json() }))
+        .collect();
+    Rendered {
+        data: json!({ "edges": items }),
+        table: table.render(false),
+        wide: table.render(true),
+        names: edges
+            .iter()
+            .map(|(e, _)| resource_name("Edge", &Edge::group(&()), &e.typed.name_any()))
+            .collect(),
+        empty: Some("No edges found: the platform has not registered any yet.".to_owned()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testdata;
+
+    fn edge(name: &str, ready: bool) -> Fetched<Edge> {
+        let raw = testdata::edge_json(name, ready);
+        Fetched {
+            typed: serde_json::from_value(raw.clone()).unwrap(),
+            raw,
+        }
+    }
+
+    #[test]
+    fn each_edge_shows_readiness_and_your_permission() {
+        let r = edge_list(&[
+            (
+                edge("edge-1", true),
+                Access::Allowed {
+                    reason: "bound".into(),
+                },
+            ),
+            (
+                edge("edge-2", false),
+                Access::Denied {
+                    reason: String::new(),
+                },
+            ),
+            (
+                edge("edge-3", true),
+                Access::Unknown {
+                    error: "forbidden".into(),
+                },
+            ),
+        ]);
+        assert_eq!(
+            r.table,
+            "\
+NAME     CLUSTER          READY   INSTALL
+edge-1   cluster-edge-1   true    yes
+edge-2   cluster-edge-2   false   no
+edge-3   cluster-edge-3   true    unknown
+"
+        );
+        assert!(r.wide.contains("https://10.0.0.7:6443"));
+        assert_eq!(r.data["edges"][0]["install"]["allowed"], true);
+        assert_eq!(r.data["edges"][1]["edge"]["metadata"]["name"], "edge-2");
+    }
+}

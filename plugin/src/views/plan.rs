@@ -1,0 +1,217 @@
+//! `kubectl provider plan`: the sealed plan of the current attempt, and checking its seal.
+
+use kube::ResourceExt;
+use providers::{
+    api::{SealedPlan, Workspace},
+    seal::Keyring,
+};
+
+use crate::{objects::Fetched, output::Rendered, table::Fields, views::workspaces::name_of};
+
+/// Checks a Workspace's sealed plan: the signature against the published keys, then that
+/// it was sealed for this very Workspace (a plan copied from another Workspace, or from a
+/// deleted one of the same name, carries a valid signature but the wrong identity).
+/// Returns the signing key's ID, or why the plan cannot be trusted.
+pub fn verify(keyring: &Keyring, ws: &Workspace) -> Result<String, String> {
+    let Some(sealed) = &ws.spec.plan else {
+        return Err("the Workspace has no sealed plan".to_owned());
+    };
+    keyring.verify(sealed).map_err(|e| e.to_string())?;
+    let bound = &sealed.plan.workspace;
+    let namespace = ws.namespace().unwrap_or_default();
+    let name = ws.name_any();
+    if bound.namespace != namespace || bound.name != name {
+        return Err(format!(
+            "the plan was sealed for Workspace {}/{}, not {namespace}/{name}: it was copied from another Workspace",
+            bound.namespace, bound.name
+        ));
+    }
+    if sealed.plan.org != namespace {
+        return Err(format!(
+            "the plan was sealed for organization {}, not {namespace}",
+            sealed.plan.org
+        ));
+    }
+    let uid = ws.uid().unwrap_or_default();
+    if !bound.uid.is_empty() && bound.uid != uid {
+        return Err(format!(
+            "the plan was sealed for an earlier Workspace named {name} (uid {}), not this one (uid {uid}): it was replayed",
+            bound.uid
+        ));
+    }
+    Ok(sealed.seal.key_id.clone())
+}
+
+/// The sealed plan in words. `verified` is the key ID when `--verify` succeeded.
+pub fn plan_detail(
+    item: &Fetched<Workspace>,
+    sealed: &SealedPlan,
+    verified: Option<&str>,
+) -> Rendered {
+    let ws = &item.typed;
+    let p = &sealed.plan;
+    let mut fields = Fields::new();
+    let uid = if p.workspace.uid.is_empty() {
+        "bound at creation".to_owned()
+    } else {
+        format!("uid {}", p.workspace.uid)
+    };
+    fields
+        .add(
+            "Workspace",
+            format!("{}/{} ({uid})", p.workspace.namespace, p.workspace.name),
+        )
+        .add(
+            "Attempt",
+            format!("{} (id {}, retry {})", p.attempt, p.attempt_id, p.retry),
+        )
+        .add("Owner", p.owner.username.clone())
+        .add("Provider", p.provider.clone())
+        .add(
+            "Chart",
+            format!("{} {} from {}", p.chart.name, p.version, p.chart.repository),
+        )
+        .add(
+            "Installs",
+            format!("release {} in namespace {}", p.release, p.namespace),
+        )
+        .add(
+            "Edge",
+            format!(
+                "{} (cluster {}, edge workspace {})",
+                p.edge_name, p.cluster, p.edge_workspace_uuid
+            ),
+        )
+        .add("Job", p.job.clone());
+    if let Some(cred) = &p.runtime_credential {
+        fields.add(
+            "Hub access",
+            format!(
+                "role {}, kubeconfig Secret name at value {}",
+                cred.role, cred.value_path
+            ),
+        );
+    }
+    fields.add(
+        "Seal",
+        format!("{}, key {}", sealed.seal.algorithm, sealed.seal.key_id),
+    );
+    if let Some(key) = verified {
+        fields.add(
+            "Verified",
+            format!("yes: signed by published key {key}, sealed for this Workspace"),
+        );
+    }
+    let mut text = fields.render();
+    if !p.execution.is_empty() {
+        text.push_str("Runner rights in the release namespace:\n");
+        for rule in &p.execution {
+            let groups: Vec<&str> = rule
+                .api_groups
+                .iter()
+                .map(|g| if g.is_empty() { "core" } else { g.as_str() })
+                .collect();
+            text.push_str(&format!(
+                "  {} {}: {}\n",
+                groups.join(","),
+                rule.resources.join(","),
+                rule.verbs.join(",")
+            ));
+        }
+    }
+    text.push_str("Values:\n");
+    let values = serde_yaml::to_string(&p.values).unwrap_or_default();
+    for line in values.lines() {
+        text.push_str(&format!("  {line}\n"));
+    }
+    let raw_plan = item.raw.pointer("/spec/plan").cloned().unwrap_or_default();
+    Rendered::text(raw_plan, text, vec![name_of(ws)])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testdata;
+    use providers::seal::Sealer;
+    use serde_json::json;
+
+    fn sealed_workspace(sealer: &Sealer) -> Workspace {
+        let mut raw = testdata::workspace_json(json!({}));
+        let plan: SealedPlan = serde_json::from_value(raw["spec"]["plan"].clone()).unwrap();
+        let sealed = sealer.seal(plan.plan).unwrap();
+        raw["spec"]["plan"] = serde_json::to_value(&sealed).unwrap();
+        serde_json::from_value(raw).unwrap()
+    }
+
+    #[test]
+    fn a_plan_sealed_for_this_workspace_verifies() {
+        let sealer = Sealer::from_seed([7; 32]);
+        let ws = sealed_workspace(&sealer);
+        assert_eq!(
+            verify(&Keyring::from(&sealer), &ws),
+            Ok(sealer.key_id().to_owned())
+        );
+    }
+
+    #[test]
+    fn a_changed_plan_fails() {
+        let sealer = Sealer::from_seed([7; 32]);
+        let mut ws = sealed_workspace(&sealer);
+        ws.spec.plan.as_mut().unwrap().plan.values = json!({"replicaCount": 50});
+        let error = verify(&Keyring::from(&sealer), &ws).unwrap_err();
+        assert!(error.contains("does not match its contents"), "{error}");
+    }
+
+    #[test]
+    fn an_unknown_key_fails() {
+        let ws = sealed_workspace(&Sealer::from_seed([7; 32]));
+        let other = Keyring::from(&Sealer::from_seed([8; 32]));
+        let error = verify(&other, &ws).unwrap_err();
+        assert!(error.contains("not among the published keys"), "{error}");
+    }
+
+    #[test]
+    fn a_plan_for_another_workspace_fails() {
+        let sealer = Sealer::from_seed([7; 32]);
+        let mut ws = sealed_workspace(&sealer);
+        ws.metadata.name = Some("copy".into());
+        let error = verify(&Keyring::from(&sealer), &ws).unwrap_err();
+        assert!(error.contains("copied from another Workspace"), "{error}");
+
+        let mut ws = sealed_workspace(&sealer);
+        ws.metadata.uid = Some("uid-new".into());
+        let error = verify(&Keyring::from(&sealer), &ws).unwrap_err();
+        assert!(error.contains("it was replayed"), "{error}");
+    }
+
+    #[test]
+    fn the_detail_shows_what_runs_where() {
+        let raw = testdata::workspace_json(json!({}));
+        let item = Fetched {
+            typed: serde_json::from_value::<Workspace>(raw.clone()).unwrap(),
+            raw,
+        };
+        let sealed = item.typed.spec.plan.clone().unwrap();
+        let r = plan_detail(&item, &sealed, Some("0123456789abcdef"));
+        assert_eq!(
+            r.table,
+            "\
+Workspace:  org-a/demo (uid uid-demo)
+Attempt:    1 (id att-1, retry 0)
+Owner:      alice
+Provider:   podinfo
+Chart:      podinfo 6.5.0 from https://charts.example/stable
+Installs:   release podinfo in namespace podinfo
+Edge:       edge-1 (cluster cluster-1, edge workspace 0b6f0f4e-7c1a-4d55-9d1e-3b8f6f1d2a10)
+Job:        podinfo-demo-1
+Seal:       Ed25519, key 0123456789abcdef
+Verified:   yes: signed by published key 0123456789abcdef, sealed for this Workspace
+Values:
+  replicaCount: 2
+  ui:
+    message: hello
+"
+        );
+        assert_eq!(r.data["attempt"], 1);
+    }
+}

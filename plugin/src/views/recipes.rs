@@ -1,0 +1,217 @@
+//! `kubectl provider recipes`: what may be installed.
+
+use kube::{Resource, ResourceExt};
+use providers::api::{Recipe, ValueField, ValueType};
+
+use crate::{
+    objects::Fetched,
+    output::{Rendered, list, resource_name},
+    table::{Fields, Table, col, wide},
+};
+
+fn name_of(recipe: &Recipe) -> String {
+    resource_name("Recipe", &Recipe::group(&()), &recipe.name_any())
+}
+
+/// Every recipe: chart, versions and the value paths a tenant may set.
+pub fn recipe_list(recipes: &[Fetched<Recipe>]) -> Rendered {
+    let mut table = Table::new(&[
+        col("NAME"),
+        col("CHART"),
+        col("VERSIONS"),
+        col("SETTABLE VALUES"),
+        wide("REPOSITORY"),
+        wide("NAMESPACE"),
+        wide("RELEASE"),
+    ]);
+    for Fetched { typed: r, .. } in recipes {
+        let paths: Vec<&str> = r
+            .spec
+            .values_schema
+            .iter()
+            .map(|f| f.path.as_str())
+            .collect();
+        table.push(vec![
+            r.name_any(),
+            r.spec.chart.name.clone(),
+            r.spec.versions.join(","),
+            if paths.is_empty() {
+                "<none>".to_owned()
+            } else {
+                paths.join(",")
+            },
+            r.spec.chart.repository.clone(),
+            r.spec.namespace.clone(),
+            r.spec.release.clone(),
+        ]);
+    }
+    Rendered {
+        data: list(recipes.iter().map(|r| r.raw.clone()).collect()),
+        table: table.render(false),
+        wide: table.render(true),
+        names: recipes.iter().map(|r| name_of(&r.typed)).collect(),
+        empty: Some("No recipes found: the platform has not published any yet.".to_owned()),
+    }
+}
+
+/// One recipe in detail, with a table of the values a tenant may set and their bounds.
+pub fn recipe_detail(recipe: &Fetched<Recipe>) -> Rendered {
+    let r = &recipe.typed;
+    let mut fields = Fields::new();
+    fields
+        .add("Name", r.name_any())
+        .add(
+            "Chart",
+            format!("{} from {}", r.spec.chart.name, r.spec.chart.repository),
+        )
+        .add("Versions", versions(&r.spec.versions))
+        .add(
+            "Installs",
+            format!(
+                "release {} in namespace {} on the edge",
+                r.spec.release, r.spec.namespace
+            ),
+        );
+    if let Some(cred) = &r.spec.runtime_credential {
+        fields.add(
+            "Hub access",
+            format!(
+                "role {} in your namespace (kubeconfig Secret name passed at {})",
+                cred.role, cred.value_path
+            ),
+        );
+    }
+    let mut text = fields.render();
+    text.push_str("Values you may set:\n");
+    if r.spec.values_schema.is_empty() {
+        text.push_str("  <none>: this recipe takes no values from you\n");
+    } else {
+        let mut table = Table::new(&[col("PATH"), col("TYPE"), col("ALLOWED"), col("DESCRIPTION")]);
+        for field in &r.spec.values_schema {
+            table.push(vec![
+                field.path.clone(),
+                type_name(field.type_).to_owned(),
+                allowed(field),
+                field.description.clone().unwrap_or_default(),
+            ]);
+        }
+        text.push_str(&table.render_indented(false, "  "));
+    }
+    if let Some(values) = r.spec.values.as_ref().filter(|v| !is_empty(v)) {
+        text.push_str("Default values:\n");
+        let yaml = serde_yaml::to_string(values).unwrap_or_default();
+        for line in yaml.lines() {
+            text.push_str(&format!("  {line}\n"));
+        }
+    }
+    Rendered::text(recipe.raw.clone(), text, vec![name_of(r)])
+}
+
+fn is_empty(value: &serde_json::Value) -> bool {
+    value.as_object().is_some_and(|m| m.is_empty()) || value.is_null()
+}
+
+fn versions(versions: &[String]) -> String {
+    versions
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            if i == 0 {
+                format!("{v} (default)")
+            } else {
+                v.clone()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn type_name(t: ValueType) -> &'static str {
+    match t {
+        ValueType::String => "string",
+        ValueType::Integer => "integer",
+        ValueType::Number => "number",
+        ValueType::Boolean => "boolean",
+    }
+}
+
+/// The bounds of a value, in words: `one of a|b`, `1..5`, `matches ^x$`, `at most 64 chars`.
+pub fn allowed(field: &ValueField) -> String {
+    let mut parts = Vec::new();
+    if let Some(options) = &field.enum_ {
+        parts.push(format!("one of {}", options.join("|")));
+    }
+    let number = |n: f64| {
+        if n.fract() == 0.0 && n.abs() < 1e15 {
+            format!("{}", n as i64)
+        } else {
+            n.to_string()
+        }
+    };
+    match (field.minimum, field.maximum) {
+        (Some(min), Some(max)) => parts.push(format!("{}..{}", number(min), number(max))),
+        (Some(min), None) => parts.push(format!(">= {}", number(min))),
+        (None, Some(max)) => parts.push(format!("<= {}", number(max))),
+        (None, None) => {}
+    }
+    if let Some(pattern) = &field.pattern {
+        parts.push(format!("matches {pattern}"));
+    }
+    if let Some(max) = field.max_length {
+        parts.push(format!("at most {max} chars"));
+    }
+    if parts.is_empty() {
+        "any".to_owned()
+    } else {
+        parts.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{objects::Fetched, testdata};
+
+    fn recipe() -> Fetched<Recipe> {
+        let raw = testdata::recipe_json();
+        Fetched {
+            typed: serde_json::from_value(raw.clone()).unwrap(),
+            raw,
+        }
+    }
+
+    #[test]
+    fn the_list_shows_chart_versions_and_settable_paths() {
+        let r = recipe_list(&[recipe()]);
+        assert_eq!(
+            r.table,
+            "NAME      CHART     VERSIONS      SETTABLE VALUES\n\
+             podinfo   podinfo   6.5.0,6.4.0   replicaCount,ui.color,ui.message,tier\n"
+        );
+        assert!(r.wide.contains("https://charts.example/stable"));
+        assert_eq!(r.names, ["recipe.providers.platform.dev/podinfo"]);
+        assert_eq!(r.data["kind"], "List");
+    }
+
+    #[test]
+    fn the_detail_lists_each_value_with_its_bounds() {
+        let r = recipe_detail(&recipe());
+        assert_eq!(
+            r.table,
+            "\
+Name:      podinfo
+Chart:     podinfo from https://charts.example/stable
+Versions:  6.5.0 (default), 6.4.0
+Installs:  release podinfo in namespace podinfo on the edge
+Values you may set:
+  PATH           TYPE      ALLOWED                  DESCRIPTION
+  replicaCount   integer   1..5                     Pods to run
+  ui.color       string    matches ^#[0-9a-f]{6}$
+  ui.message     string    at most 64 chars
+  tier           string    one of small|large
+Default values:
+  replicaCount: 1
+"
+        );
+    }
+}
