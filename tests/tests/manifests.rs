@@ -109,6 +109,8 @@ fn the_overlay_without_cert_manager_is_accepted_as_documented() {
     for object in [
         "customresourcedefinition.apiextensions.k8s.io/workspaces.providers.platform.dev serverside-applied (server dry run)",
         "deployment.apps/providers-webhook serverside-applied (server dry run)",
+        "deployment.apps/providers-controller serverside-applied (server dry run)",
+        "clusterrole.rbac.authorization.k8s.io/providers-controller serverside-applied (server dry run)",
         "poddisruptionbudget.policy/providers-webhook serverside-applied (server dry run)",
         "mutatingwebhookconfiguration.admissionregistration.k8s.io/providers-webhook serverside-applied (server dry run)",
         "validatingwebhookconfiguration.admissionregistration.k8s.io/providers-webhook serverside-applied (server dry run)",
