@@ -7,7 +7,11 @@
 #![forbid(unsafe_code)]
 
 pub mod binaries;
+pub mod chartrepo;
 pub mod controlplane;
+pub mod demo;
+pub mod installer;
+pub mod jobrunner;
 pub mod kubeconfig;
 pub mod kubectl;
 pub mod pki;
@@ -15,6 +19,7 @@ pub mod platform;
 pub mod plugin;
 pub mod ports;
 pub mod supervised;
+pub mod tcpproxy;
 pub mod users;
 pub mod webhook;
 

@@ -2,13 +2,20 @@
 //! ALPN, until the client leaves, the connection idles too long, or the server shuts down.
 
 use std::{
+    convert::Infallible,
     net::SocketAddr,
+    pin::Pin,
     sync::{Arc, Mutex, PoisonError},
+    task::Poll,
     time::Duration,
 };
 
-use axum::Router;
-use hyper::{Request, body::Incoming, service::service_fn};
+use axum::{Router, body::Body};
+use hyper::{
+    Request,
+    body::{Body as HttpBody, Bytes, Frame, Incoming, SizeHint},
+    service::service_fn,
+};
 use hyper_util::{
     rt::{TokioExecutor, TokioIo},
     server::conn::auto,
@@ -82,9 +89,14 @@ pub(super) async fn serve(
             // directly.
             let response = app.clone().call(request);
             async move {
-                let response = response.await;
-                drop(in_flight);
-                response
+                // The request stays in flight until its response body has been sent.
+                let response = response.await?;
+                Ok::<_, Infallible>(response.map(|body| {
+                    Body::new(TrackedBody {
+                        body,
+                        _in_flight: in_flight,
+                    })
+                }))
             }
         })
     };
@@ -97,8 +109,11 @@ pub(super) async fn serve(
         let idle_deadline = idle_since.map(|since| since + context.idle_timeout);
         // A closing connection with nothing in flight is dropped after a grace period: hyper
         // defers a graceful close until the HTTP/2 handshake is done, which a silent peer never
-        // finishes. A request in flight is never cut here; the drain timeout bounds those.
-        let drop_at = close_by.filter(|_| idle_since.is_some());
+        // finishes. The grace also runs from the end of the last response, so its final bytes
+        // are flushed. A request in flight is never cut here; the drain timeout bounds those.
+        let drop_at = close_by
+            .zip(idle_since)
+            .map(|(closing, idle)| closing.max(idle + CLOSE_GRACE));
         tokio::select! {
             result = connection.as_mut() => break result,
             () = sleep_until(drop_at) => {
@@ -178,8 +193,34 @@ impl Activity {
     }
 }
 
-/// Marks one request in flight until dropped (when the response is ready, or the request is
-/// abandoned).
+/// A response body that keeps its request in flight until hyper has sent it, or dropped it.
+struct TrackedBody {
+    body: Body,
+    _in_flight: InFlight,
+}
+
+impl HttpBody for TrackedBody {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        Pin::new(&mut self.get_mut().body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// Marks one request in flight until dropped (when its response body is done, or the request
+/// is abandoned).
 struct InFlight(Arc<Activity>);
 
 impl Drop for InFlight {

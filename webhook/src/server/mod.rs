@@ -218,7 +218,9 @@ mod tests {
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
     use super::*;
-    use crate::server::testing::{TestPki, TestServer, eventually, secret_volume, write_pair};
+    use crate::server::testing::{
+        TestPki, TestServer, eventually, secret_volume, test_router, write_pair,
+    };
 
     /// Short intervals so the tests run fast; each test shortens the one it exercises further.
     fn quick() -> ServeOptions {
@@ -434,32 +436,31 @@ mod tests {
         };
         let server = TestServer::start(options).await;
         let tls = server.connect(&[b"http/1.1"]).await;
-        let (mut read, mut write) = tokio::io::split(tls);
+        let (mut read, write) = tokio::io::split(tls);
         let started = Instant::now();
-        // Slowloris: a byte of headers every 100 ms, never the blank line that ends them.
-        let dribble = tokio::spawn(async move {
-            write
-                .write_all(b"GET /hello HTTP/1.1\r\nHost: localhost\r\nX-Slow: ")
-                .await?;
-            loop {
-                write.write_all(b"a").await?;
-                write.flush().await?;
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            #[allow(unreachable_code)]
-            Ok::<(), std::io::Error>(())
-        });
+        let dribble = tokio::spawn(slowloris(write));
         let mut received = Vec::new();
-        let closed = tokio::time::timeout(Duration::from_secs(5), read.read_to_end(&mut received))
+        // EOF or a reset: either way the server hung up.
+        let _ = tokio::time::timeout(Duration::from_secs(5), read.read_to_end(&mut received))
             .await
             .expect("the server should close a connection whose headers never end");
         let took = started.elapsed();
         dribble.abort();
         assert!(took >= Duration::from_millis(450), "closed after {took:?}");
-        // Closed (EOF or reset), and never served.
-        let _ = closed;
         let received = String::from_utf8_lossy(&received);
         assert!(!received.contains("hello"), "{received}");
+    }
+
+    /// Sends a byte of headers every 100 ms, never the blank line that ends them.
+    async fn slowloris(mut write: impl tokio::io::AsyncWrite + Unpin) -> std::io::Result<()> {
+        write
+            .write_all(b"GET /hello HTTP/1.1\r\nHost: localhost\r\nX-Slow: ")
+            .await?;
+        loop {
+            write.write_all(b"a").await?;
+            write.flush().await?;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
 
     #[tokio::test]
@@ -527,14 +528,10 @@ mod tests {
             cert: dir.path().join("missing.crt"),
             key: dir.path().join("missing.key"),
         };
-        let error = serve_on(test_router_stub(), tls, listener, quick(), async {})
+        let error = serve_on(test_router(), tls, listener, quick(), async {})
             .await
             .unwrap_err();
         let message = format!("{error:#}");
         assert!(message.contains("missing.crt"), "{message}");
-    }
-
-    fn test_router_stub() -> Router {
-        crate::server::testing::test_router()
     }
 }

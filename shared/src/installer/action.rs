@@ -1,0 +1,208 @@
+//! What the installer does: the outputs of [`super::decide`].
+
+use k8s_openapi::api::{
+    batch::v1::Job,
+    core::v1::{Namespace, Secret, ServiceAccount},
+    rbac::v1::{Role, RoleBinding},
+};
+
+use crate::api::WorkspaceStatus;
+
+/// One decision: actions to run in order, then when to look again.
+///
+/// The shell runs the actions one by one and stops at the first that fails; the next
+/// decision is taken from a fresh observation, so every action is safe to repeat and a
+/// crash between any two loses nothing.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Decision {
+    pub actions: Vec<Action>,
+    pub next: Next,
+}
+
+/// When to observe and decide again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Next {
+    /// Right away: the actions changed what the next step depends on.
+    Continue,
+    /// When something changes (a watch event), or at the periodic resync.
+    Idle,
+    /// After this many seconds, unless something changes first.
+    After(u64),
+    /// A transient problem (the edge is unreachable): retry with growing delays.
+    Backoff,
+}
+
+/// One step. Every write is guarded: Workspace writes by its UID, edge deletions by the
+/// observed object's UID.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Action {
+    /// Add the installer's finalizer to the Workspace.
+    AddFinalizer,
+    /// Remove the installer's finalizer from the Workspace: deletion may finish.
+    RemoveFinalizer,
+    /// Replace the Workspace's status.
+    WriteStatus(Box<WorkspaceStatus>),
+    /// Publish an Event on the Workspace.
+    Event(Note),
+    /// Create the provider's hub ServiceAccount.
+    CreateHubServiceAccount(Box<ServiceAccount>),
+    /// Bind the provider's hub ServiceAccount to the Recipe's Role.
+    CreateHubRoleBinding(Box<RoleBinding>),
+    /// Mint a token for the provider's hub ServiceAccount and store its kubeconfig in a
+    /// Secret on the edge.
+    MintRuntimeCredential(Box<MintCredential>),
+    /// Create the release namespace on the edge.
+    CreateNamespace(Box<Namespace>),
+    /// Patch the release namespace's labels (adopt or release it); the patch carries
+    /// `test` operations that make it fail if the namespace is not in the state observed.
+    PatchNamespace {
+        name: String,
+        patch: json_patch::Patch,
+        what: NamespaceChange,
+    },
+    /// Create one of the attempt's objects on the edge.
+    Create(Box<EdgeObject>),
+    /// Delete an object on the edge, if it still has the observed UID.
+    Delete(Deletion),
+    /// Remove the installer's finalizer from an attempt's Job; the patch tests its UID.
+    ReleaseJob {
+        namespace: String,
+        name: String,
+        patch: json_patch::Patch,
+    },
+    /// Mark a Helm release revision left pending by a killed Helm as failed, as Helm
+    /// itself does when it is interrupted, so the next `helm upgrade` may proceed.
+    MarkReleaseFailed {
+        namespace: String,
+        secret: String,
+        uid: String,
+        revision: i64,
+        description: String,
+    },
+}
+
+impl Action {
+    /// A short name for logs, metrics and fault points.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Action::AddFinalizer => "add-finalizer",
+            Action::RemoveFinalizer => "remove-finalizer",
+            Action::WriteStatus(_) => "write-status",
+            Action::Event(_) => "event",
+            Action::CreateHubServiceAccount(_) => "create-hub-service-account",
+            Action::CreateHubRoleBinding(_) => "create-hub-role-binding",
+            Action::MintRuntimeCredential(_) => "mint-runtime-credential",
+            Action::CreateNamespace(_) => "create-namespace",
+            Action::PatchNamespace { what, .. } => match what {
+                NamespaceChange::Adopt => "adopt-namespace",
+                NamespaceChange::Release => "release-namespace",
+            },
+            Action::Create(object) => match **object {
+                EdgeObject::ServiceAccount(_) => "create-service-account",
+                EdgeObject::Role(_) => "create-role",
+                EdgeObject::RoleBinding(_) => "create-role-binding",
+                EdgeObject::Secret(_) => "create-values-secret",
+                EdgeObject::Job(_) => "create-job",
+            },
+            Action::Delete(deletion) => match deletion.kind {
+                Kind::ServiceAccount => "delete-service-account",
+                Kind::Role => "delete-role",
+                Kind::RoleBinding => "delete-role-binding",
+                Kind::Secret => "delete-values-secret",
+                Kind::Job => "delete-job",
+            },
+            Action::ReleaseJob { .. } => "release-job",
+            Action::MarkReleaseFailed { .. } => "mark-release-failed",
+        }
+    }
+
+    /// Whether the action writes to the edge.
+    pub fn touches_edge(&self) -> bool {
+        matches!(
+            self,
+            Action::MintRuntimeCredential(_)
+                | Action::CreateNamespace(_)
+                | Action::PatchNamespace { .. }
+                | Action::Create(_)
+                | Action::Delete(_)
+                | Action::ReleaseJob { .. }
+                | Action::MarkReleaseFailed { .. }
+        )
+    }
+}
+
+/// Why a namespace's labels change.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NamespaceChange {
+    /// A Workspace takes over a namespace its deleted predecessor released.
+    Adopt,
+    /// A deleted Workspace leaves its namespace to a later one of the same name.
+    Release,
+}
+
+/// An attempt object on the edge.
+#[derive(Clone, Debug, PartialEq)]
+pub enum EdgeObject {
+    ServiceAccount(ServiceAccount),
+    Role(Role),
+    RoleBinding(RoleBinding),
+    Secret(Secret),
+    Job(Box<Job>),
+}
+
+/// The kinds of attempt objects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    ServiceAccount,
+    Role,
+    RoleBinding,
+    Secret,
+    Job,
+}
+
+/// A guarded deletion.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Deletion {
+    pub kind: Kind,
+    pub namespace: String,
+    pub name: String,
+    /// The deletion's precondition: the object must still have this UID.
+    pub uid: String,
+}
+
+/// The provider's runtime credential to mint.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MintCredential {
+    /// The hub ServiceAccount's namespace and name.
+    pub hub_namespace: String,
+    pub service_account: String,
+    /// The Secret on the edge that receives the kubeconfig, with its ownership labels.
+    pub secret: Secret,
+}
+
+/// An Event on the Workspace.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Note {
+    pub warning: bool,
+    /// PascalCase, for example `JobCreated`.
+    pub reason: &'static str,
+    pub message: String,
+}
+
+impl Note {
+    pub fn normal(reason: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            warning: false,
+            reason,
+            message: message.into(),
+        }
+    }
+
+    pub fn warning(reason: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            warning: true,
+            reason,
+            message: message.into(),
+        }
+    }
+}

@@ -1,0 +1,127 @@
+//! ReconcileCleanup and Cleanup: after a terminal result is recorded, revoke the runner's
+//! identity, then release the Job's finalizer, then say so. The provider's runtime
+//! credential stays.
+
+use super::{
+    action::{Action, Deletion, Kind, Next, Note},
+    conditions::{Outlook, reason},
+    machine::Machine,
+    names::AttemptNames,
+    observed::{ObjectState, Remote},
+    patch,
+};
+
+impl Machine<'_> {
+    /// Rules `identity_is_revoked_after_the_result`, `job_is_released_after_revocation`,
+    /// `cleanup_is_recorded_last`.
+    pub fn cleanup(&mut self) -> Next {
+        if self.status.cleaned_up {
+            self.outlook = self.done_outlook();
+            return Next::Idle;
+        }
+        let remote = match self.reachable("revoke the runner's identity") {
+            Ok(remote) => remote,
+            Err(next) => return next,
+        };
+        // Said before the first write, so the result and this outlook go out together.
+        self.outlook = Outlook::busy(
+            reason::CLEANING_UP,
+            format!(
+                "attempt {}: the result is recorded; revoking the runner's identity and releasing its Job",
+                self.status.attempt.unwrap_or_default()
+            ),
+        );
+        let revoking = self.revoke_identity(&remote);
+        let releasing = self.release_job(&remote);
+        if revoking || releasing {
+            return Next::Continue;
+        }
+        self.status.cleaned_up = true;
+        self.event(Note::normal(
+            "CleanedUp",
+            format!(
+                "attempt {}: the runner's identity is revoked and Job {} is released",
+                self.status.attempt.unwrap_or_default(),
+                self.status.job.clone().unwrap_or_default()
+            ),
+        ));
+        self.outlook = self.done_outlook();
+        Next::Idle
+    }
+
+    /// Deletes the recorded attempt's ServiceAccount, Role, RoleBinding and values
+    /// Secret that are still there; says whether there were any.
+    pub fn revoke_identity(&mut self, remote: &Remote) -> bool {
+        let attempt_id = self.status.attempt_id.clone().unwrap_or_default();
+        let Some(job) = self.status.job.clone() else {
+            return false;
+        };
+        let namespace = self
+            .status
+            .target
+            .as_ref()
+            .map(|t| t.namespace.clone())
+            .unwrap_or_default();
+        let names = AttemptNames::for_job(&job);
+        let slots: [(Kind, &Option<ObjectState>, &String); 4] = [
+            (Kind::ServiceAccount, &remote.service_account, &names.runner),
+            (Kind::Role, &remote.role, &names.runner),
+            (Kind::RoleBinding, &remote.role_binding, &names.runner),
+            (Kind::Secret, &remote.values, &names.values),
+        ];
+        let mut any = false;
+        for (kind, observed, name) in slots {
+            if let Some(o) = observed
+                && o.of_attempt(&self.uid, &attempt_id)
+                && !o.deleting
+            {
+                any = true;
+                self.edge(Action::Delete(Deletion {
+                    kind,
+                    namespace: namespace.clone(),
+                    name: name.clone(),
+                    uid: o.uid.clone(),
+                }));
+            }
+        }
+        if any {
+            self.event(Note::normal(
+                "IdentityRevoked",
+                format!(
+                    "attempt {}: deleted the runner's ServiceAccount, Role, RoleBinding and values Secret {namespace}/{} on edge {}",
+                    self.status.attempt.unwrap_or_default(),
+                    names.runner,
+                    self.edge_name()
+                ),
+            ));
+        }
+        any
+    }
+
+    /// Removes the installer's finalizer from the recorded attempt's Job; says whether it
+    /// had one.
+    pub fn release_job(&mut self, remote: &Remote) -> bool {
+        let attempt_id = self.status.attempt_id.clone().unwrap_or_default();
+        let Some(job) = &remote.job else {
+            return false;
+        };
+        if !job.object.of_attempt(&self.uid, &attempt_id) {
+            return false;
+        }
+        let Some(patch) = patch::remove_finalizer(&job.object) else {
+            return false;
+        };
+        let namespace = self
+            .status
+            .target
+            .as_ref()
+            .map(|t| t.namespace.clone())
+            .unwrap_or_default();
+        self.edge(Action::ReleaseJob {
+            namespace,
+            name: self.status.job.clone().unwrap_or_default(),
+            patch,
+        });
+        true
+    }
+}

@@ -1,0 +1,239 @@
+//! The phase and the Ready, Progressing and Failed conditions, by the Kubernetes conventions:
+//! `lastTransitionTime` changes only when a condition's status changes.
+
+use k8s_openapi::{
+    apimachinery::pkg::apis::meta::v1::{Condition, Time},
+    jiff::Timestamp,
+};
+
+use crate::api::{JobResult, Phase, WorkspaceStatus};
+
+/// Condition reasons.
+pub mod reason {
+    pub const AWAITING_PLAN: &str = "AwaitingPlan";
+    pub const KEYS_UNAVAILABLE: &str = "SealingKeysUnavailable";
+    pub const EDGE_NOT_READY: &str = "EdgeNotReady";
+    pub const EDGE_UNREACHABLE: &str = "EdgeUnreachable";
+    pub const PREPARING: &str = "Preparing";
+    pub const JOB_RUNNING: &str = "JobRunning";
+    pub const CLEANING_UP: &str = "CleaningUp";
+    pub const INSTALLED: &str = "Installed";
+    pub const JOB_FAILED: &str = "JobFailed";
+    pub const JOB_LOST: &str = "JobLost";
+    pub const JOB_CONFLICT: &str = "JobConflict";
+    pub const SEAL_INVALID: &str = "SealInvalid";
+    pub const NAMESPACE_NOT_ADMITTED: &str = "NamespaceNotAdmitted";
+    pub const NAMESPACE_TERMINATING: &str = "NamespaceTerminating";
+    pub const TARGET_MISMATCH: &str = "TargetMismatch";
+    pub const CREDENTIAL_CONFLICT: &str = "RuntimeCredentialConflict";
+    pub const SUPERSEDED: &str = "Superseded";
+    pub const WAITING_FOR_PREVIOUS_ATTEMPT: &str = "WaitingForPreviousAttempt";
+    pub const DELETING: &str = "Deleting";
+}
+
+/// The condition types.
+pub const READY: &str = "Ready";
+pub const PROGRESSING: &str = "Progressing";
+pub const FAILED: &str = "Failed";
+
+/// What the Workspace is doing, as the conditions say it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Outlook {
+    pub reason: String,
+    pub message: String,
+    /// Whether work is under way (Progressing=True).
+    pub progressing: bool,
+}
+
+impl Outlook {
+    pub fn busy(reason: &str, message: impl Into<String>) -> Self {
+        Self {
+            reason: reason.to_owned(),
+            message: message.into(),
+            progressing: true,
+        }
+    }
+
+    pub fn idle(reason: &str, message: impl Into<String>) -> Self {
+        Self {
+            reason: reason.to_owned(),
+            message: message.into(),
+            progressing: false,
+        }
+    }
+}
+
+/// A recorded failure: the Failed condition's reason and message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Failure {
+    pub reason: String,
+    pub message: String,
+}
+
+impl Failure {
+    pub fn new(reason: &str, message: impl Into<String>) -> Self {
+        Self {
+            reason: reason.to_owned(),
+            message: message.into(),
+        }
+    }
+}
+
+/// Sets the phase and conditions of `status` from its recorded facts, the outlook of this
+/// decision and the failure of the attempt, if it failed.
+pub fn settle(
+    status: &mut WorkspaceStatus,
+    generation: Option<i64>,
+    now: Timestamp,
+    outlook: &Outlook,
+    failure: Option<&Failure>,
+) {
+    status.phase = Some(phase_of(status));
+    status.observed_generation = generation;
+    let installed =
+        status.job_result == Some(JobResult::Succeeded) && status.cleaned_up && !status.deleting;
+    let ready_reason = if installed {
+        reason::INSTALLED
+    } else {
+        outlook.reason.as_str()
+    };
+    upsert(
+        status,
+        READY,
+        installed,
+        ready_reason,
+        &outlook.message,
+        generation,
+        now,
+    );
+    upsert(
+        status,
+        PROGRESSING,
+        outlook.progressing,
+        &outlook.reason,
+        &outlook.message,
+        generation,
+        now,
+    );
+    match failure {
+        Some(failure) => upsert(
+            status,
+            FAILED,
+            true,
+            &failure.reason,
+            &failure.message,
+            generation,
+            now,
+        ),
+        None => upsert(
+            status,
+            FAILED,
+            false,
+            &outlook.reason,
+            &outlook.message,
+            generation,
+            now,
+        ),
+    }
+}
+
+/// The phase from the recorded facts.
+pub fn phase_of(status: &WorkspaceStatus) -> Phase {
+    if status.deleting {
+        Phase::Deleting
+    } else {
+        match status.job_result {
+            Some(JobResult::Succeeded) => Phase::Succeeded,
+            Some(JobResult::Failed | JobResult::Rejected) => Phase::Failed,
+            None if status.job_uid.is_some() || status.preparation.is_some() => Phase::Progressing,
+            None => Phase::Pending,
+        }
+    }
+}
+
+/// The recorded failure of the attempt, from the Failed condition already in status.
+pub fn recorded_failure(status: &WorkspaceStatus) -> Option<Failure> {
+    status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == FAILED && c.status == "True")
+        .map(|c| Failure::new(&c.reason, c.message.clone()))
+}
+
+fn upsert(
+    status: &mut WorkspaceStatus,
+    kind: &str,
+    value: bool,
+    reason: &str,
+    message: &str,
+    generation: Option<i64>,
+    now: Timestamp,
+) {
+    let value = if value { "True" } else { "False" };
+    let existing = status.conditions.iter_mut().find(|c| c.type_ == kind);
+    match existing {
+        Some(condition) => {
+            if condition.status != value {
+                condition.status = value.to_owned();
+                condition.last_transition_time = Time(now);
+            }
+            condition.reason = reason.to_owned();
+            condition.message = message.to_owned();
+            condition.observed_generation = generation;
+        }
+        None => status.conditions.push(Condition {
+            type_: kind.to_owned(),
+            status: value.to_owned(),
+            reason: reason.to_owned(),
+            message: message.to_owned(),
+            observed_generation: generation,
+            last_transition_time: Time(now),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transition_time_moves_only_when_the_status_changes() {
+        let mut status = WorkspaceStatus::default();
+        let t0 = Timestamp::from_second(1_000).unwrap();
+        let t1 = Timestamp::from_second(2_000).unwrap();
+        settle(
+            &mut status,
+            Some(1),
+            t0,
+            &Outlook::busy(reason::PREPARING, "a"),
+            None,
+        );
+        settle(
+            &mut status,
+            Some(1),
+            t1,
+            &Outlook::busy(reason::JOB_RUNNING, "b"),
+            None,
+        );
+        let progressing = status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == PROGRESSING)
+            .unwrap();
+        assert_eq!(progressing.last_transition_time, Time(t0));
+        assert_eq!(progressing.reason, reason::JOB_RUNNING);
+        settle(
+            &mut status,
+            Some(1),
+            t1,
+            &Outlook::idle(reason::INSTALLED, "c"),
+            None,
+        );
+        let progressing = status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == PROGRESSING)
+            .unwrap();
+        assert_eq!(progressing.last_transition_time, Time(t1));
+    }
+}

@@ -1,0 +1,113 @@
+//! PrepareDelete: fence new attempts, revoke the current attempt's identity, remove its
+//! Job, release the namespace for a later Workspace of the same name, then let the
+//! Workspace go. The release, the namespace, PVCs and the provider's runtime credential
+//! stay on the edge.
+
+use crate::api::JobResult;
+
+use super::{
+    action::{Action, Deletion, Kind, NamespaceChange, Next, Note},
+    conditions::{Failure, Outlook, reason},
+    focus,
+    machine::Machine,
+    names,
+    observed::{EdgeState, JobOutcome},
+    patch,
+};
+
+impl Machine<'_> {
+    /// Rules `deletion_fences_new_attempts`, `deletion_revokes_only_the_identity`,
+    /// `deletion_waits_for_a_reachable_edge`, `deletion_of_an_unregistered_edge_goes_on`.
+    pub fn prepare_delete(&mut self) -> Next {
+        if !self.status.deleting {
+            self.status.deleting = true;
+            self.event(Note::normal(
+                "DeletionFenced",
+                "the Workspace is being deleted: no new attempt starts; the release, its namespace and the provider's credential stay on the edge",
+            ));
+        }
+        self.outlook = Outlook::busy(
+            reason::DELETING,
+            "the Workspace is being deleted: revoking the current attempt's runner identity; the release, namespace and provider credential stay",
+        );
+        let Some(recorded) = focus::recorded(&self.status) else {
+            self.flush();
+            self.actions.push(Action::RemoveFinalizer);
+            return Next::Idle;
+        };
+        if self.o.edge == EdgeState::Missing {
+            self.event(Note::warning(
+                "EdgeGone",
+                format!(
+                    "edge {:?} is no longer registered: nothing on it can be cleaned up",
+                    recorded.edge
+                ),
+            ));
+            self.flush();
+            self.actions.push(Action::RemoveFinalizer);
+            return Next::Idle;
+        }
+        let remote = match self.reachable("revoke the runner's identity before deletion") {
+            Ok(remote) => remote,
+            Err(next) => return next,
+        };
+        if self.status.job_result.is_none()
+            && let Some(job) = &remote.job
+            && job.object.of_attempt(&self.uid, &recorded.attempt_id)
+        {
+            match &job.outcome {
+                JobOutcome::Succeeded => {
+                    self.record_result(JobResult::Succeeded, job.finished_at.clone(), None)
+                }
+                JobOutcome::Failed {
+                    reason: why,
+                    message,
+                } => self.record_result(
+                    JobResult::Failed,
+                    job.finished_at.clone(),
+                    Some(Failure::new(
+                        reason::JOB_FAILED,
+                        format!("Job {} failed ({why}: {message})", recorded.job),
+                    )),
+                ),
+                JobOutcome::Running => {}
+            }
+        }
+        self.revoke_identity(&remote);
+        if let Some(job) = &remote.job
+            && job.object.of_attempt(&self.uid, &recorded.attempt_id)
+        {
+            self.release_job(&remote);
+            if !job.object.deleting {
+                // The name is deterministic: a Workspace created later under the same
+                // name needs it free.
+                self.edge(Action::Delete(Deletion {
+                    kind: Kind::Job,
+                    namespace: recorded.namespace.clone(),
+                    name: recorded.job.clone(),
+                    uid: job.object.uid.clone(),
+                }));
+            }
+        }
+        if let Some(ns) = &remote.namespace
+            && ns.owned_by(&self.uid)
+            && ns.label(names::LABEL_RELEASED) != "true"
+        {
+            self.edge(Action::PatchNamespace {
+                name: recorded.namespace.clone(),
+                patch: patch::release_namespace(ns, &self.uid),
+                what: NamespaceChange::Release,
+            });
+        }
+        self.flush();
+        self.event(Note::normal(
+            "Released",
+            format!(
+                "attempt {}'s runner identity is revoked; namespace {} on edge {} is left in place for a later Workspace named {}",
+                recorded.attempt, recorded.namespace, recorded.edge, self.key
+            ),
+        ));
+        self.actions.push(Action::RemoveFinalizer);
+        Next::Idle
+    }
+}

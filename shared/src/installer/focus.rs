@@ -1,0 +1,106 @@
+//! Which attempt a decision is about, and so what the shell must read before deciding.
+//!
+//! A Workspace that is installed and cleaned up needs nothing from its edge: a resync of
+//! a thousand settled Workspaces makes no edge calls.
+
+use crate::api::{Plan, Workspace, WorkspaceStatus};
+
+use super::names::{AttemptNames, CredentialNames};
+
+/// The attempt in focus and what to read for it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Focus {
+    pub attempt: i64,
+    pub attempt_id: String,
+    /// The Edge the attempt runs on.
+    pub edge: String,
+    /// The release namespace on the edge.
+    pub namespace: String,
+    /// The attempt's objects on the edge.
+    pub names: AttemptNames,
+    /// The Helm release whose storage records to read, while the attempt prepares.
+    pub release: Option<String>,
+    /// The runtime credential objects to read, while the attempt prepares.
+    pub credential: Option<CredentialNames>,
+    /// Read the Job alone first: while it runs, nothing else of the edge is needed. When
+    /// it is not (or no longer) running, everything is read.
+    pub job_first: bool,
+}
+
+/// The attempt recorded in status.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Recorded {
+    pub attempt: i64,
+    pub attempt_id: String,
+    pub job: String,
+    pub edge: String,
+    pub namespace: String,
+}
+
+/// The attempt recorded in status, when there is one with a target.
+pub fn recorded(status: &WorkspaceStatus) -> Option<Recorded> {
+    let target = status.target.as_ref()?;
+    Some(Recorded {
+        attempt: status.attempt?,
+        attempt_id: status.attempt_id.clone()?,
+        job: status.job.clone()?,
+        edge: target.edge.clone(),
+        namespace: target.namespace.clone(),
+    })
+}
+
+/// Whether the recorded attempt is the sealed one.
+pub fn is_sealed_attempt(recorded: &Recorded, plan: &Plan) -> bool {
+    recorded.attempt == plan.attempt && recorded.attempt_id == plan.attempt_id
+}
+
+/// What a decision about `workspace` needs to read; `None` when it needs nothing from
+/// the edge.
+pub fn focus(workspace: &Workspace) -> Option<Focus> {
+    let status = workspace.status.clone().unwrap_or_default();
+    let plan = workspace.spec.plan.as_ref().map(|sealed| &sealed.plan);
+    let recorded = recorded(&status);
+    // A recorded Job without a result: it runs, as far as the status knows.
+    let running = status.job_uid.is_some() && status.job_result.is_none();
+    let of_recorded = |r: &Recorded, job_first: bool| Focus {
+        attempt: r.attempt,
+        attempt_id: r.attempt_id.clone(),
+        edge: r.edge.clone(),
+        namespace: r.namespace.clone(),
+        names: AttemptNames::for_job(&r.job),
+        release: None,
+        credential: None,
+        job_first,
+    };
+    if workspace.metadata.deletion_timestamp.is_some() {
+        return recorded.as_ref().map(|r| of_recorded(r, false));
+    }
+    if let Some(r) = &recorded {
+        let current = plan.is_some_and(|p| is_sealed_attempt(r, p));
+        if !current && !status.cleaned_up {
+            return Some(of_recorded(r, running));
+        }
+        if current && status.cleaned_up {
+            return None;
+        }
+    }
+    let plan = plan?;
+    let preparing = recorded
+        .as_ref()
+        .is_none_or(|r| !is_sealed_attempt(r, plan))
+        || (status.job_uid.is_none() && status.job_result.is_none());
+    Some(Focus {
+        attempt: plan.attempt,
+        attempt_id: plan.attempt_id.clone(),
+        edge: plan.edge_name.clone(),
+        namespace: plan.namespace.clone(),
+        names: AttemptNames::for_job(&plan.job),
+        release: preparing.then(|| plan.release.clone()),
+        credential: plan
+            .runtime_credential
+            .as_ref()
+            .filter(|_| preparing)
+            .map(|_| CredentialNames::for_workspace(&plan.org, &plan.workspace.name)),
+        job_first: !preparing && running,
+    })
+}

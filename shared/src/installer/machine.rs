@@ -1,0 +1,197 @@
+//! The decision's working state: the status being built, the actions so far, and the
+//! helpers every rule uses. The rules themselves live in `attempt`, `prepare`, `cleanup`
+//! and `delete`.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use crate::api::{JobResult, Workspace, WorkspaceStatus};
+
+use super::{
+    Settings,
+    action::{Action, Decision, Next, Note},
+    conditions::{self, Failure, Outlook, reason},
+    names,
+    observed::{EdgeState, Observed, Remote},
+};
+
+pub(super) struct Machine<'a> {
+    pub o: &'a Observed<'a>,
+    pub settings: &'a Settings,
+    pub ws: &'a Workspace,
+    pub uid: String,
+    /// `<org>/<name>`.
+    pub key: String,
+    /// The status as the API has it (or as the last queued write leaves it).
+    written: WorkspaceStatus,
+    /// The status being decided.
+    pub status: WorkspaceStatus,
+    pub outlook: Outlook,
+    pub failure: Option<Failure>,
+    pub actions: Vec<Action>,
+}
+
+impl<'a> Machine<'a> {
+    pub fn new(o: &'a Observed<'a>, settings: &'a Settings) -> Self {
+        let ws = o.workspace;
+        let status = ws.status.clone().unwrap_or_default();
+        let failure = match status.job_result {
+            Some(JobResult::Failed | JobResult::Rejected) => conditions::recorded_failure(&status),
+            _ => None,
+        };
+        Self {
+            o,
+            settings,
+            ws,
+            uid: ws.metadata.uid.clone().unwrap_or_default(),
+            key: names::workspace_key(
+                ws.metadata.namespace.as_deref().unwrap_or_default(),
+                ws.metadata.name.as_deref().unwrap_or_default(),
+            ),
+            written: status.clone(),
+            status,
+            outlook: Outlook::idle(reason::AWAITING_PLAN, ""),
+            failure,
+            actions: Vec::new(),
+        }
+    }
+
+    /// Queues a status write if the status differs from what the API has.
+    pub fn flush(&mut self) {
+        conditions::settle(
+            &mut self.status,
+            self.ws.metadata.generation,
+            self.o.now,
+            &self.outlook,
+            self.failure.as_ref(),
+        );
+        if self.status != self.written {
+            self.written = self.status.clone();
+            self.actions
+                .push(Action::WriteStatus(Box::new(self.status.clone())));
+        }
+    }
+
+    /// Queues an edge action after writing down everything decided so far: the record
+    /// always reaches the hub before the edge changes.
+    pub fn edge(&mut self, action: Action) {
+        self.flush();
+        self.actions.push(action);
+    }
+
+    pub fn event(&mut self, note: Note) {
+        self.actions.push(Action::Event(note));
+    }
+
+    pub fn finish(mut self, next: Next) -> Decision {
+        self.flush();
+        Decision {
+            actions: self.actions,
+            next,
+        }
+    }
+
+    pub fn has_finalizer(&self) -> bool {
+        self.ws
+            .metadata
+            .finalizers
+            .as_ref()
+            .is_some_and(|f| f.iter().any(|f| f == names::FINALIZER))
+    }
+
+    pub fn edge_name(&self) -> String {
+        self.status
+            .target
+            .as_ref()
+            .map(|t| t.edge.clone())
+            .unwrap_or_default()
+    }
+
+    pub fn now(&self) -> Time {
+        Time(self.o.now)
+    }
+
+    /// The edge objects when the edge is Ready; otherwise says why the Workspace waits and
+    /// when to look again.
+    pub fn reachable(&mut self, doing: &str) -> Result<Remote, Next> {
+        let edge = self.edge_name();
+        match &self.o.edge {
+            EdgeState::Ready(route) => {
+                if let Some(target) = self.status.target.as_mut()
+                    && target.server.as_deref() != Some(route.server.as_str())
+                {
+                    target.server = Some(route.server.clone());
+                }
+                // A Ready edge whose objects were not read: read them and decide again.
+                self.o.remote.clone().ok_or(Next::Continue)
+            }
+            EdgeState::Missing => {
+                self.outlook = Outlook::idle(
+                    reason::EDGE_NOT_READY,
+                    format!(
+                        "waiting to {doing}: no Edge named {edge:?} is registered; ask the platform team to register it"
+                    ),
+                );
+                Err(Next::After(60))
+            }
+            EdgeState::Unprobed => {
+                self.outlook = Outlook::idle(
+                    reason::EDGE_NOT_READY,
+                    format!("waiting to {doing}: edge {edge:?} has not been probed yet"),
+                );
+                Err(Next::After(2))
+            }
+            EdgeState::NotReady(why) => {
+                self.outlook = Outlook::idle(
+                    reason::EDGE_NOT_READY,
+                    format!("waiting to {doing}: edge {edge:?} is not Ready: {why}"),
+                );
+                Err(Next::After(60))
+            }
+            EdgeState::Unreachable(why) => {
+                self.outlook = Outlook::idle(
+                    reason::EDGE_UNREACHABLE,
+                    format!(
+                        "waiting to {doing}: the API of edge {edge:?} is unreachable ({why}); retrying with backoff"
+                    ),
+                );
+                Err(Next::Backoff)
+            }
+        }
+    }
+
+    /// Records the attempt's terminal result; the next edge action writes it first.
+    pub fn record_result(
+        &mut self,
+        result: JobResult,
+        finished_at: Option<Time>,
+        failure: Option<Failure>,
+    ) {
+        let finished_at = finished_at.unwrap_or_else(|| self.now());
+        self.status.job_result = Some(result);
+        self.status.finished_at = Some(finished_at.clone());
+        self.status.cleaned_up = false;
+        let message = failure.as_ref().map(|f| f.message.clone());
+        if let Some(record) = self
+            .status
+            .attempts
+            .iter_mut()
+            .rev()
+            .find(|r| Some(r.attempt) == self.status.attempt)
+        {
+            record.result = Some(result);
+            record.finished_at = Some(finished_at);
+            record.message = message;
+        }
+        self.failure = failure;
+    }
+
+    /// Refuses to run the attempt: nothing (more) is created for it.
+    pub fn reject(&mut self, reason: &'static str, message: String) {
+        self.event(Note::warning(reason, message.clone()));
+        self.record_result(
+            JobResult::Rejected,
+            None,
+            Some(Failure::new(reason, message)),
+        );
+    }
+}

@@ -1,0 +1,98 @@
+//! The installer's state machine, as pure functions.
+//!
+//! The controller reads a Workspace (fresh from the hub), the seal check, the target
+//! edge's readiness and the attempt's objects on the edge; [`decide`] returns the
+//! actions to take, in order, and when to look again. The rules, in the order they apply:
+//!
+//! - PrepareDelete (`delete`): a deleted Workspace is fenced, the current attempt's
+//!   runner identity revoked, its Job removed, its namespace released; then the
+//!   Workspace's finalizer goes. Every write is guarded by the Workspace's UID.
+//! - An older recorded attempt finishes first (`attempt`): its Job runs to its end and
+//!   is cleaned up before a newer sealed attempt starts; an older one without a Job is
+//!   superseded. A plan no newer than the recorded attempt is a replay and never runs.
+//! - Start (`attempt`): a new sealed attempt is verified (signature, Workspace identity
+//!   and UID) and bound to the Workspace in status before anything else happens; an
+//!   invalid one is recorded as Rejected and touches nothing on the edge.
+//! - Edge readiness (`machine`): nothing is read or written on an edge that is not Ready.
+//! - Preparation (`prepare`): a preparation record is written first; namespace admission;
+//!   the provider's runtime credential; a pending Helm release is recovered; the runner's
+//!   ServiceAccount, Role, RoleBinding and values Secret; then the Job.
+//! - Status (`attempt`): the Job's UID, then its terminal result, are recorded.
+//! - ReconcileCleanup and Cleanup (`cleanup`): after the result is recorded, the identity
+//!   is revoked, then the Job's finalizer released, then `cleanedUp` set.
+
+mod action;
+mod attempt;
+mod cleanup;
+pub mod conditions;
+mod delete;
+pub mod focus;
+mod machine;
+pub mod manifests;
+pub mod names;
+mod observed;
+pub mod patch;
+mod prepare;
+
+#[cfg(test)]
+mod tests;
+
+pub use action::{
+    Action, Decision, Deletion, EdgeObject, Kind, MintCredential, NamespaceChange, Next, Note,
+};
+pub use focus::{Focus, focus};
+pub use observed::{
+    EdgeRoute, EdgeState, HubObjects, JobOutcome, JobState, NamespaceState, ObjectState, Observed,
+    ReleaseRevision, Remote, SealCheck, job_state, newest_revision, state_of,
+};
+
+/// The installer's settings, from its command line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Settings {
+    /// The image of the runner's container (it must provide `helm`).
+    pub helm_image: String,
+    /// Helm's `--wait` strategy: `watcher`, `hookOnly` or `legacy`.
+    pub helm_wait: String,
+    /// The Job's `activeDeadlineSeconds`.
+    pub job_deadline_seconds: i64,
+    /// How long a preparation may stay without its Job before the next leader redoes it.
+    pub preparation_ttl_seconds: i64,
+    /// How many attempt records a Workspace's status keeps.
+    pub attempt_history: usize,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            helm_image: DEFAULT_HELM_IMAGE.to_owned(),
+            helm_wait: "watcher".to_owned(),
+            job_deadline_seconds: 900,
+            preparation_ttl_seconds: 300,
+            attempt_history: 20,
+        }
+    }
+}
+
+/// The runner image used unless configured: alpine/helm, pinned to the Helm release the
+/// tests run.
+pub const DEFAULT_HELM_IMAGE: &str = "docker.io/alpine/helm:4.3.2";
+
+/// The next actions for a Workspace, from what was observed.
+pub fn decide(observed: &Observed<'_>, settings: &Settings) -> Decision {
+    let workspace = observed.workspace;
+    let ours = workspace
+        .metadata
+        .finalizers
+        .as_ref()
+        .is_some_and(|f| f.iter().any(|f| f == names::FINALIZER));
+    if workspace.metadata.deletion_timestamp.is_some() && !ours {
+        // Nothing of ours to clean up, and the object is going away: write nothing.
+        return Decision {
+            actions: Vec::new(),
+            next: Next::Idle,
+        };
+    }
+    let mut machine = machine::Machine::new(observed, settings);
+    let next = machine.decide();
+    machine.finish(next)
+}

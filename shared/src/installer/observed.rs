@@ -1,0 +1,232 @@
+//! What the installer observed before deciding: the inputs of [`super::decide`].
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::{
+    api::{batch::v1::Job, core::v1::Secret},
+    apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time},
+    jiff::Timestamp,
+};
+
+use crate::api::Workspace;
+
+use super::names;
+
+/// Everything one decision is taken from.
+#[derive(Clone, Debug)]
+pub struct Observed<'a> {
+    /// The Workspace, read fresh from the hub (never from a watch cache alone).
+    pub workspace: &'a Workspace,
+    /// The signature check of `spec.plan`, by the published keys.
+    pub seal: SealCheck,
+    /// The plan's target edge, as the installer knows it.
+    pub edge: EdgeState,
+    /// The attempt's objects on the edge; `None` when they were not read (the edge is not
+    /// Ready, or nothing on it is needed).
+    pub remote: Option<Remote>,
+    /// The provider's runtime credential objects on the hub; `None` when not read.
+    pub hub: Option<HubObjects>,
+    /// The time of the decision.
+    pub now: Timestamp,
+}
+
+/// The signature check of the sealed plan.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SealCheck {
+    /// There is no plan to check.
+    NoPlan,
+    /// The signature verifies with a published key.
+    Verified,
+    /// It does not verify: the reason, as a user reads it.
+    Invalid(String),
+    /// The published keys could not be read; the check is retried later.
+    KeysUnavailable(String),
+}
+
+/// The target edge.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EdgeState {
+    /// No Edge of that name is registered.
+    Missing,
+    /// The installer has not probed the edge yet (it just started leading): look again soon.
+    Unprobed,
+    /// The Edge exists but cannot be used yet (no credential, not probed, or its
+    /// credential does not work): the reason, as a user reads it.
+    NotReady(String),
+    /// The edge's API did not answer: the error.
+    Unreachable(String),
+    /// The edge answered its last probe.
+    Ready(EdgeRoute),
+}
+
+/// A Ready edge's identity and endpoint.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EdgeRoute {
+    /// `spec.clusterID` of the Edge.
+    pub cluster: String,
+    /// `spec.workspaceUUID` of the Edge.
+    pub workspace_uuid: String,
+    /// The API endpoint of its kubeconfig.
+    pub server: String,
+}
+
+/// An object's identity and ownership marks.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ObjectState {
+    pub uid: String,
+    pub resource_version: String,
+    pub labels: BTreeMap<String, String>,
+    pub annotations: BTreeMap<String, String>,
+    pub finalizers: Vec<String>,
+    pub deleting: bool,
+}
+
+impl ObjectState {
+    /// The marks of an object from its metadata.
+    pub fn from_meta(meta: &ObjectMeta) -> Self {
+        Self {
+            uid: meta.uid.clone().unwrap_or_default(),
+            resource_version: meta.resource_version.clone().unwrap_or_default(),
+            labels: meta.labels.clone().unwrap_or_default(),
+            annotations: meta.annotations.clone().unwrap_or_default(),
+            finalizers: meta.finalizers.clone().unwrap_or_default(),
+            deleting: meta.deletion_timestamp.is_some(),
+        }
+    }
+
+    /// A label's value, or "".
+    pub fn label(&self, key: &str) -> &str {
+        self.labels.get(key).map(String::as_str).unwrap_or_default()
+    }
+
+    /// Whether the object carries the ownership label of the Workspace with `uid`.
+    pub fn owned_by(&self, uid: &str) -> bool {
+        !uid.is_empty() && self.label(names::LABEL_WORKSPACE_UID) == uid
+    }
+
+    /// Whether the object belongs to the attempt `attempt_id` of the Workspace `uid`.
+    pub fn of_attempt(&self, uid: &str, attempt_id: &str) -> bool {
+        self.owned_by(uid) && self.label(names::LABEL_ATTEMPT_ID) == names::label_value(attempt_id)
+    }
+}
+
+/// The release namespace on the edge.
+pub type NamespaceState = ObjectState;
+
+/// The attempt's objects on the edge, each `None` when absent.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Remote {
+    pub namespace: Option<NamespaceState>,
+    pub service_account: Option<ObjectState>,
+    pub role: Option<ObjectState>,
+    pub role_binding: Option<ObjectState>,
+    pub values: Option<ObjectState>,
+    pub job: Option<JobState>,
+    /// The provider's runtime credential Secret in the release namespace.
+    pub runtime_credential: Option<ObjectState>,
+    /// The newest revision of the Helm release, from Helm's own storage.
+    pub release: Option<ReleaseRevision>,
+}
+
+/// The attempt's Job.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobState {
+    pub object: ObjectState,
+    pub outcome: JobOutcome,
+    /// When it completed or failed.
+    pub finished_at: Option<Time>,
+}
+
+/// Where a Job stands, by its terminal conditions.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum JobOutcome {
+    /// No terminal condition yet.
+    Running,
+    /// `Complete` is True.
+    Succeeded,
+    /// `Failed` is True: its reason and message.
+    Failed { reason: String, message: String },
+}
+
+/// The newest revision of a Helm release, read from the labels of Helm's storage Secret
+/// (`sh.helm.release.v1.<release>.v<revision>`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReleaseRevision {
+    /// The storage Secret's name.
+    pub secret: String,
+    /// Its UID, the guard of any write to it.
+    pub uid: String,
+    /// The revision number.
+    pub revision: i64,
+    /// Helm's status: `deployed`, `failed`, `pending-install`, `pending-upgrade`, ...
+    pub status: String,
+}
+
+impl ReleaseRevision {
+    /// Whether a Helm operation holds the release: Helm refuses another one with
+    /// "another operation (install/upgrade/rollback) is in progress".
+    pub fn is_pending(&self) -> bool {
+        self.status.starts_with("pending-")
+    }
+}
+
+/// The provider's runtime credential objects on the hub.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HubObjects {
+    pub service_account: Option<ObjectState>,
+    pub role_binding: Option<ObjectState>,
+}
+
+/// The marks of a typed object, for the shell.
+pub fn state_of<K: kube::Resource>(object: &K) -> ObjectState {
+    ObjectState::from_meta(object.meta())
+}
+
+/// The state of a Job from its conditions.
+pub fn job_state(job: &Job) -> JobState {
+    let conditions = job
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_deref())
+        .unwrap_or_default();
+    let is_true = |kind: &str| {
+        conditions
+            .iter()
+            .find(|c| c.type_ == kind && c.status == "True")
+    };
+    let (outcome, finished_at) = if is_true("Complete").is_some() {
+        let at = job.status.as_ref().and_then(|s| s.completion_time.clone());
+        (JobOutcome::Succeeded, at)
+    } else if let Some(failed) = is_true("Failed") {
+        (
+            JobOutcome::Failed {
+                reason: failed.reason.clone().unwrap_or_default(),
+                message: failed.message.clone().unwrap_or_default(),
+            },
+            failed.last_transition_time.clone(),
+        )
+    } else {
+        (JobOutcome::Running, None)
+    };
+    JobState {
+        object: state_of(job),
+        outcome,
+        finished_at,
+    }
+}
+
+/// Helm's storage Secrets of one release → its newest revision.
+pub fn newest_revision(secrets: &[Secret]) -> Option<ReleaseRevision> {
+    secrets
+        .iter()
+        .filter_map(|secret| {
+            let labels = secret.metadata.labels.as_ref()?;
+            Some(ReleaseRevision {
+                secret: secret.metadata.name.clone()?,
+                uid: secret.metadata.uid.clone().unwrap_or_default(),
+                revision: labels.get("version")?.parse().ok()?,
+                status: labels.get("status").cloned().unwrap_or_default(),
+            })
+        })
+        .max_by_key(|r| r.revision)
+}

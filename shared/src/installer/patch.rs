@@ -1,0 +1,145 @@
+//! Guarded JSON patches. Each starts with `test` operations on what the decision was
+//! taken from (the object's UID, its ownership label, the finalizer's position), so the
+//! API server applies it only to that very object in that very state.
+
+use json_patch::{
+    AddOperation, Patch, PatchOperation, RemoveOperation, ReplaceOperation, TestOperation,
+    jsonptr::PointerBuf,
+};
+use serde_json::{Value, json};
+
+use crate::api::WorkspaceStatus;
+
+use super::{names, observed::ObjectState};
+
+fn pointer<'t>(tokens: impl IntoIterator<Item = &'t str>) -> PointerBuf {
+    PointerBuf::from_tokens(tokens)
+}
+
+fn test(tokens: &[&str], value: Value) -> PatchOperation {
+    PatchOperation::Test(TestOperation {
+        path: pointer(tokens.iter().copied()),
+        value,
+    })
+}
+
+fn test_uid(uid: &str) -> PatchOperation {
+    test(&["metadata", "uid"], json!(uid))
+}
+
+/// Writes the whole status of the Workspace with `uid`.
+pub fn write_status(uid: &str, status: &WorkspaceStatus) -> Result<Patch, serde_json::Error> {
+    Ok(Patch(vec![
+        test_uid(uid),
+        PatchOperation::Add(AddOperation {
+            path: pointer(["status"]),
+            value: serde_json::to_value(status)?,
+        }),
+    ]))
+}
+
+/// Adds the installer's finalizer to the object observed as `object`.
+pub fn add_finalizer(object: &ObjectState) -> Patch {
+    let mut finalizers = object.finalizers.clone();
+    finalizers.push(names::FINALIZER.to_owned());
+    Patch(vec![
+        test_uid(&object.uid),
+        test(
+            &["metadata", "resourceVersion"],
+            json!(object.resource_version),
+        ),
+        PatchOperation::Add(AddOperation {
+            path: pointer(["metadata", "finalizers"]),
+            value: json!(finalizers),
+        }),
+    ])
+}
+
+/// Removes the installer's finalizer from the object observed as `object`; `None` when it
+/// does not carry it.
+pub fn remove_finalizer(object: &ObjectState) -> Option<Patch> {
+    let index = object
+        .finalizers
+        .iter()
+        .position(|f| f == names::FINALIZER)?;
+    let at = index.to_string();
+    Some(Patch(vec![
+        test_uid(&object.uid),
+        test(&["metadata", "finalizers", &at], json!(names::FINALIZER)),
+        PatchOperation::Remove(RemoveOperation {
+            path: pointer(["metadata", "finalizers", at.as_str()]),
+        }),
+    ]))
+}
+
+/// Hands a released namespace to the Workspace with `uid`.
+pub fn adopt_namespace(namespace: &ObjectState, uid: &str) -> Patch {
+    Patch(vec![
+        test_uid(&namespace.uid),
+        test(
+            &["metadata", "labels", names::LABEL_WORKSPACE_UID],
+            json!(namespace.label(names::LABEL_WORKSPACE_UID)),
+        ),
+        test(
+            &["metadata", "labels", names::LABEL_RELEASED],
+            json!("true"),
+        ),
+        PatchOperation::Replace(ReplaceOperation {
+            path: pointer(["metadata", "labels", names::LABEL_WORKSPACE_UID]),
+            value: json!(uid),
+        }),
+        PatchOperation::Remove(RemoveOperation {
+            path: pointer(["metadata", "labels", names::LABEL_RELEASED]),
+        }),
+    ])
+}
+
+/// Marks the namespace of the Workspace with `uid` as released, for a later Workspace of
+/// the same organization and name.
+pub fn release_namespace(namespace: &ObjectState, uid: &str) -> Patch {
+    Patch(vec![
+        test_uid(&namespace.uid),
+        test(
+            &["metadata", "labels", names::LABEL_WORKSPACE_UID],
+            json!(uid),
+        ),
+        PatchOperation::Add(AddOperation {
+            path: pointer(["metadata", "labels", names::LABEL_RELEASED]),
+            value: json!("true"),
+        }),
+    ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn label_keys_are_escaped_in_pointers() {
+        let ns = ObjectState {
+            uid: "n1".into(),
+            ..Default::default()
+        };
+        let text = serde_json::to_string(&release_namespace(&ns, "w1")).unwrap();
+        assert!(
+            text.contains("/metadata/labels/providers.platform.dev~1workspace-uid"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn finalizer_removal_tests_its_position() {
+        let job = ObjectState {
+            uid: "j1".into(),
+            finalizers: vec!["other".into(), names::FINALIZER.into()],
+            ..Default::default()
+        };
+        let patch = remove_finalizer(&job).unwrap();
+        let text = serde_json::to_string(&patch).unwrap();
+        assert!(
+            text.contains(r#""op":"test","path":"/metadata/finalizers/1""#),
+            "{text}"
+        );
+        assert!(remove_finalizer(&ObjectState::default()).is_none());
+    }
+}

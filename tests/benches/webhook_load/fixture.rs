@@ -1,0 +1,167 @@
+//! A control plane of its own with the real webhook registered, a recipe, edges, a grant,
+//! and Workspaces in the states the load scenarios need.
+
+use std::path::Path;
+
+use anyhow::Context;
+use kube::{
+    Api, Client,
+    api::{Patch, PatchParams, PostParams},
+};
+use providers::api::{
+    ChartRef, Edge, EdgeSpec, Recipe, RecipeSpec, SecretKeyRef, ValueField, ValueType, Workspace,
+    WorkspaceSpec,
+};
+use serde_json::json;
+use testbed::{
+    Supervised, User, platform,
+    webhook::{SYSTEM_NAMESPACE, Webhook},
+};
+
+pub const REPOSITORY: &str = "http://127.0.0.1:1/charts";
+pub const NAMESPACE: &str = "org-a";
+
+/// Fields drop in order: the webhook stops before the control plane goes.
+pub struct Fixture {
+    pub webhook: Webhook,
+    pub plane: Supervised,
+    pub admin: Client,
+    pub alice: Client,
+}
+
+impl Fixture {
+    pub async fn start(controlplane_bin: &Path) -> anyhow::Result<Self> {
+        let plane = Supervised::start(controlplane_bin, "webhook-bench")?;
+        platform::install(&plane.info)?;
+        let webhook = Webhook::start(&plane.info, &[REPOSITORY]).context(
+            "starting the webhook (build it first: cargo build --release -p providers-webhook)",
+        )?;
+        let admin = plane.info.client(User::Admin).await?;
+        let alice = plane.info.client(User::Alice).await?;
+        Api::<Recipe>::all(admin.clone())
+            .create(&PostParams::default(), &recipe())
+            .await
+            .context("recipe")?;
+        for name in ["edge-1", "edge-2"] {
+            Api::<Edge>::all(admin.clone())
+                .create(&PostParams::default(), &edge(name))
+                .await
+                .context("edge")?;
+        }
+        platform::grant_install(&admin, "alice", "edge-1").await?;
+        webhook.register(&plane.info).await?;
+        Ok(Self {
+            webhook,
+            plane,
+            admin,
+            alice,
+        })
+    }
+
+    fn workspaces(&self, client: &Client) -> Api<Workspace> {
+        Api::namespaced(client.clone(), NAMESPACE)
+    }
+
+    /// Alice creates a Workspace through the API server (and so through the webhooks).
+    pub async fn create(&self, name: &str) -> anyhow::Result<Workspace> {
+        self.workspaces(&self.alice)
+            .create(&PostParams::default(), &workspace(name))
+            .await
+            .with_context(|| format!("creating workspace {name}"))
+    }
+
+    /// Records a terminal result for the current attempt, as the installer does.
+    pub async fn finish(&self, name: &str, result: &str) -> anyhow::Result<Workspace> {
+        let api = self.workspaces(&self.admin);
+        let ws = api.get(name).await?;
+        let attempt = ws
+            .spec
+            .plan
+            .as_ref()
+            .map(|p| p.plan.attempt)
+            .context("the workspace is not sealed")?;
+        let status = json!({"status": {"attempt": attempt, "jobResult": result, "phase": result}});
+        Ok(api
+            .patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
+            .await?)
+    }
+
+    /// The Workspace as stored, managed fields and all.
+    pub async fn get(&self, name: &str) -> anyhow::Result<Workspace> {
+        Ok(self.workspaces(&self.admin).get(name).await?)
+    }
+
+    /// Alice's merge patch of a Workspace.
+    pub async fn patch(&self, name: &str, patch: &serde_json::Value) -> anyhow::Result<Workspace> {
+        Ok(self
+            .workspaces(&self.alice)
+            .patch(name, &PatchParams::default(), &Patch::Merge(patch))
+            .await?)
+    }
+
+    /// The webhook's sealing key file, which the webhook itself reads.
+    pub fn sealing_key_pem(&self) -> anyhow::Result<String> {
+        let path = self.webhook.dir.path().join("sealing.pem");
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))
+    }
+}
+
+pub fn recipe() -> Recipe {
+    Recipe::new(
+        "demo",
+        RecipeSpec {
+            chart: ChartRef {
+                repository: REPOSITORY.into(),
+                name: "demo".into(),
+            },
+            versions: vec!["0.2.0".into(), "0.1.0".into()],
+            namespace: "demo".into(),
+            release: "demo".into(),
+            values: Some(json!({"replicaCount": 1, "image": {"tag": "stable"}})),
+            values_schema: vec![ValueField {
+                path: "replicaCount".into(),
+                type_: ValueType::Integer,
+                description: Some("How many replicas".into()),
+                enum_: None,
+                pattern: None,
+                max_length: None,
+                minimum: Some(1.0),
+                maximum: Some(5.0),
+            }],
+            execution: vec![],
+            runtime_credential: None,
+        },
+    )
+}
+
+fn edge(name: &str) -> Edge {
+    Edge::new(
+        name,
+        EdgeSpec {
+            cluster_id: format!("{name}-cluster"),
+            workspace_uuid: "8c6b7c1e-0000-4000-8000-000000000001".into(),
+            kubeconfig_secret_ref: SecretKeyRef {
+                namespace: SYSTEM_NAMESPACE.into(),
+                name: name.into(),
+                key: "kubeconfig".into(),
+            },
+        },
+    )
+}
+
+/// What a tenant writes: recipe, edge and a value; the webhook adds the plan.
+pub fn workspace(name: &str) -> Workspace {
+    let mut ws = Workspace::new(
+        name,
+        WorkspaceSpec {
+            recipe: "demo".into(),
+            edge: "edge-1".into(),
+            version: None,
+            values: Some(json!({"replicaCount": 2})),
+            retry: None,
+            plan: None,
+        },
+    );
+    ws.metadata.namespace = Some(NAMESPACE.into());
+    ws
+}

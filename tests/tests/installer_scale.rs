@@ -1,0 +1,379 @@
+//! The installer's scale measurement (docs/performance.md, "Installer controller"):
+//! 1,000 Workspaces across 3 edges on local control planes. How long until every attempt
+//! has its Job, how long until all are cleaned up once their Jobs complete, and the
+//! controller's peak resident memory.
+//!
+//! A measurement, not a check of behaviour, so it runs only when asked:
+//! `cargo build --release -p providers-webhook && cargo test --release -p providers-tests
+//! --test installer_scale -- --ignored --nocapture` (`PROVIDERS_SCALE_WORKSPACES` changes
+//! the count). The Jobs' terminal status is set directly, as a job controller would: the
+//! measurement is of the controller, not of helm.
+
+use std::{
+    path::Path,
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context, ensure};
+use futures::{StreamExt, TryStreamExt, stream};
+use k8s_openapi::{
+    api::{batch::v1::Job, core::v1::Namespace},
+    apimachinery::pkg::apis::meta::v1::Time,
+    jiff::Timestamp,
+};
+use kube::{
+    Api, Client, ResourceExt,
+    api::{ListParams, Patch, PatchParams, PostParams},
+};
+use providers::{
+    api::{ChartRef, Edge, Owner, Plan, Workspace, WorkspaceIdentity, WorkspaceSpec},
+    seal::Sealer,
+};
+use serde_json::json;
+use testbed::{
+    Supervised, User,
+    installer::{self, CASE_LABEL, ControllerOptions, ControllerProcess},
+    platform, webhook,
+};
+
+const EDGES: usize = 3;
+const ORGS: usize = 10;
+const IN_FLIGHT: usize = 32;
+
+fn edge_name(i: usize) -> String {
+    format!("edge-{}", i + 1)
+}
+
+#[tokio::test]
+#[ignore = "a measurement with four control planes and 1,000 Workspaces; run it explicitly"]
+async fn thousand_workspaces_across_three_edges() -> anyhow::Result<()> {
+    let count: usize = std::env::var("PROVIDERS_SCALE_WORKSPACES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1000);
+    let bin = Path::new(env!("CARGO_BIN_EXE_providers-controlplane")).to_path_buf();
+    let started = Instant::now();
+    let mut planes = Vec::new();
+    for name in std::iter::once("hub".to_owned()).chain((0..EDGES).map(edge_name)) {
+        let bin = bin.clone();
+        planes.push(tokio::task::spawn_blocking(move || {
+            Supervised::start(&bin, &name)
+        }));
+    }
+    let mut supervised = Vec::new();
+    for plane in planes {
+        supervised.push(plane.await??);
+    }
+    let hub = supervised[0].info.clone();
+    let edges: Vec<_> = supervised[1..].iter().map(|s| s.info.clone()).collect();
+    let sealer = Sealer::from_seed([9; 32]);
+    {
+        let (hub, key_id, pem) = (
+            hub.clone(),
+            sealer.key_id().to_owned(),
+            sealer.public_key_pem(),
+        );
+        tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
+            platform::install(&hub)?;
+            webhook::publish_keys(&hub, &key_id, &pem)
+        })
+        .await??;
+    }
+    for (i, edge) in edges.iter().enumerate() {
+        let uuid = format!("00000000-0000-4000-8000-00000000000{i}");
+        installer::register_edge(
+            &hub,
+            edge,
+            &edge_name(i),
+            &format!("cluster-{}", i + 1),
+            &uuid,
+            None,
+        )
+        .await?;
+    }
+    let admin = hub.client(User::Admin).await?;
+    for org in 0..ORGS {
+        let ns: Namespace =
+            serde_json::from_value(json!({"metadata": {"name": format!("org-scale-{org}")}}))?;
+        Api::<Namespace>::all(admin.clone())
+            .create(&PostParams::default(), &ns)
+            .await?;
+    }
+    eprintln!("setup (4 control planes) took {:?}", started.elapsed());
+
+    let mut controller = ControllerProcess::start(
+        &hub,
+        ControllerOptions {
+            args: vec!["--concurrency".into(), "32".into()],
+            ..ControllerOptions::new("scale", "scale-0", "lease-scale")
+        },
+    )?;
+    let pid = controller.pid().context("the controller runs")?;
+    installer::eventually("the edges Ready", Duration::from_secs(60), || async {
+        let list = Api::<Edge>::all(admin.clone())
+            .list(&ListParams::default())
+            .await?;
+        let ready = list
+            .items
+            .iter()
+            .filter(|e| e.status.as_ref().is_some_and(|s| s.ready))
+            .count();
+        Ok((ready == EDGES).then_some(()))
+    })
+    .await
+    .with_context(|| controller.log_tail())?;
+
+    let workspaces: Vec<Workspace> = (0..count)
+        .map(|i| workspace(&sealer, i))
+        .collect::<anyhow::Result<_>>()?;
+    let t0 = Instant::now();
+    stream::iter(workspaces)
+        .map(|ws| {
+            let admin = admin.clone();
+            async move {
+                let org = ws.namespace().unwrap_or_default();
+                Api::<Workspace>::namespaced(admin, &org)
+                    .create(&PostParams::default(), &ws)
+                    .await
+                    .map(|_| ())
+            }
+        })
+        .buffer_unordered(IN_FLIGHT)
+        .try_collect::<Vec<()>>()
+        .await?;
+    let created = t0.elapsed();
+    eprintln!("created {count} Workspaces in {created:?}");
+
+    let edge_clients = {
+        let mut clients = Vec::new();
+        for edge in &edges {
+            clients.push(edge.client(User::Admin).await?);
+        }
+        clients
+    };
+    let all_jobs =
+        installer::eventually("every attempt's Job", Duration::from_secs(1800), || async {
+            let jobs = count_jobs(&edge_clients).await?;
+            Ok((jobs >= count).then_some(jobs))
+        })
+        .await?;
+    let jobs_at = t0.elapsed();
+    ensure!(all_jobs == count, "{all_jobs} Jobs for {count} Workspaces");
+    eprintln!("every attempt had its Job {jobs_at:?} after the first create");
+    let recorded =
+        installer::eventually("every Job recorded", Duration::from_secs(600), || async {
+            let list = Api::<Workspace>::all(admin.clone()).list(&scale()).await?;
+            let n = list
+                .items
+                .iter()
+                .filter(|w| w.status.as_ref().is_some_and(|s| s.job_uid.is_some()))
+                .count();
+            Ok((n == count).then_some(()))
+        })
+        .await;
+    let recorded_at = t0.elapsed();
+    recorded?;
+    eprintln!("every Job UID was in status {recorded_at:?} after the first create");
+
+    // The job controller's verdict for every Job.
+    let t1 = Instant::now();
+    for client in &edge_clients {
+        let jobs = Api::<Job>::all(client.clone())
+            .list(&ListParams::default().labels(testbed::jobrunner::SELECTOR))
+            .await?;
+        stream::iter(jobs.items)
+            .map(|job| {
+                let client = client.clone();
+                async move { complete(&client, &job).await }
+            })
+            .buffer_unordered(IN_FLIGHT)
+            .try_collect::<Vec<()>>()
+            .await?;
+    }
+    let completed = t1.elapsed();
+    eprintln!("set {count} Jobs Complete in {completed:?}");
+    installer::eventually(
+        "every Workspace cleaned up",
+        Duration::from_secs(1800),
+        || async {
+            let list = Api::<Workspace>::all(admin.clone()).list(&scale()).await?;
+            let n = list
+                .items
+                .iter()
+                .filter(|w| w.status.as_ref().is_some_and(|s| s.cleaned_up))
+                .count();
+            Ok((n == count).then_some(()))
+        },
+    )
+    .await?;
+    let cleaned = t1.elapsed();
+    eprintln!("every Workspace was cleaned up {cleaned:?} after the first Job was set Complete");
+
+    let planes: Vec<String> = std::iter::once(&hub)
+        .chain(edges.iter())
+        .map(|p| p.dir.display().to_string())
+        .collect();
+    eprintln!(
+        "CPU time: controller {:.1} s; the 4 kube-apiservers and etcds {:.1} s; wall {:.1} s since the first create",
+        cpu_seconds(pid),
+        planes_cpu_seconds(&planes),
+        t0.elapsed().as_secs_f64()
+    );
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .map(|l| l.trim_start_matches(name).trim().to_owned())
+            .unwrap_or_default()
+    };
+    eprintln!(
+        "controller peak resident memory (VmHWM) {}, now (VmRSS) {}",
+        field("VmHWM:"),
+        field("VmRSS:")
+    );
+    let list = Api::<Workspace>::all(admin.clone()).list(&scale()).await?;
+    let ready = list
+        .items
+        .iter()
+        .filter(|w| installer::has_condition(w, "Ready", "True", "Installed"))
+        .count();
+    ensure!(ready == count, "{ready} of {count} Ready");
+    ensure!(
+        count_jobs(&edge_clients).await? == count,
+        "still one Job per Workspace"
+    );
+    let metrics = controller.scrape().await?;
+    for line in metrics.lines().filter(|l| {
+        l.starts_with("providers_installer_attempts")
+            || l.starts_with("providers_installer_reconcile_errors")
+            || l.starts_with("providers_installer_actions_total")
+            || l.starts_with("providers_installer_reconcile_duration_seconds_sum")
+            || l.starts_with("providers_installer_reconcile_duration_seconds_count")
+    }) {
+        eprintln!("{line}");
+    }
+    controller.kill();
+    Ok(())
+}
+
+fn scale() -> ListParams {
+    ListParams::default().labels(&format!("{CASE_LABEL}=scale"))
+}
+
+fn workspace(sealer: &Sealer, i: usize) -> anyhow::Result<Workspace> {
+    let edge = i % EDGES;
+    let org = format!("org-scale-{}", i % ORGS);
+    let name = format!("ws-{i:04}");
+    let identity = WorkspaceIdentity {
+        namespace: org.clone(),
+        name: name.clone(),
+        uid: String::new(),
+    };
+    let plan = Plan {
+        attempt: 1,
+        attempt_id: format!("scale-{i:04}"),
+        retry: 0,
+        job: providers::plan::job_name(&identity, "hello", 1),
+        workspace: identity,
+        org: org.clone(),
+        provider: "hello".into(),
+        owner: Owner {
+            username: "alice".into(),
+            uid: String::new(),
+        },
+        chart: ChartRef {
+            repository: "http://127.0.0.1:1/charts".into(),
+            name: "hello".into(),
+        },
+        version: "0.1.0".into(),
+        release: "hello".into(),
+        namespace: format!("scale-{i:04}"),
+        values: json!({"greeting": name}),
+        edge_name: edge_name(edge),
+        cluster: format!("cluster-{}", edge + 1),
+        edge_workspace_uuid: format!("00000000-0000-4000-8000-00000000000{edge}"),
+        execution: vec![installer::rule("", "configmaps")],
+        runtime_credential: None,
+    };
+    let mut ws = Workspace::new(
+        &name,
+        WorkspaceSpec {
+            recipe: "hello".into(),
+            edge: edge_name(edge),
+            version: None,
+            values: None,
+            retry: None,
+            plan: Some(sealer.seal(plan)?),
+        },
+    );
+    ws.metadata.namespace = Some(org);
+    ws.metadata.labels = Some([(CASE_LABEL.to_owned(), "scale".to_owned())].into());
+    Ok(ws)
+}
+
+async fn count_jobs(edges: &[Client]) -> anyhow::Result<usize> {
+    let mut total = 0;
+    for client in edges {
+        let list = Api::<Job>::all(client.clone())
+            .list_metadata(&ListParams::default().labels(testbed::jobrunner::SELECTOR))
+            .await?;
+        total += list.items.len();
+    }
+    Ok(total)
+}
+
+async fn complete(client: &Client, job: &Job) -> anyhow::Result<()> {
+    let now = Time(Timestamp::now());
+    let condition = |kind: &str| {
+        json!({"type": kind, "status": "True", "reason": "CompletionsReached",
+               "message": "Reached expected number of succeeded pods",
+               "lastProbeTime": now, "lastTransitionTime": now})
+    };
+    Api::<Job>::namespaced(client.clone(), &job.namespace().unwrap_or_default())
+        .patch_status(
+            &job.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"startTime": now, "active": 0, "succeeded": 1,
+                "completionTime": now, "conditions": [condition("SuccessCriteriaMet"), condition("Complete")]}})),
+        )
+        .await?;
+    Ok(())
+}
+
+/// User and system CPU time of a process, in seconds (from /proc, at 100 ticks a second).
+fn cpu_seconds(pid: u32) -> f64 {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return 0.0;
+    };
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    let rest = stat.rsplit_once(") ").map(|(_, r)| r).unwrap_or_default();
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+/// CPU time of the etcd and kube-apiserver processes whose command line names one of the
+/// control planes' folders.
+fn planes_cpu_seconds(dirs: &[String]) -> f64 {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0.0;
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()))
+        .filter(|pid| {
+            let cmdline =
+                std::fs::read_to_string(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            (cmdline.contains("kube-apiserver") || cmdline.contains("etcd"))
+                && dirs.iter().any(|d| cmdline.contains(d.as_str()))
+        })
+        .map(cpu_seconds)
+        .sum()
+}

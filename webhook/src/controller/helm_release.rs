@@ -1,0 +1,160 @@
+//! Helm's release records (Secrets `sh.helm.release.v1.<release>.v<revision>`, labelled
+//! `owner=helm`), read to find a revision left pending by a killed Helm, and rewritten to
+//! mark it failed — what Helm does itself when it is interrupted gracefully.
+//!
+//! A record's `release` entry is base64 of the gzipped JSON release; its `status` label
+//! mirrors `info.status`. Both change together in one guarded write.
+
+use std::io::{Read, Write};
+
+use base64::{Engine, engine::general_purpose::STANDARD};
+use flate2::{Compression, read::GzDecoder, write::GzEncoder};
+use k8s_openapi::{ByteString, api::core::v1::Secret, jiff::Timestamp};
+use kube::{
+    Api, Client,
+    api::{ListParams, PostParams},
+};
+
+use super::error::{self, Error, Result};
+
+/// The label selector of one release's records.
+pub fn selector(release: &str) -> String {
+    format!("owner=helm,name={release}")
+}
+
+/// The release's records in `namespace` (the newest is picked by the state machine).
+pub async fn records(
+    edge: &str,
+    client: &Client,
+    namespace: &str,
+    release: &str,
+) -> Result<Vec<Secret>> {
+    let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
+    api.list(&ListParams::default().labels(&selector(release)))
+        .await
+        .map(|list| list.items)
+        .map_err(|e| error::edge(edge, e))
+}
+
+/// Marks the record `secret` failed, if it is still the observed object and pending.
+pub async fn mark_failed(
+    edge: &str,
+    client: &Client,
+    namespace: &str,
+    secret: &str,
+    uid: &str,
+    description: &str,
+) -> Result<()> {
+    let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
+    let Some(mut record) = api
+        .get_opt(secret)
+        .await
+        .map_err(|e| error::edge(edge, e))?
+    else {
+        return Ok(());
+    };
+    if record.metadata.uid.as_deref() != Some(uid) {
+        return Err(Error::Interrupted {
+            action: "mark-release-failed",
+            message: format!("release record {secret} was replaced"),
+        });
+    }
+    let labels = record.metadata.labels.get_or_insert_default();
+    if !labels
+        .get("status")
+        .is_some_and(|s| s.starts_with("pending-"))
+    {
+        return Ok(());
+    }
+    labels.insert("status".into(), "failed".into());
+    labels.insert(
+        "modifiedAt".into(),
+        Timestamp::now().as_second().to_string(),
+    );
+    let data = record.data.get_or_insert_default();
+    let encoded = data.get("release").map(|b| b.0.clone()).unwrap_or_default();
+    let rewritten =
+        rewrite_failed(&encoded, description).map_err(|message| Error::ReleaseRecord {
+            secret: secret.to_owned(),
+            message,
+        })?;
+    data.insert("release".into(), ByteString(rewritten));
+    // The resourceVersion read above makes this write fail if the record changed since.
+    match api.replace(secret, &PostParams::default(), &record).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.is_conflict() => Err(Error::Interrupted {
+            action: "mark-release-failed",
+            message: format!("release record {secret} changed: {}", status.message),
+        }),
+        Err(e) => Err(error::edge(edge, e)),
+    }
+}
+
+/// The `release` entry of a record with `info.status` set to `failed`.
+pub fn rewrite_failed(encoded: &[u8], description: &str) -> Result<Vec<u8>, String> {
+    let compressed = STANDARD
+        .decode(encoded)
+        .map_err(|e| format!("the release entry is not base64: {e}"))?;
+    let json = if compressed.starts_with(&[0x1f, 0x8b, 0x08]) {
+        let mut text = Vec::new();
+        GzDecoder::new(compressed.as_slice())
+            .read_to_end(&mut text)
+            .map_err(|e| format!("the release entry is not gzip: {e}"))?;
+        text
+    } else {
+        compressed
+    };
+    let mut release: serde_json::Value =
+        serde_json::from_slice(&json).map_err(|e| format!("the release is not JSON: {e}"))?;
+    let info = release
+        .get_mut("info")
+        .and_then(|i| i.as_object_mut())
+        .ok_or("the release has no info")?;
+    info.insert("status".into(), "failed".into());
+    info.insert("description".into(), description.into());
+    let json = serde_json::to_vec(&release).map_err(|e| e.to_string())?;
+    let mut encoder = GzEncoder::new(Vec::new(), Compression::best());
+    encoder.write_all(&json).map_err(|e| e.to_string())?;
+    let compressed = encoder.finish().map_err(|e| e.to_string())?;
+    Ok(STANDARD.encode(compressed).into_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn encode(json: &serde_json::Value) -> Vec<u8> {
+        let mut encoder = GzEncoder::new(Vec::new(), Compression::default());
+        encoder.write_all(json.to_string().as_bytes()).unwrap();
+        STANDARD.encode(encoder.finish().unwrap()).into_bytes()
+    }
+
+    fn decode(bytes: &[u8]) -> serde_json::Value {
+        let gz = STANDARD.decode(bytes).unwrap();
+        let mut text = String::new();
+        GzDecoder::new(gz.as_slice())
+            .read_to_string(&mut text)
+            .unwrap();
+        serde_json::from_str(&text).unwrap()
+    }
+
+    #[test]
+    fn pending_record_becomes_failed_and_keeps_the_rest() {
+        let release = serde_json::json!({
+            "name": "hello", "version": 1, "namespace": "ns",
+            "info": {"status": "pending-install", "description": "Initial install underway"},
+            "manifest": "kind: ConfigMap",
+        });
+        let rewritten = rewrite_failed(&encode(&release), "interrupted").unwrap();
+        let back = decode(&rewritten);
+        assert_eq!(back["info"]["status"], "failed");
+        assert_eq!(back["info"]["description"], "interrupted");
+        assert_eq!(back["manifest"], "kind: ConfigMap");
+    }
+
+    #[test]
+    fn garbage_is_an_error_not_a_panic() {
+        assert!(rewrite_failed(b"%%%", "x").is_err());
+        assert!(rewrite_failed(&STANDARD.encode(b"not json").into_bytes(), "x").is_err());
+    }
+}

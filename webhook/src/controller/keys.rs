@@ -1,0 +1,101 @@
+//! The published sealing keys: a watch of the keys ConfigMap, turned into a Keyring.
+
+use std::sync::{Arc, RwLock};
+
+use futures::{StreamExt, channel::mpsc::UnboundedSender};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::{
+    Api,
+    runtime::{WatchStreamExt, watcher},
+};
+use providers::{api::SealedPlan, installer::SealCheck, seal::Keyring};
+
+/// The keyring of the moment, or why there is none.
+#[derive(Clone)]
+pub struct Keys {
+    current: Arc<RwLock<Result<Keyring, String>>>,
+    source: String,
+}
+
+impl Keys {
+    pub fn new(namespace: &str, name: &str) -> Self {
+        Self {
+            current: Arc::new(RwLock::new(Err(
+                "the sealing keys have not been read yet".into()
+            ))),
+            source: format!("ConfigMap {namespace}/{name}"),
+        }
+    }
+
+    /// The seal check of a Workspace's plan.
+    pub fn check(&self, plan: Option<&SealedPlan>) -> SealCheck {
+        let Some(plan) = plan else {
+            return SealCheck::NoPlan;
+        };
+        let Ok(current) = self.current.read() else {
+            return SealCheck::KeysUnavailable("the keyring lock is poisoned".into());
+        };
+        match &*current {
+            Err(why) => SealCheck::KeysUnavailable(why.clone()),
+            Ok(keyring) => match keyring.verify(plan) {
+                Ok(()) => SealCheck::Verified,
+                Err(error) => SealCheck::Invalid(error.to_string()),
+            },
+        }
+    }
+
+    fn set(&self, value: Result<Keyring, String>) {
+        match &value {
+            Ok(keyring) => tracing::info!(
+                keys = ?keyring.key_ids().collect::<Vec<_>>(),
+                "loaded the published sealing keys"
+            ),
+            Err(why) => tracing::warn!(%why, "no sealing keys"),
+        }
+        if let Ok(mut current) = self.current.write() {
+            *current = value;
+        }
+    }
+
+    fn keyring_of(&self, config_map: &ConfigMap) -> Result<Keyring, String> {
+        let data = config_map.data.clone().unwrap_or_default();
+        let pems: Vec<(&String, &String)> =
+            data.iter().filter(|(k, _)| k.ends_with(".pem")).collect();
+        if pems.is_empty() {
+            return Err(format!("{} has no <keyID>.pem entries", self.source));
+        }
+        Keyring::from_pems(pems.into_iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .map_err(|e| format!("{}: {e}", self.source))
+    }
+
+    /// Follows the ConfigMap until the term ends; says so on `changed` after every change.
+    pub async fn watch(self, api: Api<ConfigMap>, name: String, changed: UnboundedSender<()>) {
+        let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
+        let mut events = watcher(api, config).default_backoff().boxed();
+        let mut initial: Option<ConfigMap> = None;
+        while let Some(event) = events.next().await {
+            let keyring = match event {
+                Ok(watcher::Event::Init) => {
+                    initial = None;
+                    continue;
+                }
+                Ok(watcher::Event::InitApply(config_map)) => {
+                    initial = Some(config_map);
+                    continue;
+                }
+                Ok(watcher::Event::InitDone) => match initial.take() {
+                    Some(config_map) => self.keyring_of(&config_map),
+                    None => Err(format!("{} does not exist", self.source)),
+                },
+                Ok(watcher::Event::Apply(config_map)) => self.keyring_of(&config_map),
+                Ok(watcher::Event::Delete(_)) => Err(format!("{} was deleted", self.source)),
+                Err(error) => {
+                    tracing::warn!(%error, "watching the sealing keys");
+                    continue;
+                }
+            };
+            self.set(keyring);
+            let _ = changed.unbounded_send(());
+        }
+    }
+}

@@ -1,0 +1,171 @@
+//! The installer's Prometheus metrics, and the plain-HTTP endpoints that serve them.
+//!
+//! Label values come from small fixed sets (failure reasons, error kinds, edge names),
+//! never from Workspace content.
+
+use std::sync::Arc;
+
+use axum::{Router, extract::State, http::header, response::IntoResponse, routing::get};
+use http::StatusCode;
+use prometheus_client::{
+    encoding::EncodeLabelSet,
+    metrics::{counter::Counter, family::Family, gauge::Gauge, histogram::Histogram},
+    registry::{Registry, Unit},
+};
+
+const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReasonLabels {
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct EdgeLabels {
+    pub edge: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ActionLabels {
+    pub action: String,
+}
+
+fn reconcile_histogram() -> Histogram {
+    Histogram::new([
+        0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+    ])
+}
+
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    /// Attempts whose Job was created on the edge.
+    pub attempts_started: Counter,
+    /// Attempts whose Job completed.
+    pub attempts_succeeded: Counter,
+    /// Attempts that failed or were refused, by reason.
+    pub attempts_failed: Family<ReasonLabels, Counter>,
+    /// Reconciles that ended in an error, by kind.
+    pub reconcile_errors: Family<ReasonLabels, Counter>,
+    /// How long one reconcile took, all passes included.
+    pub reconcile_duration: Histogram,
+    /// Actions taken, by name.
+    pub actions: Family<ActionLabels, Counter>,
+    /// 1 while this replica leads.
+    pub leader: Gauge,
+    /// 1 while an edge answered its last probe.
+    pub edge_ready: Family<EdgeLabels, Gauge>,
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("providers_installer");
+        let attempts_started = Counter::default();
+        registry.register(
+            "attempts_started",
+            "Attempts whose Job was created on the edge",
+            attempts_started.clone(),
+        );
+        let attempts_succeeded = Counter::default();
+        registry.register(
+            "attempts_succeeded",
+            "Attempts whose Job completed",
+            attempts_succeeded.clone(),
+        );
+        let attempts_failed = Family::<ReasonLabels, Counter>::default();
+        registry.register(
+            "attempts_failed",
+            "Attempts that failed or were refused, by condition reason",
+            attempts_failed.clone(),
+        );
+        let reconcile_errors = Family::<ReasonLabels, Counter>::default();
+        registry.register(
+            "reconcile_errors",
+            "Reconciles that ended in an error, by kind",
+            reconcile_errors.clone(),
+        );
+        let reconcile_duration = reconcile_histogram();
+        registry.register_with_unit(
+            "reconcile_duration",
+            "How long one reconcile of a Workspace took",
+            Unit::Seconds,
+            reconcile_duration.clone(),
+        );
+        let actions = Family::<ActionLabels, Counter>::default();
+        registry.register("actions", "Actions taken, by name", actions.clone());
+        let leader = Gauge::default();
+        registry.register("leader", "1 while this replica leads", leader.clone());
+        let edge_ready = Family::<EdgeLabels, Gauge>::default();
+        registry.register(
+            "edge_ready",
+            "1 while the edge answered its last probe",
+            edge_ready.clone(),
+        );
+        Self {
+            registry,
+            attempts_started,
+            attempts_succeeded,
+            attempts_failed,
+            reconcile_errors,
+            reconcile_duration,
+            actions,
+            leader,
+            edge_ready,
+        }
+    }
+
+    pub fn encode(&self) -> Result<String, std::fmt::Error> {
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &self.registry)?;
+        Ok(text)
+    }
+}
+
+async fn render(State(metrics): State<Arc<Metrics>>) -> impl IntoResponse {
+    match metrics.encode() {
+        Ok(text) => (StatusCode::OK, [(header::CONTENT_TYPE, CONTENT_TYPE)], text).into_response(),
+        Err(_) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "cannot encode the metrics",
+        )
+            .into_response(),
+    }
+}
+
+/// Serves `/metrics`, `/healthz` and `/readyz` until the process ends.
+pub async fn serve(listener: tokio::net::TcpListener, metrics: Arc<Metrics>) {
+    let app = Router::new()
+        .route("/metrics", get(render))
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/readyz", get(|| async { "ok" }))
+        .with_state(metrics);
+    if let Err(error) = axum::serve(listener, app).await {
+        tracing::error!(%error, "the metrics server stopped");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metrics_are_named_for_the_installer() {
+        let metrics = Metrics::new();
+        metrics.attempts_started.inc();
+        metrics
+            .attempts_failed
+            .get_or_create(&ReasonLabels {
+                reason: "JobFailed".into(),
+            })
+            .inc();
+        let text = metrics.encode().unwrap();
+        assert!(
+            text.contains("providers_installer_attempts_started_total 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"providers_installer_attempts_failed_total{reason="JobFailed"} 1"#),
+            "{text}"
+        );
+    }
+}

@@ -1,0 +1,72 @@
+//! One leader's term: the sealing keys watch, the edges, and the Workspace controller.
+//! Everything it starts is dropped with it.
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::{
+    Api,
+    runtime::{
+        Controller, PredicateConfig, WatchStreamExt, controller, predicates, reflector, watcher,
+    },
+};
+use providers::api::Workspace;
+use tokio::task::JoinHandle;
+
+use super::{context::Context, edges, reconcile};
+
+/// A spawned task that is aborted when dropped, so a term's tasks end with the term.
+pub struct Task(JoinHandle<()>);
+
+impl Task {
+    pub fn spawn(future: impl Future<Output = ()> + Send + 'static) -> Self {
+        Self(tokio::spawn(future))
+    }
+}
+
+impl Drop for Task {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
+    ctx.edges.reset();
+    // Every Workspace is looked at again when the published keys change (or are first read).
+    let (keys_changed, keys_read) = futures::channel::mpsc::unbounded();
+    let _keys = Task::spawn(ctx.keys.clone().watch(
+        Api::<ConfigMap>::namespaced(ctx.hub.clone(), &ctx.args.namespace),
+        ctx.args.keys_config_map.clone(),
+        keys_changed,
+    ));
+    let mut config = watcher::Config::default();
+    if !ctx.args.workspace_selector.is_empty() {
+        config = config.labels(&ctx.args.workspace_selector);
+    }
+    let workspaces: Api<Workspace> = Api::all(ctx.hub.clone());
+    // Changes of spec and the deletion mark (both bump the generation) start a reconcile;
+    // the controller's own status and finalizer writes do not. Edge events, key changes
+    // and requeues come in through their own triggers.
+    let (reader, writer) = reflector::store();
+    let changes = watcher(workspaces, config)
+        .default_backoff()
+        .reflect(writer)
+        .applied_objects()
+        .predicate_filter(predicates::generation, PredicateConfig::default());
+    let controller = Controller::for_stream(changes, reader)
+        .with_config(controller::Config::default().concurrency(ctx.args.concurrency));
+    let (trigger, triggered) = futures::channel::mpsc::unbounded();
+    let _edges = Task::spawn(edges::run(ctx.clone(), controller.store(), trigger));
+    controller
+        .reconcile_on(triggered)
+        .reconcile_all_on(keys_read)
+        .run(reconcile::reconcile, reconcile::error_policy, ctx.clone())
+        .for_each(|result| async move {
+            if let Err(error) = result {
+                tracing::debug!(%error, "reconcile");
+            }
+        })
+        .await;
+    Ok(())
+}
