@@ -3,10 +3,9 @@
 //! has its Job, how long until all are cleaned up once their Jobs complete, and the
 //! controller's peak resident memory.
 //!
-//! A measurement, not a check of behaviour, so it runs only when asked:
-//! `cargo build --release -p providers-webhook && cargo test --release -p providers-tests
-//! --test installer_scale -- --ignored --nocapture` (`PROVIDERS_SCALE_WORKSPACES` changes
-//! the count). The Jobs' terminal status is set directly, as a job controller would: the
+//! A measurement, not a check of behaviour, so it is a benchmark target:
+//! `cargo build --release --workspace --bins && cargo bench -p providers-tests --bench
+//! installer_scale` (`PROVIDERS_SCALE_WORKSPACES` changes the count). The Jobs' terminal status is set directly, as a job controller would: the
 //! measurement is of the controller, not of helm.
 
 use std::{
@@ -44,9 +43,8 @@ fn edge_name(i: usize) -> String {
     format!("edge-{}", i + 1)
 }
 
-#[tokio::test]
-#[ignore = "a measurement with four control planes and 1,000 Workspaces; run it explicitly"]
-async fn thousand_workspaces_across_three_edges() -> anyhow::Result<()> {
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
     let count: usize = std::env::var("PROVIDERS_SCALE_WORKSPACES")
         .ok()
         .and_then(|v| v.parse().ok())
