@@ -105,7 +105,8 @@ async fn main() -> anyhow::Result<()> {
             args: vec!["--concurrency".into(), "32".into()],
             ..ControllerOptions::new("scale", "scale-0", "lease-scale")
         },
-    )?;
+    )
+    .await?;
     let pid = controller.pid().context("the controller runs")?;
     installer::eventually("the edges Ready", Duration::from_secs(60), || async {
         let list = Api::<Edge>::all(admin.clone())

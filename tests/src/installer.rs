@@ -17,7 +17,11 @@ use std::{
 
 use anyhow::{Context, bail};
 use k8s_openapi::{
-    api::{core::v1::Secret, events::v1::Event},
+    api::{
+        authentication::v1::{TokenRequest, TokenRequestSpec},
+        core::v1::{Secret, ServiceAccount},
+        events::v1::Event,
+    },
     apimachinery::pkg::apis::meta::v1::Condition,
 };
 use kube::{
@@ -273,8 +277,11 @@ impl Environment {
     }
 
     /// Starts a controller process.
-    pub fn controller(&self, options: ControllerOptions) -> anyhow::Result<ControllerProcess> {
-        ControllerProcess::start(&self.hub, options)
+    pub async fn controller(
+        &self,
+        options: ControllerOptions,
+    ) -> anyhow::Result<ControllerProcess> {
+        ControllerProcess::start(&self.hub, options).await
     }
 }
 
@@ -415,19 +422,22 @@ pub struct ControllerProcess {
 
 impl ControllerProcess {
     /// Starts a controller for `hub`.
-    pub fn start(hub: &ControlPlaneInfo, options: ControllerOptions) -> anyhow::Result<Self> {
+    /// Starts a controller for `hub`, as the least-privilege ServiceAccount of
+    /// manifests/controller/rbac.yaml (a token from the TokenRequest API).
+    pub async fn start(hub: &ControlPlaneInfo, options: ControllerOptions) -> anyhow::Result<Self> {
         let bin = binaries::cargo_bin("providers-webhook")?;
         stale_check(&bin)?;
         let dir = tempfile::Builder::new()
             .prefix("providers-controller-")
             .tempdir()?;
+        let kubeconfig = controller_kubeconfig(hub, dir.path()).await?;
         let log = dir.path().join(format!("{}.log", options.identity));
         let metrics = SocketAddr::from(([127, 0, 0, 1], free_port()?));
         let mut command = Command::new(&bin);
         command
             .arg("controller")
             .arg("--kubeconfig")
-            .arg(hub.kubeconfig(User::PlatformAdmin))
+            .arg(&kubeconfig)
             .args(["--namespace", SYSTEM])
             .args(["--lease-name", &options.lease])
             .args(["--identity", &options.identity])
@@ -551,6 +561,42 @@ impl Drop for ControllerProcess {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// The controller's ServiceAccount and RBAC (manifests/controller/rbac.yaml) on the hub,
+/// and a kubeconfig with a token of that account.
+async fn controller_kubeconfig(hub: &ControlPlaneInfo, dir: &Path) -> anyhow::Result<PathBuf> {
+    let manifest = binaries::workspace_root()?.join("manifests/controller/rbac.yaml");
+    let yaml = std::fs::read_to_string(&manifest)
+        .with_context(|| format!("reading {}", manifest.display()))?;
+    let admin_kubeconfig = hub.kubeconfig(User::Admin).to_path_buf();
+    tokio::task::spawn_blocking(move || platform::apply_yaml(&admin_kubeconfig, &yaml)).await??;
+    let accounts: Api<ServiceAccount> = Api::namespaced(hub.client(User::Admin).await?, SYSTEM);
+    let request = TokenRequest {
+        spec: Some(TokenRequestSpec {
+            expiration_seconds: Some(3600),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let token = accounts
+        .create_token_request("providers-controller", &PostParams::default(), &request)
+        .await
+        .context("a token for the controller's ServiceAccount")?
+        .status
+        .and_then(|s| s.token)
+        .context("no token in the TokenRequest's answer")?;
+    let path = dir.join("controller.kubeconfig");
+    crate::kubeconfig::write(
+        &path,
+        &hub.name,
+        &hub.server,
+        &hub.ca_pem()?,
+        "providers-controller",
+        &token,
+        Some(SYSTEM),
+    )?;
+    Ok(path)
 }
 
 /// Text without ANSI escape sequences (`ESC [ ... letter`).

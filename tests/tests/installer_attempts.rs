@@ -40,12 +40,13 @@ async fn env() -> anyhow::Result<&'static Environment> {
     .await
 }
 
-fn controller(env: &Environment, case: &str) -> anyhow::Result<ControllerProcess> {
+async fn controller(env: &Environment, case: &str) -> anyhow::Result<ControllerProcess> {
     env.controller(ControllerOptions::new(
         case,
         &format!("{case}-0"),
         &format!("lease-{case}"),
     ))
+    .await
 }
 
 async fn workspace(hub: &Client, org: &str, name: &str) -> anyhow::Result<Workspace> {
@@ -155,7 +156,7 @@ async fn sealed_workspace_installs_the_pinned_chart_for_real() -> anyhow::Result
         })
     };
 
-    let _controller = controller(env, case)?;
+    let controller = controller(env, case).await?;
     let created = env.create_workspace(&hub, &spec, plan.clone()).await?;
 
     // The Job appears, held by the runner: check what the attempt made on the edge.
@@ -386,6 +387,15 @@ async fn sealed_workspace_installs_the_pinned_chart_for_real() -> anyhow::Result
             .any(|e| e == "finalizer-released sa-present=false"),
         "the Job was released after the identity was revoked: {evidence:?}"
     );
+    // It ran as the least-privilege account of manifests/controller/rbac.yaml, and that
+    // was enough for everything, Events and the Edge's status included.
+    let log = controller.log_text();
+    ensure!(log.contains("leading: starting the term"), "it led");
+    ensure!(
+        !log.to_lowercase().contains("forbidden"),
+        "the controller was refused something:\n{}",
+        controller.log_tail()
+    );
     Ok(())
 }
 
@@ -425,7 +435,7 @@ async fn failed_attempt_waits_for_a_retry_then_runs_exactly_one_new_job() -> any
     let spec = PlanSpec::hello(case, "org-a", "retry-demo", namespace);
     let first = env.plan(&spec, 1, "");
     env.runner.hold(&first.job);
-    let _controller = controller(env, case)?;
+    let _controller = controller(env, case).await?;
     let created = env.create_workspace(&hub, &spec, first.clone()).await?;
     let uid = created.uid().context("uid")?;
     let jobs: Api<Job> = Api::namespaced(edge.clone(), namespace);
@@ -508,7 +518,7 @@ async fn namespace_owned_by_someone_else_is_not_admitted() -> anyhow::Result<()>
         .create(&PostParams::default(), &theirs)
         .await?;
     let spec = PlanSpec::hello(case, "org-b", "foreign-demo", namespace);
-    let _controller = controller(env, case)?;
+    let _controller = controller(env, case).await?;
     let created = env
         .create_workspace(&hub, &spec, env.plan(&spec, 1, ""))
         .await?;
@@ -564,7 +574,7 @@ async fn broken_seal_touches_nothing_on_the_edge() -> anyhow::Result<()> {
     let mut sealed = env.seal(env.plan(&spec, 1, ""))?;
     // Changed after sealing: another version than the one signed.
     sealed.plan.version = "0.2.0".into();
-    let _controller = controller(env, case)?;
+    let _controller = controller(env, case).await?;
     let created = env.create_sealed(&hub, &spec, sealed).await?;
     let refused = wait_workspace(&hub, "org-a", "seal-demo", "SealInvalid", |ws| {
         has_condition(ws, "Failed", "True", "SealInvalid")
@@ -625,7 +635,7 @@ async fn release_left_pending_by_a_killed_helm_is_recovered() -> anyhow::Result<
         ..PlanSpec::hello(case, "org-b", "pending-demo", namespace)
     };
     let first = env.plan(&spec, 1, "");
-    let _controller = controller(env, case)?;
+    let _controller = controller(env, case).await?;
     let created = env.create_workspace(&hub, &spec, first.clone()).await?;
     let uid = created.uid().context("uid")?;
     let records: Api<Secret> = Api::namespaced(edge.clone(), namespace);
@@ -712,7 +722,7 @@ async fn deletion_during_an_attempt_removes_only_the_identity() -> anyhow::Resul
     let edge = env.edge_admin().await?;
     let namespace = "delete-hello";
     let spec = PlanSpec::hello(case, "org-a", "delete-demo", namespace);
-    let _controller = controller(env, case)?;
+    let _controller = controller(env, case).await?;
     // Attempt 1 installs the release for real.
     let created = env
         .create_workspace(&hub, &spec, env.plan(&spec, 1, ""))
@@ -849,7 +859,7 @@ async fn delete_and_recreate_leaves_the_new_workspace_untouched() -> anyhow::Res
     let edge = env.edge_admin().await?;
     let namespace = "recreate-hello";
     let spec = PlanSpec::hello(case, "org-b", "recreate-demo", namespace);
-    let _controller = controller(env, case)?;
+    let _controller = controller(env, case).await?;
     let api: Api<Workspace> = Api::namespaced(hub.clone(), "org-b");
     let old = env
         .create_workspace(&hub, &spec, env.plan(&spec, 1, ""))

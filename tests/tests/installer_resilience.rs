@@ -134,10 +134,12 @@ async fn controller_killed_between_job_and_status_makes_no_second_job() -> anyho
         count_events(Api::<Job>::namespaced(edge.clone(), namespace), &plan.job);
 
     let lease = format!("lease-{case}");
-    let mut first = env.controller(ControllerOptions {
-        exit_after: Some("create-job".into()),
-        ..ControllerOptions::new(case, "crash-0", &lease)
-    })?;
+    let mut first = env
+        .controller(ControllerOptions {
+            exit_after: Some("create-job".into()),
+            ..ControllerOptions::new(case, "crash-0", &lease)
+        })
+        .await?;
     let created = env.create_workspace(&hub, &spec, plan.clone()).await?;
     let uid = created.uid().context("uid")?;
     let exit = first.exited(WAIT).await?;
@@ -162,10 +164,12 @@ async fn controller_killed_between_job_and_status_makes_no_second_job() -> anyho
     );
 
     // The restarted controller (same identity, as a restarted Pod) records the Job it finds.
-    let mut second = env.controller(ControllerOptions {
-        exit_after: Some("delete-service-account".into()),
-        ..ControllerOptions::new(case, "crash-0", &lease)
-    })?;
+    let mut second = env
+        .controller(ControllerOptions {
+            exit_after: Some("delete-service-account".into()),
+            ..ControllerOptions::new(case, "crash-0", &lease)
+        })
+        .await?;
     wait_workspace(&hub, "org-a", "crash-demo", "the Job recorded", |ws| {
         status_of(ws).job_uid == job.uid()
     })
@@ -198,7 +202,9 @@ async fn controller_killed_between_job_and_status_makes_no_second_job() -> anyho
             .is_some(),
         "the crash left the Role"
     );
-    let _third = env.controller(ControllerOptions::new(case, "crash-0", &lease))?;
+    let _third = env
+        .controller(ControllerOptions::new(case, "crash-0", &lease))
+        .await?;
     let done = wait_workspace(&hub, "org-a", "crash-demo", "cleaned up", |ws| {
         status_of(ws).cleaned_up && has_condition(ws, "Ready", "True", "Installed")
     })
@@ -244,12 +250,16 @@ async fn standby_replica_takes_over_within_the_lease_time() -> anyhow::Result<()
     let hub = env.hub_admin().await?;
     let edge = env.edge_admin().await?;
     let lease = format!("lease-{case}");
-    let mut one = env.controller(ControllerOptions::new(case, "replica-1", &lease))?;
+    let mut one = env
+        .controller(ControllerOptions::new(case, "replica-1", &lease))
+        .await?;
     eventually("replica-1 to lead", WAIT, || async {
         Ok((holder(&hub, &lease).await?.as_deref() == Some("replica-1")).then_some(()))
     })
     .await?;
-    let mut two = env.controller(ControllerOptions::new(case, "replica-2", &lease))?;
+    let mut two = env
+        .controller(ControllerOptions::new(case, "replica-2", &lease))
+        .await?;
     let namespace = "failover-hello";
     let spec = PlanSpec::hello(case, "org-b", "failover-demo", namespace);
     let plan = env.plan(&spec, 1, "");
@@ -318,11 +328,13 @@ async fn unreachable_edge_backs_off_and_the_attempt_resumes() -> anyhow::Result<
     let env = env().await?;
     let hub = env.hub_admin().await?;
     let edge = env.edge_admin().await?;
-    let controller = env.controller(ControllerOptions::new(
-        case,
-        "outage-0",
-        &format!("lease-{case}"),
-    ))?;
+    let controller = env
+        .controller(ControllerOptions::new(
+            case,
+            "outage-0",
+            &format!("lease-{case}"),
+        ))
+        .await?;
     let namespace = "outage-hello";
     let spec = PlanSpec::hello(case, "org-a", "outage-demo", namespace);
 
