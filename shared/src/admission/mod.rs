@@ -66,6 +66,14 @@ impl Request<'_> {
         )
     }
 
+    /// A Workspace needs a name at admission: the plan is sealed for it.
+    pub fn require_name(&self) -> Result<(), Denial> {
+        match self.object.metadata.name.as_deref() {
+            Some(name) if !name.is_empty() => Ok(()),
+            _ => Err(Denial::NameRequired),
+        }
+    }
+
     /// `namespace/name` of the object, for messages.
     pub fn workspace_key(&self) -> String {
         let id = self.workspace_identity();

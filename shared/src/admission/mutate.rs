@@ -62,16 +62,7 @@ pub enum PlanAction {
 /// seals it afresh whatever plan the request carries; elsewhere a plan that differs from
 /// the sealed one is left for the validating webhook to refuse.
 pub fn plan_action(request: &Request<'_>) -> Result<PlanAction, Denial> {
-    if request
-        .object
-        .metadata
-        .name
-        .as_deref()
-        .unwrap_or_default()
-        .is_empty()
-    {
-        return Err(Denial::NameRequired);
-    }
+    request.require_name()?;
     let new = &request.object.spec;
     let old = match (request.operation, request.old) {
         (Operation::Create, _) | (Operation::Update, None) => {

@@ -14,16 +14,7 @@ use super::{
 
 /// Admits or refuses a Workspace write after mutation. Returns warnings for the user.
 pub fn validate(request: &Request<'_>, keyring: &Keyring) -> Result<Vec<String>, Denial> {
-    if request
-        .object
-        .metadata
-        .name
-        .as_deref()
-        .unwrap_or_default()
-        .is_empty()
-    {
-        return Err(Denial::NameRequired);
-    }
+    request.require_name()?;
     let new = &request.object.spec;
     let sealed = new.plan.as_ref().ok_or(Denial::PlanMissing)?;
     let old = request.old.filter(|old| old.spec.plan.is_some());
