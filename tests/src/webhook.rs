@@ -160,9 +160,14 @@ impl Webhook {
             .create(true)
             .append(true)
             .open(self.log_path())?;
-        let child = Command::new(binaries::cargo_bin("providers-webhook")?)
+        // Under a supervisor that stops the webhook when this process's end closes the
+        // pipe: a Webhook kept in a `static` is never dropped.
+        let child = Command::new(binaries::cargo_bin("providers-controlplane")?)
+            .arg("supervise")
+            .arg(binaries::cargo_bin("providers-webhook")?)
             .args(&self.args)
             .env("RUST_LOG", "info")
+            .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()?;
@@ -189,10 +194,11 @@ impl Webhook {
         )
     }
 
-    /// Stops the process (SIGKILL) and waits for it.
+    /// Stops the webhook and waits until it is gone: closing the supervisor's stdin makes
+    /// it kill the webhook and exit.
     pub fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
+            drop(child.stdin.take());
             let _ = child.wait();
         }
     }

@@ -35,6 +35,74 @@ pub struct Report {
     /// Calls the measured retry updates made to each webhook (at least one per update).
     pub mutate_calls: u64,
     pub validate_calls: u64,
+    /// The API server's own account of its webhook calls over the whole run (warm-up and
+    /// probes included): webhook name and operation, calls, mean duration.
+    pub apiserver_view: Vec<(String, u64, Duration)>,
+    /// The webhook's own account over the same run (from reading the body to the answer,
+    /// TLS and HTTP excluded): endpoint, calls, mean duration.
+    pub webhook_view: Vec<(String, u64, Duration)>,
+}
+
+/// Sums and counts of the webhook's request duration histogram, by endpoint.
+async fn webhook_durations(target: &Target) -> anyhow::Result<Vec<(String, f64, u64)>> {
+    let text = target.get("/metrics").await?;
+    let mut out = Vec::new();
+    for endpoint in ["mutate", "validate"] {
+        let value = |kind: &str| -> anyhow::Result<f64> {
+            let prefix = format!(
+                "providers_webhook_admission_request_duration_seconds_{kind}{{endpoint=\"{endpoint}\"}} "
+            );
+            Ok(text
+                .lines()
+                .find_map(|l| l.strip_prefix(&prefix))
+                .map(str::parse::<f64>)
+                .transpose()?
+                .unwrap_or(0.0))
+        };
+        out.push((endpoint.to_owned(), value("sum")?, value("count")? as u64));
+    }
+    Ok(out)
+}
+
+/// Sums and counts of the API server's `apiserver_admission_webhook_admission_duration_seconds`
+/// by webhook name and operation.
+async fn apiserver_webhook_durations(
+    fixture: &Fixture,
+) -> anyhow::Result<Vec<(String, u64, Duration)>> {
+    let request = http::Request::get("/metrics").body(Vec::new())?;
+    let text = fixture.admin.request_text(request).await?;
+    let mut totals: std::collections::BTreeMap<String, (f64, u64)> = Default::default();
+    let prefix = "apiserver_admission_webhook_admission_duration_seconds_";
+    for line in text.lines() {
+        let Some(rest) = line.strip_prefix(prefix) else {
+            continue;
+        };
+        let Some((kind, rest)) = rest.split_once('{') else {
+            continue;
+        };
+        let Some((labels, value)) = rest.rsplit_once("} ") else {
+            continue;
+        };
+        let label = |name: &str| {
+            labels
+                .split(',')
+                .find_map(|l| l.strip_prefix(&format!("{name}=\"")))
+                .map(|v| v.trim_end_matches('"').to_owned())
+                .unwrap_or_default()
+        };
+        let key = format!("{} {}", label("name"), label("operation"));
+        let entry = totals.entry(key).or_default();
+        match kind {
+            "sum" => entry.0 += value.parse::<f64>()?,
+            "count" => entry.1 += value.parse::<u64>()?,
+            _ => {}
+        }
+    }
+    Ok(totals
+        .into_iter()
+        .filter(|(_, (_, count))| *count > 0)
+        .map(|(key, (sum, count))| (key, count, Duration::from_secs_f64(sum / count as f64)))
+        .collect())
 }
 
 /// The webhook's request counts by endpoint, from its /metrics.
@@ -167,6 +235,7 @@ pub async fn measure(
 ) -> anyhow::Result<Report> {
     fixture.create(WORKSPACE).await?;
     fixture.finish(WORKSPACE, "Succeeded").await?;
+    let webhook_before = webhook_durations(target).await?;
     let mut run = Run {
         fixture,
         target,
@@ -196,6 +265,21 @@ pub async fn measure(
             .await
             .context("without the webhooks")?;
     }
+    let apiserver_view = apiserver_webhook_durations(fixture).await?;
+    let webhook_view = webhook_durations(target)
+        .await?
+        .into_iter()
+        .zip(webhook_before)
+        .filter(|((_, _, after), (_, _, before))| after > before)
+        .map(|((endpoint, sum, count), (_, sum0, count0))| {
+            let calls = count - count0;
+            (
+                endpoint,
+                calls,
+                Duration::from_secs_f64((sum - sum0) / calls as f64),
+            )
+        })
+        .collect();
     // Leave the webhooks registered, as found.
     fixture.webhook.register(&fixture.plane.info).await?;
     Ok(Report {
@@ -205,5 +289,7 @@ pub async fn measure(
         label_without: Latencies::new(label_without),
         mutate_calls: webhook_calls.mutate,
         validate_calls: webhook_calls.validate,
+        apiserver_view,
+        webhook_view,
     })
 }

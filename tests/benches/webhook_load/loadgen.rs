@@ -154,6 +154,9 @@ pub struct Outcome {
 
 impl Outcome {
     pub fn per_second(&self) -> f64 {
+        if self.elapsed.is_zero() {
+            return 0.0;
+        }
         self.ok as f64 / self.elapsed.as_secs_f64()
     }
 }

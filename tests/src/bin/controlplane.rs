@@ -21,6 +21,13 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Commands {
+    /// Run a command and kill it when this process's standard input closes (how tests
+    /// keep a server they hold in a `static` from outliving the test process).
+    Supervise {
+        /// The program and its arguments.
+        #[arg(trailing_var_arg = true, required = true)]
+        command: Vec<String>,
+    },
     /// Start a control plane and keep it running.
     Up {
         /// Folder for certificates, kubeconfigs, data and logs.
@@ -43,13 +50,16 @@ enum Commands {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
-    let Commands::Up {
-        dir,
-        name,
-        until_stdin_closes,
-        remove_dir,
-        info_file,
-    } = Cli::parse().command;
+    let (dir, name, until_stdin_closes, remove_dir, info_file) = match Cli::parse().command {
+        Commands::Supervise { command } => return supervise(&command).await,
+        Commands::Up {
+            dir,
+            name,
+            until_stdin_closes,
+            remove_dir,
+            info_file,
+        } => (dir, name, until_stdin_closes, remove_dir, info_file),
+    };
     let plane = match ControlPlane::launch(&dir, &name).await {
         Ok(plane) => plane,
         Err(error) => {
@@ -87,6 +97,30 @@ async fn main() -> anyhow::Result<()> {
     plane.shutdown().await;
     if remove_dir {
         std::fs::remove_dir_all(&dir)?;
+    }
+    Ok(())
+}
+
+/// Runs `command` until it exits or standard input closes; then stops it.
+async fn supervise(command: &[String]) -> anyhow::Result<()> {
+    let (program, args) = command
+        .split_first()
+        .ok_or_else(|| anyhow::anyhow!("no command"))?;
+    let mut child = tokio::process::Command::new(program)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()?;
+    let mut sink = Vec::new();
+    let mut stdin = tokio::io::stdin();
+    tokio::select! {
+        status = child.wait() => {
+            let status = status?;
+            std::process::exit(status.code().unwrap_or(1));
+        }
+        _ = stdin.read_to_end(&mut sink) => {
+            let _ = child.kill().await;
+        }
     }
     Ok(())
 }
