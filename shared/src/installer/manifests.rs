@@ -67,6 +67,20 @@ impl Marks {
         ])
     }
 
+    /// Metadata of an object the Workspace owns (it outlives every attempt).
+    fn owner_meta(&self, name: &str, namespace: Option<&str>) -> ObjectMeta {
+        ObjectMeta {
+            name: Some(name.to_owned()),
+            namespace: namespace.map(str::to_owned),
+            labels: Some(self.owner_labels()),
+            annotations: Some(BTreeMap::from([(
+                names::ANNOTATION_WORKSPACE.into(),
+                self.workspace_key.clone(),
+            )])),
+            ..Default::default()
+        }
+    }
+
     fn meta(&self, name: &str, namespace: &str) -> ObjectMeta {
         ObjectMeta {
             name: Some(name.to_owned()),
@@ -87,13 +101,8 @@ pub fn namespace(plan: &Plan, marks: &Marks) -> Namespace {
     );
     Namespace {
         metadata: ObjectMeta {
-            name: Some(plan.namespace.clone()),
             labels: Some(labels),
-            annotations: Some(BTreeMap::from([(
-                names::ANNOTATION_WORKSPACE.into(),
-                marks.workspace_key.clone(),
-            )])),
-            ..Default::default()
+            ..marks.owner_meta(&plan.namespace, None)
         },
         ..Default::default()
     }
@@ -322,16 +331,7 @@ pub fn job(plan: &Plan, names: &AttemptNames, marks: &Marks, settings: &Settings
 /// The provider's hub ServiceAccount, in the organization's namespace.
 pub fn hub_service_account(names: &CredentialNames, marks: &Marks) -> ServiceAccount {
     ServiceAccount {
-        metadata: ObjectMeta {
-            name: Some(names.service_account.clone()),
-            namespace: Some(names.hub_namespace.clone()),
-            labels: Some(marks.owner_labels()),
-            annotations: Some(BTreeMap::from([(
-                names::ANNOTATION_WORKSPACE.into(),
-                marks.workspace_key.clone(),
-            )])),
-            ..Default::default()
-        },
+        metadata: marks.owner_meta(&names.service_account, Some(&names.hub_namespace)),
         automount_service_account_token: Some(false),
         ..Default::default()
     }
@@ -340,16 +340,7 @@ pub fn hub_service_account(names: &CredentialNames, marks: &Marks) -> ServiceAcc
 /// Binds the provider's hub ServiceAccount to the Role the Recipe names.
 pub fn hub_role_binding(names: &CredentialNames, role: &str, marks: &Marks) -> RoleBinding {
     RoleBinding {
-        metadata: ObjectMeta {
-            name: Some(names.service_account.clone()),
-            namespace: Some(names.hub_namespace.clone()),
-            labels: Some(marks.owner_labels()),
-            annotations: Some(BTreeMap::from([(
-                names::ANNOTATION_WORKSPACE.into(),
-                marks.workspace_key.clone(),
-            )])),
-            ..Default::default()
-        },
+        metadata: marks.owner_meta(&names.service_account, Some(&names.hub_namespace)),
         role_ref: RoleRef {
             api_group: Some("rbac.authorization.k8s.io".into()),
             kind: "Role".into(),
@@ -368,16 +359,7 @@ pub fn hub_role_binding(names: &CredentialNames, role: &str, marks: &Marks) -> R
 /// Owned by the Workspace, not by an attempt: it outlives them all.
 pub fn runtime_credential_secret(plan: &Plan, names: &CredentialNames, marks: &Marks) -> Secret {
     Secret {
-        metadata: ObjectMeta {
-            name: Some(names.edge_secret.clone()),
-            namespace: Some(plan.namespace.clone()),
-            labels: Some(marks.owner_labels()),
-            annotations: Some(BTreeMap::from([(
-                names::ANNOTATION_WORKSPACE.into(),
-                marks.workspace_key.clone(),
-            )])),
-            ..Default::default()
-        },
+        metadata: marks.owner_meta(&names.edge_secret, Some(&plan.namespace)),
         type_: Some("Opaque".into()),
         ..Default::default()
     }
