@@ -207,6 +207,13 @@ fn kubectl_explain_shows_the_field_docs() {
 #[test]
 fn printer_columns_show_recipe_edge_and_phase() {
     let plane = plane();
+    // Its own Workspace: kubectl prints no header for an empty list, and the other tests
+    // that create some may not have run yet.
+    platform::apply_yaml(
+        plane.kubeconfig(User::Admin),
+        "apiVersion: providers.platform.dev/v1alpha1\nkind: Workspace\nmetadata: {name: columns, namespace: org-b}\nspec: {recipe: demo, edge: edge-1}\n",
+    )
+    .unwrap();
     let out = kubectl::ok(plane.kubeconfig(User::Admin), &["get", "workspaces", "-A"]).unwrap();
     let header = out.lines().next().unwrap_or_default();
     for column in ["RECIPE", "EDGE", "VERSION", "ATTEMPT", "PHASE", "AGE"] {
