@@ -1,9 +1,10 @@
 //! Plan resolution: a Recipe, an Edge and a tenant's intent become the Plan of one attempt.
 
+use k8s_openapi::{apimachinery::pkg::apis::meta::v1::Time, jiff::Timestamp};
 use sha2::{Digest, Sha256};
 
 use crate::{
-    api::{EdgeSpec, Owner, Plan, RecipeSpec, WorkspaceIdentity, WorkspaceSpec},
+    api::{EdgeSpec, ExecutionRule, Owner, Plan, RecipeSpec, WorkspaceIdentity, WorkspaceSpec},
     values::{self, ValueError},
 };
 
@@ -15,6 +16,10 @@ pub struct AttemptContext {
     pub attempt: i64,
     pub attempt_id: String,
     pub retry: i64,
+    /// When the plan is sealed.
+    pub sealed_at: Timestamp,
+    /// Whether it is sealed for a dry run.
+    pub dry_run: bool,
 }
 
 /// Why a recipe and intent do not resolve into a plan. The Display text is what a user sees.
@@ -128,11 +133,14 @@ pub fn resolve(
         job,
         execution: recipe.execution.clone(),
         runtime_credential: recipe.runtime_credential.clone(),
+        sealed_at: Some(Time(context.sealed_at)),
+        dry_run: context.dry_run,
     })
 }
 
 /// A retry: the original plan, unchanged but for the attempt's identity, its Job, who
-/// asked, and the Workspace UID when the original was sealed before one was known.
+/// asked, when and whether for a dry run, and the Workspace UID when the original was
+/// sealed before one was known.
 pub fn retry(original: &Plan, context: AttemptContext) -> Plan {
     Plan {
         attempt: context.attempt,
@@ -141,8 +149,91 @@ pub fn retry(original: &Plan, context: AttemptContext) -> Plan {
         job: job_name(&context.workspace, &original.release, context.attempt),
         owner: context.owner,
         workspace: context.workspace,
+        sealed_at: Some(Time(context.sealed_at)),
+        dry_run: context.dry_run,
         ..original.clone()
     }
+}
+
+/// What the platform withdrew since a plan was sealed, so that it may not run again.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Withdrawn {
+    #[error("recipe {recipe:?} no longer offers version {version:?} (it offers {offered:?})")]
+    Version {
+        recipe: String,
+        version: String,
+        offered: Vec<String>,
+    },
+    #[error(
+        "chart repository {repository:?} is no longer on the platform's allowlist of chart repositories"
+    )]
+    Repository { repository: String },
+    #[error(
+        "the runner's rights pinned by the plan ({rule}) are no longer within what recipe {recipe:?} grants"
+    )]
+    Execution { recipe: String, rule: String },
+    #[error(
+        "edge {edge:?} is now cluster {cluster:?} of edge workspace {workspace_uuid:?}, not the cluster the plan was sealed for"
+    )]
+    Edge {
+        edge: String,
+        cluster: String,
+        workspace_uuid: String,
+    },
+}
+
+/// Whether a sealed plan may run again under today's Recipe and Edge: the version is still
+/// offered, the chart repository still allowed, the runner's rights still within the
+/// Recipe's, and the edge still the same cluster.
+pub fn check_retry(
+    original: &Plan,
+    recipe: &RecipeSpec,
+    edge: &EdgeSpec,
+    allowlist: &[String],
+) -> Result<(), Withdrawn> {
+    if !recipe.versions.contains(&original.version) {
+        return Err(Withdrawn::Version {
+            recipe: original.provider.clone(),
+            version: original.version.clone(),
+            offered: recipe.versions.clone(),
+        });
+    }
+    if !repository_allowed(&original.chart.repository, allowlist) {
+        return Err(Withdrawn::Repository {
+            repository: original.chart.repository.clone(),
+        });
+    }
+    if let Some(rule) = original
+        .execution
+        .iter()
+        .find(|pinned| !recipe.execution.iter().any(|rule| covers(rule, pinned)))
+    {
+        return Err(Withdrawn::Execution {
+            recipe: original.provider.clone(),
+            rule: format!(
+                "{:?} on {:?} in groups {:?}",
+                rule.verbs, rule.resources, rule.api_groups
+            ),
+        });
+    }
+    if edge.cluster_id != original.cluster || edge.workspace_uuid != original.edge_workspace_uuid {
+        return Err(Withdrawn::Edge {
+            edge: original.edge_name.clone(),
+            cluster: edge.cluster_id.clone(),
+            workspace_uuid: edge.workspace_uuid.clone(),
+        });
+    }
+    Ok(())
+}
+
+/// Whether `rule` grants everything `pinned` grants (`*` covers anything).
+fn covers(rule: &ExecutionRule, pinned: &ExecutionRule) -> bool {
+    let within = |granted: &[String], wanted: &[String]| {
+        granted.iter().any(|g| g == "*") || wanted.iter().all(|w| granted.contains(w))
+    };
+    within(&rule.api_groups, &pinned.api_groups)
+        && within(&rule.resources, &pinned.resources)
+        && within(&rule.verbs, &pinned.verbs)
 }
 
 /// The attempt ID: a digest of everything that starts the attempt - the Workspace, the
@@ -267,10 +358,12 @@ mod tests {
             workspace,
             owner: Owner {
                 username: "alice".into(),
-                uid: String::new(),
+                ..Default::default()
             },
             attempt,
             retry: 0,
+            sealed_at: Timestamp::UNIX_EPOCH,
+            dry_run: false,
         }
     }
 

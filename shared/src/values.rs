@@ -8,13 +8,44 @@ use std::{
 use regex::Regex;
 use serde_json::{Map, Value};
 
-use crate::api::{ValueField, ValueType};
+use crate::{
+    api::{ValueField, ValueType},
+    text::quoted,
+};
+
+/// Bounds on a tenant's `spec.values`, whatever the Recipe allows. The CRD schema holds the
+/// same bounds, so the API server refuses what the webhook would.
+pub mod limits {
+    /// The most bytes the values may take as JSON text.
+    pub const MAX_BYTES: usize = 32 * 1024;
+    /// The deepest nesting of objects below `spec.values`.
+    pub const MAX_DEPTH: usize = 8;
+    /// The longest key, in bytes.
+    pub const MAX_KEY_BYTES: usize = 128;
+    /// The most keys, counted over every level.
+    pub const MAX_KEYS: usize = 512;
+}
+
+/// How long a path in a message may get before it is cut.
+const PATH_LIMIT: usize = 128;
 
 /// Why a tenant value was refused. Each names the value's path under `spec.values`.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ValueError {
     #[error("spec.values must be an object of chart values, not {found}")]
     NotAnObject { found: &'static str },
+    #[error(
+        "spec.values takes more than {max} bytes as JSON; set only the paths the recipe lets you set"
+    )]
+    TooLarge { max: usize },
+    #[error(
+        "spec.values nests deeper than {max} levels; set only the paths the recipe lets you set"
+    )]
+    TooDeep { max: usize },
+    #[error("spec.values holds more than {max} keys; set only the paths the recipe lets you set")]
+    TooManyKeys { max: usize },
+    #[error("spec.values.{path}: a key is longer than {max} bytes")]
+    KeyTooLong { path: String, max: usize },
     #[error(
         "spec.values.{path}: recipe {recipe:?} does not let tenants set this path; settable paths: {allowed}"
     )]
@@ -35,7 +66,7 @@ pub enum ValueError {
         value: String,
         allowed: Vec<String>,
     },
-    #[error("spec.values.{path}: {value:?} does not match the pattern {pattern:?}")]
+    #[error("spec.values.{path}: {value} does not match the pattern {pattern:?}")]
     PatternMismatch {
         path: String,
         value: String,
@@ -65,8 +96,12 @@ impl ValueError {
     /// The field the error is about, as a path from the object's root.
     pub fn field(&self) -> String {
         match self {
-            ValueError::NotAnObject { .. } => "spec.values".to_owned(),
-            ValueError::PathNotAllowed { path, .. }
+            ValueError::NotAnObject { .. }
+            | ValueError::TooLarge { .. }
+            | ValueError::TooDeep { .. }
+            | ValueError::TooManyKeys { .. } => "spec.values".to_owned(),
+            ValueError::KeyTooLong { path, .. }
+            | ValueError::PathNotAllowed { path, .. }
             | ValueError::WrongType { path, .. }
             | ValueError::NotInEnum { path, .. }
             | ValueError::PatternMismatch { path, .. }
@@ -78,7 +113,10 @@ impl ValueError {
     }
 }
 
-/// Checks every leaf of the tenant's values against the recipe's schema.
+/// Checks the tenant's values: first against the [`limits`], in one walk that stops at the
+/// first excess; then against the recipe's schema, walking the schema's tree and stopping
+/// at the first key it does not hold. The cost is linear in the values; no path string is
+/// built unless a value is refused.
 pub fn check(
     recipe: &str,
     schema: &[ValueField],
@@ -90,40 +128,200 @@ pub fn check(
             found: type_name(values),
         });
     };
-    let fields: BTreeMap<&str, &ValueField> = schema.iter().map(|f| (f.path.as_str(), f)).collect();
-    let mut leaves = Vec::new();
-    flatten("", map, &mut leaves);
-    for (path, value) in leaves {
-        let Some(field) = fields.get(path.as_str()) else {
-            let allowed = if fields.is_empty() {
-                "none".to_owned()
-            } else {
-                fields.keys().copied().collect::<Vec<_>>().join(", ")
-            };
-            return Err(ValueError::PathNotAllowed {
-                path,
-                recipe: recipe.to_owned(),
-                allowed,
+    within_limits(map)?;
+    let tree = SchemaTree::new(schema);
+    let mut path = Vec::new();
+    walk(recipe, &tree, &tree.root, map, &mut path)
+}
+
+/// The values' size, depth, key count and key lengths against the [`limits`].
+pub fn within_limits(map: &Map<String, Value>) -> Result<(), ValueError> {
+    let mut budget = Budget::default();
+    let mut path = Vec::new();
+    budget.object(map, 1, &mut path)
+}
+
+#[derive(Default)]
+struct Budget {
+    bytes: usize,
+    keys: usize,
+}
+
+impl Budget {
+    fn add(&mut self, bytes: usize) -> Result<(), ValueError> {
+        self.bytes += bytes;
+        if self.bytes > limits::MAX_BYTES {
+            return Err(ValueError::TooLarge {
+                max: limits::MAX_BYTES,
             });
+        }
+        Ok(())
+    }
+
+    fn object<'a>(
+        &mut self,
+        map: &'a Map<String, Value>,
+        depth: usize,
+        path: &mut Vec<&'a str>,
+    ) -> Result<(), ValueError> {
+        if depth > limits::MAX_DEPTH {
+            return Err(ValueError::TooDeep {
+                max: limits::MAX_DEPTH,
+            });
+        }
+        self.add(2)?;
+        for (key, value) in map {
+            self.keys += 1;
+            if self.keys > limits::MAX_KEYS {
+                return Err(ValueError::TooManyKeys {
+                    max: limits::MAX_KEYS,
+                });
+            }
+            if key.len() > limits::MAX_KEY_BYTES {
+                return Err(ValueError::KeyTooLong {
+                    path: render_path(path, key),
+                    max: limits::MAX_KEY_BYTES,
+                });
+            }
+            // The key, its quotes, the colon and a comma.
+            self.add(key.len() + 4)?;
+            path.push(key);
+            self.value(value, depth, path)?;
+            path.pop();
+        }
+        Ok(())
+    }
+
+    fn value<'a>(
+        &mut self,
+        value: &'a Value,
+        depth: usize,
+        path: &mut Vec<&'a str>,
+    ) -> Result<(), ValueError> {
+        match value {
+            Value::Object(map) => self.object(map, depth + 1, path),
+            Value::Array(items) => {
+                if depth + 1 > limits::MAX_DEPTH {
+                    return Err(ValueError::TooDeep {
+                        max: limits::MAX_DEPTH,
+                    });
+                }
+                self.add(2)?;
+                for item in items {
+                    self.keys += 1;
+                    if self.keys > limits::MAX_KEYS {
+                        return Err(ValueError::TooManyKeys {
+                            max: limits::MAX_KEYS,
+                        });
+                    }
+                    self.add(1)?;
+                    self.value(item, depth + 1, path)?;
+                }
+                Ok(())
+            }
+            Value::String(text) => self.add(text.len() + 2),
+            Value::Number(_) => self.add(24),
+            Value::Bool(_) | Value::Null => self.add(5),
+        }
+    }
+}
+
+/// The recipe's value paths as a tree of their segments.
+struct SchemaTree<'s> {
+    root: Node<'s>,
+    /// Every settable path, for messages.
+    paths: Vec<&'s str>,
+}
+
+#[derive(Default)]
+struct Node<'s> {
+    /// The field when a path ends here.
+    field: Option<&'s ValueField>,
+    children: BTreeMap<&'s str, Node<'s>>,
+}
+
+impl<'s> SchemaTree<'s> {
+    fn new(schema: &'s [ValueField]) -> Self {
+        let mut root = Node::default();
+        for field in schema {
+            let mut node = &mut root;
+            for segment in field.path.split('.') {
+                node = node.children.entry(segment).or_default();
+            }
+            node.field = Some(field);
+        }
+        Self {
+            root,
+            paths: schema.iter().map(|f| f.path.as_str()).collect(),
+        }
+    }
+
+    /// The settable paths, as a message lists them (at most twenty).
+    fn allowed(&self) -> String {
+        if self.paths.is_empty() {
+            return "none".to_owned();
+        }
+        let mut paths: Vec<&str> = self.paths.clone();
+        paths.sort_unstable();
+        let more = paths.len().saturating_sub(20);
+        let mut text = paths.into_iter().take(20).collect::<Vec<_>>().join(", ");
+        if more > 0 {
+            text.push_str(&format!(" and {more} more"));
+        }
+        text
+    }
+}
+
+fn walk<'a>(
+    recipe: &str,
+    tree: &SchemaTree<'_>,
+    node: &Node<'_>,
+    map: &'a Map<String, Value>,
+    path: &mut Vec<&'a str>,
+) -> Result<(), ValueError> {
+    for (key, value) in map {
+        let Some(child) = node.children.get(key.as_str()) else {
+            return Err(not_allowed(recipe, tree, path, key));
         };
-        check_leaf(recipe, field, &path, value)?;
+        match (value, child.field) {
+            // An empty object sets nothing.
+            (Value::Object(inner), _) if inner.is_empty() => {}
+            (Value::Object(inner), _) if !child.children.is_empty() => {
+                path.push(key);
+                walk(recipe, tree, child, inner, path)?;
+                path.pop();
+            }
+            (_, Some(field)) => check_leaf(recipe, field, &render_path(path, key), value)?,
+            (_, None) => return Err(not_allowed(recipe, tree, path, key)),
+        }
     }
     Ok(())
 }
 
-/// Leaves of a values object with their dot paths. Empty objects have no leaves.
-fn flatten<'a>(prefix: &str, map: &'a Map<String, Value>, out: &mut Vec<(String, &'a Value)>) {
-    for (key, value) in map {
-        let path = if prefix.is_empty() {
-            key.clone()
-        } else {
-            format!("{prefix}.{key}")
-        };
-        match value {
-            Value::Object(inner) if !inner.is_empty() => flatten(&path, inner, out),
-            _ => out.push((path, value)),
+fn not_allowed(recipe: &str, tree: &SchemaTree<'_>, path: &[&str], key: &str) -> ValueError {
+    ValueError::PathNotAllowed {
+        path: render_path(path, key),
+        recipe: recipe.to_owned(),
+        allowed: tree.allowed(),
+    }
+}
+
+/// `a.b.key` for a message: control characters escaped, cut at [`PATH_LIMIT`] characters.
+fn render_path(path: &[&str], key: &str) -> String {
+    let mut out = String::new();
+    for segment in path.iter().copied().chain([key]) {
+        if !out.is_empty() {
+            out.push('.');
+        }
+        for c in segment.chars() {
+            if out.chars().count() >= PATH_LIMIT {
+                out.push('…');
+                return out;
+            }
+            out.extend(c.escape_debug());
         }
     }
+    out
 }
 
 fn check_leaf(
@@ -162,7 +360,7 @@ fn check_leaf(
                 if !anchored.is_match(text) {
                     return Err(ValueError::PatternMismatch {
                         path: path.to_owned(),
-                        value: text.clone(),
+                        value: quoted(text),
                         pattern: pattern.clone(),
                     });
                 }
@@ -194,7 +392,7 @@ fn check_leaf(
         if !allowed.contains(&text) {
             return Err(ValueError::NotInEnum {
                 path: path.to_owned(),
-                value: text,
+                value: quoted(&text),
                 allowed: allowed.clone(),
             });
         }
@@ -358,7 +556,7 @@ mod tests {
         let cases = [
             (
                 json!({"image": {"repository": "evil"}}),
-                "spec.values.image.repository",
+                "spec.values.image",
                 "does not let tenants set",
             ),
             (
@@ -418,6 +616,80 @@ mod tests {
             assert_eq!(error.field(), field, "{values}");
             assert!(error.to_string().contains(text), "{values}: {error}");
         }
+    }
+
+    #[test]
+    fn an_unknown_key_stops_the_walk_and_the_message_stays_short() {
+        // One long key over a couple of thousand leaves: the shape that once cost hundreds
+        // of MB, when a path string was built per leaf.
+        let key = "k".repeat(100);
+        let leaves: Map<String, Value> = (0..2_000).map(|i| (format!("l{i}"), json!(i))).collect();
+        let values = json!({ key.clone(): leaves });
+        let error = check("r", &schema(), Some(&values)).unwrap_err();
+        assert!(
+            matches!(error, ValueError::TooManyKeys { max: 512 }),
+            "{error}"
+        );
+        let values = json!({ key: {"a": 1} });
+        let error = check("r", &schema(), Some(&values)).unwrap_err();
+        assert!(
+            matches!(error, ValueError::PathNotAllowed { .. }),
+            "{error}"
+        );
+        assert!(error.to_string().len() < 400, "{error}");
+    }
+
+    #[test]
+    fn each_limit_is_enforced() {
+        let mut deep = json!(1);
+        for _ in 0..=limits::MAX_DEPTH {
+            deep = json!({ "a": deep });
+        }
+        assert_eq!(
+            check("r", &schema(), Some(&deep)),
+            Err(ValueError::TooDeep {
+                max: limits::MAX_DEPTH
+            })
+        );
+        let long_key = json!({ "k".repeat(limits::MAX_KEY_BYTES + 1): 1 });
+        assert!(matches!(
+            check("r", &schema(), Some(&long_key)),
+            Err(ValueError::KeyTooLong { .. })
+        ));
+        let large = json!({ "ingress": {"host": "x".repeat(limits::MAX_BYTES)} });
+        assert_eq!(
+            check("r", &schema(), Some(&large)),
+            Err(ValueError::TooLarge {
+                max: limits::MAX_BYTES
+            })
+        );
+        let wide = json!({ "list": vec![0; limits::MAX_KEYS + 1] });
+        assert_eq!(
+            check("r", &schema(), Some(&wide)),
+            Err(ValueError::TooManyKeys {
+                max: limits::MAX_KEYS
+            })
+        );
+    }
+
+    #[test]
+    fn a_value_quoted_in_a_message_is_bounded() {
+        let values = json!({"log": {"level": "trace".repeat(1000)}});
+        let error = check("r", &schema(), Some(&values)).unwrap_err();
+        assert!(matches!(error, ValueError::NotInEnum { .. }), "{error}");
+        assert!(error.to_string().len() < 300, "{error}");
+    }
+
+    #[test]
+    fn an_object_where_a_scalar_belongs_is_the_wrong_type() {
+        let values = json!({"replicaCount": {"a": 1}});
+        let error = check("r", &schema(), Some(&values)).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("must be an integer, not an object"),
+            "{error}"
+        );
     }
 
     #[test]

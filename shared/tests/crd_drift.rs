@@ -58,3 +58,18 @@ fn the_api_reference_matches_the_types() {
         "docs/api-reference.md differs from the types: run `cargo run -p providers-shared --bin crdgen`"
     );
 }
+
+#[test]
+fn the_values_bounds_policy_matches_the_limits() {
+    let path = Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../manifests/policies"
+    ))
+    .join(providers::policy::VALUES_BOUNDS_FILE);
+    let checked_in = std::fs::read_to_string(&path).expect("the policy is checked in");
+    assert!(
+        checked_in == providers::policy::values_bounds(),
+        "{} differs from the limits: run `cargo run -p providers-shared --bin crdgen`",
+        path.display()
+    );
+}

@@ -279,7 +279,7 @@ fn workspace(sealer: &Sealer, i: usize) -> anyhow::Result<Workspace> {
         provider: "hello".into(),
         owner: Owner {
             username: "alice".into(),
-            uid: String::new(),
+            ..Default::default()
         },
         chart: ChartRef {
             repository: "http://127.0.0.1:1/charts".into(),
@@ -294,6 +294,10 @@ fn workspace(sealer: &Sealer, i: usize) -> anyhow::Result<Workspace> {
         edge_workspace_uuid: format!("00000000-0000-4000-8000-00000000000{edge}"),
         execution: vec![installer::rule("", "configmaps")],
         runtime_credential: None,
+        sealed_at: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            k8s_openapi::jiff::Timestamp::now(),
+        )),
+        dry_run: false,
     };
     let mut ws = Workspace::new(
         &name,

@@ -43,7 +43,22 @@ pub struct ControlPlaneInfo {
     pub kubeconfigs: BTreeMap<User, PathBuf>,
     /// A bearer token per user.
     pub tokens: BTreeMap<User, String>,
+    /// The CA of the client certificate the API server presents to webhooks (PEM file):
+    /// what a webhook's `--client-ca` names.
+    pub webhook_client_ca_file: PathBuf,
+    /// That client certificate and its key (PEM files), for tests that call a webhook as
+    /// the API server does.
+    pub webhook_client_cert_file: PathBuf,
+    pub webhook_client_key_file: PathBuf,
+    /// A certificate from the same CA for another subject (`system:masters`): what a
+    /// webhook must refuse although its CA signed it.
+    pub webhook_other_subject_cert_file: PathBuf,
+    pub webhook_other_subject_key_file: PathBuf,
 }
+
+/// The subject common name of the API server's webhook client certificate: what a webhook's
+/// `--allowed-client` names.
+pub const WEBHOOK_CLIENT_NAME: &str = "kube-apiserver-webhook-client";
 
 impl ControlPlaneInfo {
     /// The kubeconfig file of `user`.
@@ -89,6 +104,7 @@ impl ControlPlane {
         write_private(&dir.join("apiserver.key"), &serving.key_pem)?;
         write_private(&dir.join("sa.key"), &sa_private)?;
         write_private(&dir.join("sa.pub"), &sa_public)?;
+        let admission_config = write_webhook_client(&dir)?;
 
         let mut tokens = BTreeMap::new();
         let mut token_file = String::new();
@@ -179,6 +195,12 @@ impl ControlPlane {
                 "--allow-privileged",
             ])
             .args(["--authorization-mode", "RBAC"])
+            // The API server presents a client certificate to every webhook, as a platform
+            // configures it for a webhook that authenticates its callers.
+            .arg(format!(
+                "--admission-control-config-file={}",
+                admission_config.display()
+            ))
             // There is no kube-controller-manager or kubelet: no endpoints to reconcile.
             .args(["--endpoint-reconciler-type", "none"])
             .args(["--v", "1"])
@@ -209,6 +231,11 @@ impl ControlPlane {
             ca_file,
             kubeconfigs,
             tokens,
+            webhook_client_ca_file: dir.join("webhook-client-ca.crt"),
+            webhook_client_cert_file: dir.join("webhook-client.crt"),
+            webhook_client_key_file: dir.join("webhook-client.key"),
+            webhook_other_subject_cert_file: dir.join("webhook-other-subject.crt"),
+            webhook_other_subject_key_file: dir.join("webhook-other-subject.key"),
         };
         let mut plane = Self {
             info,
@@ -285,6 +312,58 @@ impl ControlPlane {
         bindings.create(&create, &catalog).await?;
         Ok(())
     }
+}
+
+/// The webhook client CA and certificate, the kubeconfig that hands the certificate to
+/// every webhook (`users: [{name: '*'}]`, as the Kubernetes docs on authenticating API
+/// servers to webhooks describe), and the AdmissionConfiguration that names it for both
+/// webhook admission plugins. Returns the AdmissionConfiguration's path.
+fn write_webhook_client(dir: &Path) -> anyhow::Result<PathBuf> {
+    let ca = pki::Authority::generate("webhook-client-ca")?;
+    let client = ca.issue_client(WEBHOOK_CLIENT_NAME, &[])?;
+    let (ca_file, cert_file, key_file) = (
+        dir.join("webhook-client-ca.crt"),
+        dir.join("webhook-client.crt"),
+        dir.join("webhook-client.key"),
+    );
+    write_private(&ca_file, &ca.cert_pem)?;
+    write_private(&cert_file, &client.cert_pem)?;
+    write_private(&key_file, &client.key_pem)?;
+    let other = ca.issue_client("system:masters", &[])?;
+    write_private(&dir.join("webhook-other-subject.crt"), &other.cert_pem)?;
+    write_private(&dir.join("webhook-other-subject.key"), &other.key_pem)?;
+    let kubeconfig = dir.join("webhook-admission.kubeconfig");
+    write_private(
+        &kubeconfig,
+        &serde_json::to_string_pretty(&serde_json::json!({
+            "apiVersion": "v1",
+            "kind": "Config",
+            "users": [{"name": "*", "user": {
+                "client-certificate": cert_file,
+                "client-key": key_file,
+            }}],
+        }))?,
+    )?;
+    let plugin = |name: &str| {
+        serde_json::json!({
+            "name": name,
+            "configuration": {
+                "apiVersion": "apiserver.config.k8s.io/v1",
+                "kind": "WebhookAdmissionConfiguration",
+                "kubeConfigFile": kubeconfig,
+            },
+        })
+    };
+    let config = dir.join("admission-config.json");
+    write_private(
+        &config,
+        &serde_json::to_string_pretty(&serde_json::json!({
+            "apiVersion": "apiserver.config.k8s.io/v1",
+            "kind": "AdmissionConfiguration",
+            "plugins": [plugin("ValidatingAdmissionWebhook"), plugin("MutatingAdmissionWebhook")],
+        }))?,
+    )?;
+    Ok(config)
 }
 
 async fn wait_for_etcd(port: u16, etcd: &mut Child, dir: &Path) -> anyhow::Result<()> {

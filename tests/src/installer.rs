@@ -22,7 +22,8 @@ use k8s_openapi::{
         core::v1::{Secret, ServiceAccount},
         events::v1::Event,
     },
-    apimachinery::pkg::apis::meta::v1::Condition,
+    apimachinery::pkg::apis::meta::v1::{Condition, Time},
+    jiff::Timestamp,
 };
 use kube::{
     Api, Client, ResourceExt,
@@ -147,6 +148,8 @@ impl Environment {
             _planes: vec![hub, edge],
         };
         environment.register_edge().await?;
+        // The plans' owner: the installer asks RBAC again before it starts an attempt.
+        platform::grant_install(&environment.hub_admin().await?, "alice", EDGE).await?;
         Ok(environment)
     }
 
@@ -218,6 +221,8 @@ impl Environment {
             owner: Owner {
                 username: "alice".into(),
                 uid: "uid-alice".into(),
+                groups: vec!["tenants".into(), "system:authenticated".into()],
+                ..Default::default()
             },
             chart: providers::api::ChartRef {
                 repository: self.repo.url.clone(),
@@ -232,6 +237,8 @@ impl Environment {
             edge_workspace_uuid: EDGE_WORKSPACE.into(),
             execution: spec.execution.clone(),
             runtime_credential: spec.runtime_credential.clone(),
+            sealed_at: Some(Time(Timestamp::now())),
+            dry_run: false,
         }
     }
 
@@ -274,6 +281,16 @@ impl Environment {
         Ok(Api::<Workspace>::namespaced(hub.clone(), &spec.org)
             .create(&PostParams::default(), &workspace)
             .await?)
+    }
+
+    /// Starts a controller for the Workspaces of `case`, alone on its own lease.
+    pub async fn controller_for(&self, case: &str) -> anyhow::Result<ControllerProcess> {
+        self.controller(ControllerOptions::new(
+            case,
+            &format!("{case}-0"),
+            &format!("lease-{case}"),
+        ))
+        .await
     }
 
     /// Starts a controller process.
@@ -665,6 +682,33 @@ where
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+/// A Workspace, read from the hub.
+pub async fn workspace(hub: &Client, org: &str, name: &str) -> anyhow::Result<Workspace> {
+    Ok(Api::<Workspace>::namespaced(hub.clone(), org)
+        .get(name)
+        .await?)
+}
+
+/// Waits up to 90 s until the Workspace passes `check`.
+pub async fn wait_workspace(
+    hub: &Client,
+    org: &str,
+    name: &str,
+    what: &str,
+    check: impl Fn(&Workspace) -> bool,
+) -> anyhow::Result<Workspace> {
+    eventually(what, Duration::from_secs(90), || async {
+        let ws = workspace(hub, org, name).await?;
+        Ok(check(&ws).then_some(ws))
+    })
+    .await
+}
+
+/// A Workspace's status, or the empty one.
+pub fn status_of(ws: &Workspace) -> providers::api::WorkspaceStatus {
+    ws.status.clone().unwrap_or_default()
 }
 
 /// A Workspace's condition.

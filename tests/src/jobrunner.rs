@@ -13,7 +13,7 @@
 //!   `<run root>/etc/providers/values`. Secret volumes get one file per key (or per `items`
 //!   entry) with the volume's mode; emptyDir volumes an empty folder. Every argument and
 //!   environment value that starts with a mount path is rewritten the same way (so
-//!   `--values /etc/providers/values/values.yaml` and `HOME=/tmp` point into the run root).
+//!   `--values=/etc/providers/values/values.yaml` and `HOME=/tmp` point into the run root).
 //! - **Command**: the container's command must be `helm`; the runner runs the real helm
 //!   from `target/controlplane/bin` with the container's arguments — an argument vector,
 //!   never a shell — and a clean environment (the container's `env` values, `KUBECONFIG`,
@@ -493,7 +493,7 @@ async fn prepare(
             );
         }
     }
-    let rewrite = |value: &str| -> String {
+    let rewrite_path = |value: &str| -> String {
         mounts
             .iter()
             .filter(|(path, _)| {
@@ -502,6 +502,15 @@ async fn prepare(
             .max_by_key(|(path, _)| path.len())
             .map(|(path, local)| format!("{}{}", local.display(), &value[path.len()..]))
             .unwrap_or_else(|| value.to_owned())
+    };
+    // A path alone, or the value of a `--flag=path` argument.
+    let rewrite = |value: &str| -> String {
+        match value.split_once('=') {
+            Some((flag, path)) if flag.starts_with("--") => {
+                format!("{flag}={}", rewrite_path(path))
+            }
+            _ => rewrite_path(value),
+        }
     };
     let args: Vec<String> = container
         .args

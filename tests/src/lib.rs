@@ -18,6 +18,7 @@ pub mod pki;
 pub mod platform;
 pub mod plugin;
 pub mod ports;
+pub mod process;
 pub mod supervised;
 pub mod tcpproxy;
 pub mod users;

@@ -12,15 +12,15 @@ use serde_json::json;
 
 use crate::{binaries, controlplane::ControlPlaneInfo, kubectl, users::User};
 
-/// Applies the CRDs, the namespace and the tenant RBAC from manifests/ with the real
-/// kubectl, and waits until the CRDs are
-/// Established.
+/// Applies the CRDs, the namespace, the admission policies and the tenant RBAC from
+/// manifests/ with the real kubectl, and waits until the CRDs are Established.
 pub fn install(plane: &ControlPlaneInfo) -> anyhow::Result<()> {
     let root = binaries::workspace_root()?;
     let admin = plane.kubeconfig(User::Admin);
     for (flag, path) in [
         ("-k", "manifests/crds"),
         ("-k", "manifests/namespace"),
+        ("-k", "manifests/policies"),
         ("-f", "manifests/rbac/tenant.yaml"),
     ] {
         let path = root.join(path).display().to_string();

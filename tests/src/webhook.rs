@@ -131,6 +131,10 @@ impl Webhook {
             path(&private_key),
             "--kubeconfig".to_owned(),
             path(&webhook_kubeconfig),
+            "--client-ca".to_owned(),
+            path(&plane.webhook_client_ca_file),
+            "--allowed-client".to_owned(),
+            crate::controlplane::WEBHOOK_CLIENT_NAME.to_owned(),
         ];
         for repository in allowed_repositories {
             args.push("--allowed-chart-repository".to_owned());

@@ -160,8 +160,11 @@ async fn create(name: &str) -> Workspace {
 async fn finish(name: &str, result: &str) {
     let api: Api<Workspace> = Api::namespaced(admin().await, "org-a");
     let ws = api.get(name).await.expect("get");
-    let attempt = ws.spec.plan.as_ref().expect("sealed").plan.attempt;
-    let status = json!({"status": {"attempt": attempt, "jobResult": result, "phase": result}});
+    let plan = &ws.spec.plan.as_ref().expect("sealed").plan;
+    let status = json!({"status": {
+        "attempt": plan.attempt, "attemptID": plan.attempt_id,
+        "jobResult": result, "phase": result,
+    }});
     api.patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
         .await
         .expect("status");
@@ -399,7 +402,8 @@ async fn values_outside_the_schema_and_unknown_objects_are_denied_by_name() {
                 "edge-1",
                 json!({"image": {"repository": "evil/image"}}),
             ),
-            "spec.values.image.repository",
+            // The first key the recipe does not hold ends the check.
+            "spec.values.image: recipe \"demo\" does not let tenants set this path",
         ),
         (
             workspace("bad-type", "edge-1", json!({"replicaCount": "many"})),

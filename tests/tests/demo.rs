@@ -21,7 +21,7 @@ fn the_demo_runs_its_scripted_session_end_to_end() {
     for line in [
         "[alice] $ kubectl provider install greeter --recipe hello --edge edge-1",
         "hi from alice",
-        "error: spec.values.image.repository",
+        "error: spec.values.image: recipe \"hello\" does not let tenants set this path",
         "attempt 1 failed",
         "attempt 2 succeeded",
         "The scripted session finished.",

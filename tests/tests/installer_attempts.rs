@@ -197,20 +197,18 @@ async fn sealed_workspace_installs_the_pinned_chart_for_real() -> anyhow::Result
     let container = &pod.containers[0];
     let args = container.args.clone().context("args")?;
     let expected = [
-        "upgrade",
-        "--install",
-        "hello",
-        "hello",
-        "--repo",
-        &env.repo.url,
-        "--version",
-        "0.1.0",
-        "--namespace",
-        namespace,
-        "--values",
-        "/etc/providers/values/values.yaml",
+        "upgrade".to_owned(),
+        "--install".to_owned(),
+        format!("--repo={}", env.repo.url),
+        "--version=0.1.0".to_owned(),
+        format!("--namespace={namespace}"),
+        "--values=/etc/providers/values/values.yaml".to_owned(),
     ];
-    ensure!(args[..12] == expected, "pinned argument vector: {args:?}");
+    ensure!(args[..6] == expected, "pinned argument vector: {args:?}");
+    ensure!(
+        args[args.len() - 3..] == ["--", "hello", "hello"],
+        "release and chart after --: {args:?}"
+    );
     ensure!(
         container.command.as_deref() == Some(&["helm".to_owned()][..]),
         "no shell: {:?}",
@@ -410,17 +408,15 @@ async fn jobs_of(edge: &Client, uid: &str) -> anyhow::Result<Vec<Job>> {
 
 /// The pinned part of a runner's argument vector (all but the attempt's description).
 fn pinned(job: &Job) -> Vec<String> {
-    let args = job
-        .spec
+    job.spec
         .as_ref()
         .and_then(|s| s.template.spec.as_ref())
         .and_then(|p| p.containers.first())
         .and_then(|c| c.args.clone())
-        .unwrap_or_default();
-    match args.iter().position(|a| a == "--description") {
-        Some(at) => args[..at].to_vec(),
-        None => args,
-    }
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|a| !a.starts_with("--description="))
+        .collect()
 }
 
 /// Show 3: a failed Job leaves the attempt failed, with no new Job; a retry runs exactly
@@ -591,6 +587,10 @@ async fn broken_seal_touches_nothing_on_the_edge() -> anyhow::Result<()> {
         .map(|c| c.message.clone())
         .unwrap_or_default();
     ensure!(message.contains("signature"), "says why: {message}");
+    ensure!(
+        !message.contains("spec.retry"),
+        "a plan refused for its seal is never retried, so the message does not advise it: {message}"
+    );
     // Nothing on the edge, now or a little later.
     tokio::time::sleep(Duration::from_secs(2)).await;
     ensure!(

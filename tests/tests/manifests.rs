@@ -101,6 +101,21 @@ fn the_overlay_without_cert_manager_is_accepted_as_documented() {
         admin,
         "kubectl apply --server-side -f certs/webhook-tls-secret.yaml",
     );
+    sh(
+        &root,
+        admin,
+        "kubectl apply --server-side -f certs/webhook-callers-configmap.yaml",
+    );
+    // What generate.sh hands the API server names the client certificate it made.
+    let config = std::fs::read_to_string(root.join("certs/admission-configuration.yaml")).unwrap();
+    assert!(config.contains("kind: AdmissionConfiguration"), "{config}");
+    let kubeconfig =
+        std::fs::read_to_string(root.join("certs/webhook-admission.kubeconfig")).unwrap();
+    assert!(
+        kubeconfig.contains("providers-webhook.providers-system.svc")
+            && kubeconfig.contains("apiserver-webhook-client.crt"),
+        "{kubeconfig}"
+    );
     let out = sh(
         &root,
         admin,
@@ -114,6 +129,8 @@ fn the_overlay_without_cert_manager_is_accepted_as_documented() {
         "poddisruptionbudget.policy/providers-webhook serverside-applied (server dry run)",
         "mutatingwebhookconfiguration.admissionregistration.k8s.io/providers-webhook serverside-applied (server dry run)",
         "validatingwebhookconfiguration.admissionregistration.k8s.io/providers-webhook serverside-applied (server dry run)",
+        "validatingadmissionpolicy.admissionregistration.k8s.io/providers-finalizer-guard serverside-applied (server dry run)",
+        "validatingadmissionpolicy.admissionregistration.k8s.io/providers-values-bounds serverside-applied (server dry run)",
     ] {
         assert!(out.contains(object), "{object} not in:\n{out}");
     }
@@ -156,4 +173,63 @@ rm sealing.pem"#,
     )
     .unwrap();
     assert_eq!(secret, "kubernetes.io/tls");
+}
+
+/// The webhook answers only the API server's client certificate by default; the component
+/// for clusters whose API server cannot present one switches that off explicitly, and the
+/// NetworkPolicy component admits only the API server's addresses to the webhook's port.
+#[test]
+fn callers_are_authenticated_unless_a_component_says_otherwise() {
+    let (_dir, root) = checkout();
+    let render = |path: &Path| {
+        let out = Command::new("kubectl")
+            .arg("kustomize")
+            .arg(path)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let base = render(&root.join("manifests/webhook"));
+    assert!(
+        base.contains("--client-ca=/etc/providers/callers/ca.crt"),
+        "{base}"
+    );
+    assert!(base.contains("name: providers-webhook-callers"), "{base}");
+    assert!(!base.contains("--allow-unauthenticated-callers"));
+    let overlay = root.join("managed");
+    std::fs::create_dir_all(&overlay).unwrap();
+    std::fs::write(
+        overlay.join("kustomization.yaml"),
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ../manifests/webhook\ncomponents:\n  - ../manifests/components/unauthenticated-callers\n  - ../manifests/components/network-policy\n",
+    )
+    .unwrap();
+    let managed = render(&overlay);
+    assert!(
+        managed.contains("--allow-unauthenticated-callers"),
+        "{managed}"
+    );
+    assert!(!managed.contains("--client-ca"), "{managed}");
+    assert!(!managed.contains("providers-webhook-callers"), "{managed}");
+    assert!(managed.contains("kind: NetworkPolicy") && managed.contains("port: 8443"));
+    let plane = supervised::shared(Path::new(env!("CARGO_BIN_EXE_providers-controlplane")));
+    let admin = plane.kubeconfig(User::Admin);
+    sh(
+        &root,
+        admin,
+        "kubectl apply --server-side -k manifests/namespace",
+    );
+    let out = sh(
+        &root,
+        admin,
+        "kubectl apply --server-side --dry-run=server -f manifests/components/network-policy/network-policy.yaml",
+    );
+    assert!(
+        out.contains("networkpolicy.networking.k8s.io/providers-webhook serverside-applied"),
+        "{out}"
+    );
 }

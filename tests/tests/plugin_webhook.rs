@@ -10,8 +10,8 @@ use testbed::{
     plugin::{
         self,
         fixture::{
-            REPOSITORY, assert_one_error_line, get, install_as_alice, install_catalog,
-            sealed_attempt, wait_for, write_status,
+            REPOSITORY, assert_one_error_line, get, install_as_alice, install_catalog, wait_for,
+            write_status,
         },
     },
     supervised,
@@ -47,13 +47,13 @@ fn fixture() -> &'static Fixture {
 
 /// Records a terminal result for the sealed attempt, as the installer does.
 fn finish(plane: &ControlPlaneInfo, name: &str, result: &str) -> anyhow::Result<()> {
-    let attempt = sealed_attempt(plane, "org-a", name)?;
+    let plan = &get(plane, "org-a", name)?["spec"]["plan"];
     write_status(
         plane,
         "org-a",
         name,
-        json!({"phase": result, "attempt": attempt, "jobResult": result,
-               "finishedAt": "2026-01-01T10:00:00Z"}),
+        json!({"phase": result, "attempt": plan["attempt"], "attemptID": plan["attemptID"],
+               "jobResult": result, "finishedAt": "2026-01-01T10:00:00Z"}),
     )
 }
 
@@ -168,7 +168,7 @@ fn unknown_recipes_and_values_outside_the_schema_are_refused() -> anyhow::Result
     for (set, field) in [
         ("replicaCount=99", "replicaCount"),
         ("tier=huge", "tier"),
-        ("image.repository=evil/registry", "image.repository"),
+        ("image.repository=evil/registry", "spec.values.image:"),
     ] {
         let run = plugin::run(
             alice,

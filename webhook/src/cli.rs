@@ -67,6 +67,24 @@ pub struct ServeArgs {
     /// Path of a kubeconfig; in a cluster, the Pod's service account is used.
     #[arg(long, env = "KUBECONFIG")]
     pub kubeconfig: Option<PathBuf>,
+    /// The CA (PEM) that signs the API server's client certificate for webhooks. Callers
+    /// without a certificate it signed, for one of --allowed-client, are refused during the
+    /// TLS handshake. Reloaded when the file changes.
+    #[arg(long, env = "PROVIDERS_CLIENT_CA")]
+    pub client_ca: Option<PathBuf>,
+    /// A subject common name or DNS name a caller's certificate may carry (the API server's
+    /// webhook client certificate). Repeatable.
+    #[arg(
+        long = "allowed-client",
+        env = "PROVIDERS_ALLOWED_CLIENTS",
+        value_delimiter = ','
+    )]
+    pub allowed_clients: Vec<String>,
+    /// Answer any TLS client, without a client certificate: for clusters whose API server
+    /// cannot present one (most managed clusters). Then only the network keeps other
+    /// callers away; see docs/security.md.
+    #[arg(long, conflicts_with = "client_ca")]
+    pub allow_unauthenticated_callers: bool,
 }
 
 #[derive(Args, Clone, Debug)]

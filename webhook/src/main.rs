@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 
 mod admission;
+mod authz;
 mod cli;
 mod controller;
 mod keygen;

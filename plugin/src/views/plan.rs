@@ -1,44 +1,24 @@
 //! `kubectl provider plan`: the sealed plan of the current attempt, and checking its seal.
 
-use kube::ResourceExt;
 use providers::{
+    admission::binding_of,
     api::{SealedPlan, Workspace},
     seal::Keyring,
+    verify::verify_plan,
 };
 
 use crate::{objects::Fetched, output::Rendered, table::Fields, views::workspaces::name_of};
 
-/// Checks a Workspace's sealed plan: the signature against the published keys, then that
-/// it was sealed for this very Workspace (a plan copied from another Workspace, or from a
+/// Checks a Workspace's sealed plan exactly as the installer does before it runs it
+/// ([`providers::verify::verify_plan`]): the signature against the published keys, no dry
+/// run, and bound to this very Workspace (a plan copied from another Workspace, or from a
 /// deleted one of the same name, carries a valid signature but the wrong identity).
 /// Returns the signing key's ID, or why the plan cannot be trusted.
 pub fn verify(keyring: &Keyring, ws: &Workspace) -> Result<String, String> {
     let Some(sealed) = &ws.spec.plan else {
         return Err("the Workspace has no sealed plan".to_owned());
     };
-    keyring.verify(sealed).map_err(|e| e.to_string())?;
-    let bound = &sealed.plan.workspace;
-    let namespace = ws.namespace().unwrap_or_default();
-    let name = ws.name_any();
-    if bound.namespace != namespace || bound.name != name {
-        return Err(format!(
-            "the plan was sealed for Workspace {}/{}, not {namespace}/{name}: it was copied from another Workspace",
-            bound.namespace, bound.name
-        ));
-    }
-    if sealed.plan.org != namespace {
-        return Err(format!(
-            "the plan was sealed for organization {}, not {namespace}",
-            sealed.plan.org
-        ));
-    }
-    let uid = ws.uid().unwrap_or_default();
-    if !bound.uid.is_empty() && bound.uid != uid {
-        return Err(format!(
-            "the plan was sealed for an earlier Workspace named {name} (uid {}), not this one (uid {uid}): it was replayed",
-            bound.uid
-        ));
-    }
+    verify_plan(sealed, keyring, &binding_of(ws)).map_err(|e| e.to_string())?;
     Ok(sealed.seal.key_id.clone())
 }
 
@@ -176,12 +156,32 @@ mod tests {
         let mut ws = sealed_workspace(&sealer);
         ws.metadata.name = Some("copy".into());
         let error = verify(&Keyring::from(&sealer), &ws).unwrap_err();
-        assert!(error.contains("copied from another Workspace"), "{error}");
+        assert!(
+            error.contains("cannot be copied between Workspaces"),
+            "{error}"
+        );
 
         let mut ws = sealed_workspace(&sealer);
+        ws.spec.plan.as_mut().unwrap().plan.workspace.uid = "uid-old".into();
+        let sealed = sealer.seal(ws.spec.plan.take().unwrap().plan).unwrap();
+        ws.spec.plan = Some(sealed);
         ws.metadata.uid = Some("uid-new".into());
         let error = verify(&Keyring::from(&sealer), &ws).unwrap_err();
-        assert!(error.contains("it was replayed"), "{error}");
+        assert!(
+            error.contains("of a deleted Workspace of the same name"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_dry_run_plan_fails() {
+        let sealer = Sealer::from_seed([7; 32]);
+        let mut ws = sealed_workspace(&sealer);
+        let mut plan = ws.spec.plan.take().unwrap().plan;
+        plan.dry_run = true;
+        ws.spec.plan = Some(sealer.seal(plan).unwrap());
+        let error = verify(&Keyring::from(&sealer), &ws).unwrap_err();
+        assert!(error.contains("dry run"), "{error}");
     }
 
     #[test]

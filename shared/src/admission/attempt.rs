@@ -5,21 +5,40 @@ use serde_json::{Map, Value};
 use crate::api::{JobResult, Plan, Workspace, WorkspaceSpec};
 
 /// An attempt is active when a plan is sealed and the status records no terminal result
-/// for that attempt. The CRD's CEL rules encode the same definition.
+/// for that attempt. A stored plan older than the attempt the installer recorded (written
+/// while the webhooks were bypassed) is never run, so it is not active either. The CRD's
+/// CEL rules encode the same definition.
 pub fn is_active(workspace: &Workspace) -> bool {
     let Some(sealed) = &workspace.spec.plan else {
         return false;
     };
-    terminal_result(workspace, &sealed.plan).is_none()
+    let superseded = workspace
+        .status
+        .as_ref()
+        .and_then(|s| s.attempt)
+        .is_some_and(|recorded| recorded > sealed.plan.attempt);
+    !superseded && terminal_result(workspace, &sealed.plan).is_none()
 }
 
-/// The terminal result of the sealed attempt, if the installer recorded one.
+/// The terminal result recorded for the sealed attempt's number. The CRD's CEL rules
+/// use the same definition, so the webhook and the API server agree on what is active.
 pub fn terminal_result(workspace: &Workspace, plan: &Plan) -> Option<JobResult> {
     let status = workspace.status.as_ref()?;
     if status.attempt != Some(plan.attempt) {
         return None;
     }
     status.job_result
+}
+
+/// The terminal result the installer recorded for this very plan: its number and its ID.
+/// A stored plan that merely reuses the number of a recorded attempt (a replay) has no
+/// result of its own, so it can never be retried.
+pub fn recorded_result(workspace: &Workspace, plan: &Plan) -> Option<JobResult> {
+    let status = workspace.status.as_ref()?;
+    if status.attempt_id.as_deref() != Some(plan.attempt_id.as_str()) {
+        return None;
+    }
+    terminal_result(workspace, plan)
 }
 
 /// Deletion fences new attempts: from the deletion timestamp, or the installer's record.

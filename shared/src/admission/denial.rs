@@ -1,7 +1,11 @@
 //! Every reason the webhook refuses a Workspace write. The Display text is the message
 //! the user sees: it names the field, the reason and what to do.
 
-use crate::{plan::ResolveError, seal::SealError};
+use crate::{
+    plan::{ResolveError, Withdrawn},
+    seal::SealError,
+    verify::PlanDefect,
+};
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum Denial {
@@ -20,11 +24,23 @@ pub enum Denial {
     #[error(
         "spec.plan: {0}; remove spec.plan from your change and the webhook keeps the sealed plan"
     )]
-    SealInvalid(SealError),
+    PlanInvalid(PlanDefect),
     #[error(
-        "spec.plan was sealed for Workspace {sealed_for}, not {this}: a plan cannot be copied between Workspaces; remove spec.plan from your change"
+        "spec.retry: attempt {attempt}'s stored plan cannot be run again: {defect}. A retry never signs a plan this webhook did not seal for this Workspace; change spec.recipe, spec.edge, spec.version or spec.values to seal a new attempt from the current Recipe"
     )]
-    PlanForOtherWorkspace { sealed_for: String, this: String },
+    RetryOfUnverifiedPlan { attempt: i64, defect: PlanDefect },
+    #[error(
+        "spec.retry: the stored spec.plan (attempt {attempt}, ID {stored_id}) is not the attempt the installer recorded (ID {recorded_id}), so it cannot be run again; change spec.recipe, spec.edge, spec.version or spec.values to seal a new attempt"
+    )]
+    RetryOfUnrecordedPlan {
+        attempt: i64,
+        stored_id: String,
+        recorded_id: String,
+    },
+    #[error(
+        "spec.retry: attempt {attempt} cannot run again: {why}; change the intent (for example spec.version), which seals a new attempt from the current Recipe"
+    )]
+    RetryWithdrawn { attempt: i64, why: Withdrawn },
     #[error(
         "spec.plan: attempt {attempt} was sealed for another request (a dry run or an earlier write), so it cannot start here; remove spec.plan from your change"
     )]
@@ -50,10 +66,6 @@ pub enum Denial {
     )]
     AttemptActive { attempt: i64 },
     #[error(
-        "spec.retry: attempt {attempt} is still active; a retry can be asked for once it has failed (kubectl provider status shows its result)"
-    )]
-    RetryWhileActive { attempt: i64 },
-    #[error(
         "spec.{field} changed but no new attempt was sealed for it; apply the change again through the API server with the providers webhooks registered"
     )]
     NotResealed { field: &'static str },
@@ -62,11 +74,15 @@ pub enum Denial {
     )]
     Fenced { workspace: String },
     #[error(
-        "spec.recipe: recipe {name:?} does not exist; `kubectl provider recipes` lists the recipes you can install"
+        "{field}: {name} is not a valid name (lowercase letters, digits, '-' and '.', at most 253 characters); `kubectl provider recipes` and `kubectl provider edges` list what exists"
+    )]
+    InvalidName { field: &'static str, name: String },
+    #[error(
+        "spec.recipe: recipe {name} does not exist; `kubectl provider recipes` lists the recipes you can install"
     )]
     UnknownRecipe { name: String },
     #[error(
-        "spec.edge: edge {name:?} does not exist; `kubectl provider edges` lists the edges and whether you may install there"
+        "spec.edge: edge {name} does not exist; `kubectl provider edges` lists the edges and whether you may install there"
     )]
     UnknownEdge { name: String },
     #[error(
@@ -102,16 +118,25 @@ impl Denial {
             Denial::PlanSetOnCreate => "PlanSetByUser",
             Denial::NameRequired => "NameRequired",
             Denial::PlanMissing => "PlanMissing",
-            Denial::SealInvalid(_) => "SealInvalid",
-            Denial::PlanForOtherWorkspace { .. } => "PlanForOtherWorkspace",
+            Denial::PlanInvalid(PlanDefect::Seal(_)) => "SealInvalid",
+            Denial::PlanInvalid(PlanDefect::DryRun { .. }) => "PlanSealedForDryRun",
+            Denial::PlanInvalid(
+                PlanDefect::OtherWorkspace { .. }
+                | PlanDefect::OtherOrganization { .. }
+                | PlanDefect::OtherUid { .. },
+            ) => "PlanForOtherWorkspace",
+            Denial::PlanInvalid(_) => "PlanNotBound",
+            Denial::RetryOfUnverifiedPlan { .. } => "RetryOfUnverifiedPlan",
+            Denial::RetryOfUnrecordedPlan { .. } => "RetryOfUnrecordedPlan",
+            Denial::RetryWithdrawn { .. } => "RetryWithdrawn",
             Denial::PlanNotForThisRequest { .. } => "PlanReplayed",
             Denial::PlanChanged { .. } => "PlanChanged",
             Denial::AttemptOutOfOrder { .. } => "AttemptOutOfOrder",
             Denial::EditForbidden { .. } => "EditForbidden",
-            Denial::RetryWhileActive { .. } => "RetryWhileActive",
             Denial::AttemptActive { .. } => "AttemptActive",
             Denial::NotResealed { .. } => "NotResealed",
             Denial::Fenced { .. } => "DeletionFenced",
+            Denial::InvalidName { .. } => "InvalidName",
             Denial::UnknownRecipe { .. } => "UnknownRecipe",
             Denial::UnknownEdge { .. } => "UnknownEdge",
             Denial::NotAuthorized { .. } => "EdgeNotAuthorized",
@@ -130,13 +155,17 @@ impl Denial {
             Denial::EditForbidden { field, .. } | Denial::NotResealed { field } => {
                 format!("spec.{field}")
             }
-            Denial::RetryWhileActive { .. } => "spec.retry".to_owned(),
+            Denial::RetryOfUnverifiedPlan { .. }
+            | Denial::RetryOfUnrecordedPlan { .. }
+            | Denial::RetryWithdrawn { .. } => "spec.retry".to_owned(),
             Denial::UnknownRecipe { .. } => "spec.recipe".to_owned(),
             Denial::UnknownEdge { .. }
             | Denial::NotAuthorized { .. }
             | Denial::AuthorizationUnavailable { .. } => "spec.edge".to_owned(),
             Denial::Resolve(error) => error.field(),
-            Denial::LookupFailed { field, .. } => (*field).to_owned(),
+            Denial::LookupFailed { field, .. } | Denial::InvalidName { field, .. } => {
+                (*field).to_owned()
+            }
             Denial::Fenced { .. } => "metadata.deletionTimestamp".to_owned(),
             Denial::NameRequired => "metadata.name".to_owned(),
             _ => "spec.plan".to_owned(),
@@ -150,9 +179,7 @@ impl Denial {
             Denial::AuthorizationUnavailable { .. }
             | Denial::LookupFailed { .. }
             | Denial::Seal(_) => 503,
-            Denial::Fenced { .. }
-            | Denial::RetryWhileActive { .. }
-            | Denial::AttemptActive { .. } => 409,
+            Denial::Fenced { .. } | Denial::AttemptActive { .. } => 409,
             _ => 422,
         }
     }

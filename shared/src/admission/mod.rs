@@ -14,9 +14,12 @@ pub mod mutate;
 pub mod validate;
 
 pub use denial::Denial;
-use k8s_openapi::api::authentication::v1::UserInfo;
+use k8s_openapi::{api::authentication::v1::UserInfo, jiff::Timestamp};
 
-use crate::api::{Workspace, WorkspaceIdentity};
+use crate::{
+    api::{Workspace, WorkspaceIdentity},
+    verify::Binding,
+};
 
 /// The operations the webhooks review.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,6 +35,10 @@ pub struct Request<'a> {
     pub user: &'a UserInfo,
     pub object: &'a Workspace,
     pub old: Option<&'a Workspace>,
+    /// Whether the request is a dry run: a plan sealed for it says so and never runs.
+    pub dry_run: bool,
+    /// When the request is reviewed: the seal time of a plan sealed for it.
+    pub now: Timestamp,
 }
 
 impl Request<'_> {
@@ -74,10 +81,35 @@ impl Request<'_> {
         }
     }
 
+    /// The Workspace a plan in this request must be bound to.
+    pub fn binding(&self) -> Binding<'_> {
+        let mut binding = binding_of(self.object);
+        binding.dry_run = self.dry_run;
+        if binding.uid.is_empty()
+            && let Some(old) = self.old
+        {
+            binding.uid = old.metadata.uid.as_deref().unwrap_or_default();
+        }
+        binding
+    }
+
     /// `namespace/name` of the object, for messages.
     pub fn workspace_key(&self) -> String {
         let id = self.workspace_identity();
         format!("{}/{}", id.namespace, id.name)
+    }
+}
+
+/// The binding of a stored or submitted Workspace: its namespace, name, UID and creation
+/// time, as far as it has them.
+pub fn binding_of(workspace: &Workspace) -> Binding<'_> {
+    let meta = &workspace.metadata;
+    Binding {
+        namespace: meta.namespace.as_deref().unwrap_or_default(),
+        name: meta.name.as_deref().unwrap_or_default(),
+        uid: meta.uid.as_deref().unwrap_or_default(),
+        created: meta.creation_timestamp.as_ref().map(|t| t.0),
+        dry_run: false,
     }
 }
 

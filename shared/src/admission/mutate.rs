@@ -1,14 +1,17 @@
 //! The mutating decision: seal a new attempt, keep the sealed plan, or restore it.
 
 use crate::{
-    api::{EdgeSpec, Owner, Plan, RecipeSpec, SealedPlan},
+    api::{EdgeSpec, JobResult, Owner, RecipeSpec, SealedPlan},
     plan::{self, AttemptContext},
-    seal::Sealer,
+    seal::{Keyring, Sealer},
+    text::quoted,
+    verify::verify_plan,
 };
 
 use super::{
     Denial, Operation, Request,
-    attempt::{changed_intent, is_active, is_fenced, retry_of, terminal_result},
+    attempt::{changed_intent, is_active, is_fenced, recorded_result, retry_of, terminal_result},
+    binding_of,
 };
 
 /// Why a new attempt starts.
@@ -18,31 +21,40 @@ pub enum StartKind {
     Create,
     /// The tenant changed the intent after a terminal attempt: resolve the new intent.
     Upgrade,
-    /// The tenant raised spec.retry after a failed attempt: run the original plan again.
-    Retry { original: Box<Plan> },
+    /// The tenant raised spec.retry after a failed attempt: run the original plan again,
+    /// once its seal and binding verify and the Recipe still offers what it pinned.
+    Retry { original: Box<SealedPlan> },
 }
 
-/// A new attempt to seal.
+/// A new attempt to seal, and what the caller must look up for it: the Recipe and the
+/// Edge by name, and whether the requesting user may install onto that edge.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Start {
     pub kind: StartKind,
     pub attempt: i64,
+    /// The Recipe to look up: the intent's, or the one a retried plan pinned.
+    pub recipe: String,
+    /// The Edge to look up and authorize the user on.
+    pub edge: String,
 }
 
 impl Start {
-    /// The edge the requesting user must be authorized to install onto.
-    pub fn edge<'a>(&'a self, request: &'a Request<'_>) -> &'a str {
-        match &self.kind {
-            StartKind::Retry { original } => &original.edge_name,
-            _ => &request.object.spec.edge,
-        }
-    }
-
-    /// The recipe to resolve, or None for a retry (which reuses the original plan).
-    pub fn recipe<'a>(&self, request: &'a Request<'_>) -> Option<&'a str> {
-        match &self.kind {
-            StartKind::Retry { .. } => None,
-            _ => Some(&request.object.spec.recipe),
+    fn new(kind: StartKind, attempt: i64, request: &Request<'_>) -> Self {
+        let (recipe, edge) = match &kind {
+            StartKind::Retry { original } => (
+                original.plan.provider.clone(),
+                original.plan.edge_name.clone(),
+            ),
+            _ => (
+                request.object.spec.recipe.clone(),
+                request.object.spec.edge.clone(),
+            ),
+        };
+        Self {
+            kind,
+            attempt,
+            recipe,
+            edge,
         }
     }
 }
@@ -64,67 +76,111 @@ pub enum PlanAction {
 pub fn plan_action(request: &Request<'_>) -> Result<PlanAction, Denial> {
     request.require_name()?;
     let new = &request.object.spec;
+    let stored = request.old.and_then(|old| old.spec.plan.as_ref());
+    if stored.is_none() && new.plan.is_some() {
+        return Err(Denial::PlanSetOnCreate);
+    }
+    if let Some(start) = start_of(request)? {
+        // Names are checked before anything is looked up by them.
+        for (field, name) in [("spec.recipe", &start.recipe), ("spec.edge", &start.edge)] {
+            if !is_object_name(name) {
+                return Err(Denial::InvalidName {
+                    field,
+                    name: quoted(name),
+                });
+            }
+        }
+        return Ok(PlanAction::Start(start));
+    }
+    Ok(match (stored, &new.plan) {
+        (Some(sealed), None) => PlanAction::Restore(Box::new(sealed.clone())),
+        _ => PlanAction::Keep,
+    })
+}
+
+/// Whether `name` can name a cluster-scoped object: a DNS subdomain (RFC 1123), as the API
+/// server requires of Recipe and Edge names.
+pub fn is_object_name(name: &str) -> bool {
+    let alphanumeric = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
+    !name.is_empty()
+        && name.len() <= 253
+        && name.split('.').all(|label| {
+            label.starts_with(alphanumeric)
+                && label.ends_with(alphanumeric)
+                && label.chars().all(|c| alphanumeric(c) || c == '-')
+        })
+}
+
+/// The attempt this write starts, if any, whatever plan the request carries: on create; on
+/// an update of a Workspace stored unsealed; on changed intent after a terminal attempt;
+/// on a raised spec.retry after the recorded attempt failed.
+pub fn start_of(request: &Request<'_>) -> Result<Option<Start>, Denial> {
+    let new = &request.object.spec;
     let old = match (request.operation, request.old) {
         (Operation::Create, _) | (Operation::Update, None) => {
-            if new.plan.is_some() {
-                return Err(Denial::PlanSetOnCreate);
-            }
-            return Ok(PlanAction::Start(Start {
-                kind: StartKind::Create,
-                attempt: 1,
-            }));
+            return Ok(Some(Start::new(StartKind::Create, 1, request)));
         }
         (Operation::Update, Some(old)) => old,
     };
+    // After every attempt sealed or recorded: a stored plan older than the recorded
+    // attempt (written while the webhooks were bypassed) never lowers the count.
+    let recorded = old.status.as_ref().and_then(|s| s.attempt).unwrap_or(0);
     let Some(sealed) = &old.spec.plan else {
-        // Stored unsealed (written while the webhooks were not registered): seal now,
-        // after every attempt the installer already recorded.
-        if new.plan.is_some() {
-            return Err(Denial::PlanSetOnCreate);
-        }
-        let recorded = old.status.as_ref().and_then(|s| s.attempt).unwrap_or(0);
-        return Ok(PlanAction::Start(Start {
-            kind: StartKind::Create,
-            attempt: recorded + 1,
-        }));
-    };
-    let restore_if_omitted = || match &new.plan {
-        None => PlanAction::Restore(Box::new(sealed.clone())),
-        Some(_) => PlanAction::Keep,
+        // Stored unsealed (written while the webhooks were not registered): seal now.
+        return Ok(Some(Start::new(StartKind::Create, recorded + 1, request)));
     };
     if is_fenced(old) || is_fenced(request.object) || is_active(old) {
-        return Ok(restore_if_omitted());
+        return Ok(None);
     }
-    let next = sealed.plan.attempt + 1;
+    let next = sealed.plan.attempt.max(recorded) + 1;
     if changed_intent(&old.spec, new).is_some() {
-        return Ok(PlanAction::Start(Start {
-            kind: StartKind::Upgrade,
-            attempt: next,
-        }));
+        return Ok(Some(Start::new(StartKind::Upgrade, next, request)));
     }
-    let failed = matches!(
-        terminal_result(old, &sealed.plan),
-        Some(crate::api::JobResult::Failed | crate::api::JobResult::Rejected)
-    );
-    if failed && retry_of(new) > retry_of(&old.spec) {
-        return Ok(PlanAction::Start(Start {
-            kind: StartKind::Retry {
-                original: Box::new(sealed.plan.clone()),
+    if retry_of(new) <= retry_of(&old.spec) {
+        return Ok(None);
+    }
+    let failed = |result| matches!(result, Some(JobResult::Failed | JobResult::Rejected));
+    if failed(recorded_result(old, &sealed.plan)) {
+        return Ok(Some(Start::new(
+            StartKind::Retry {
+                original: Box::new(sealed.clone()),
             },
-            attempt: next,
-        }));
+            next,
+            request,
+        )));
     }
-    Ok(restore_if_omitted())
+    if failed(terminal_result(old, &sealed.plan)) {
+        // The number of a failed attempt, but not its plan: a replay stored while the
+        // webhooks were bypassed. It is never signed again.
+        return Err(Denial::RetryOfUnrecordedPlan {
+            attempt: sealed.plan.attempt,
+            stored_id: quoted(&sealed.plan.attempt_id),
+            recorded_id: old
+                .status
+                .as_ref()
+                .and_then(|s| s.attempt_id.clone())
+                .unwrap_or_default(),
+        });
+    }
+    Ok(None)
 }
 
 /// What the caller looked up for a new attempt.
 pub struct Lookups<'a> {
-    /// The Recipe named by the intent, if it exists (unused for a retry).
+    /// The Recipe [`Start::recipe`], if it exists.
     pub recipe: Option<&'a RecipeSpec>,
-    /// The Edge named by the intent, if it exists (unused for a retry).
+    /// The Edge [`Start::edge`], if it exists.
     pub edge: Option<&'a EdgeSpec>,
     /// The SubjectAccessReview's answer for `install` on the edge, or why there is none.
     pub authorized: Result<bool, String>,
+}
+
+/// The platform's side of sealing: the key that signs, the keys a retried plan must
+/// verify with, and the chart repositories recipes may install from.
+pub struct Sealing<'a> {
+    pub sealer: &'a Sealer,
+    pub keyring: &'a Keyring,
+    pub allowlist: &'a [String],
 }
 
 /// Resolves and seals a new attempt.
@@ -132,8 +188,7 @@ pub fn seal_attempt(
     request: &Request<'_>,
     start: &Start,
     lookups: Lookups<'_>,
-    sealer: &Sealer,
-    allowlist: &[String],
+    sealing: &Sealing<'_>,
 ) -> Result<SealedPlan, Denial> {
     let intent = &request.object.spec;
     let user = request.user.username.clone().unwrap_or_default();
@@ -144,28 +199,65 @@ pub fn seal_attempt(
         owner: Owner {
             username: user.clone(),
             uid: request.user.uid.clone().unwrap_or_default(),
+            groups: request.user.groups.clone().unwrap_or_default(),
+            extra: request.user.extra.clone().unwrap_or_default(),
         },
         attempt: start.attempt,
         retry: retry_of(intent),
+        sealed_at: request.now,
+        dry_run: request.dry_run,
     };
+    let recipe = lookups.recipe.ok_or_else(|| Denial::UnknownRecipe {
+        name: quoted(&start.recipe),
+    })?;
+    let edge = lookups.edge.ok_or_else(|| Denial::UnknownEdge {
+        name: quoted(&start.edge),
+    })?;
     let plan = match &start.kind {
         StartKind::Retry { original } => {
-            authorize(&lookups, &user, &original.edge_name)?;
-            plan::retry(original, context)
+            check_original(request, original, sealing.keyring)?;
+            plan::check_retry(&original.plan, recipe, edge, sealing.allowlist).map_err(|why| {
+                Denial::RetryWithdrawn {
+                    attempt: original.plan.attempt,
+                    why,
+                }
+            })?;
+            authorize(&lookups, &user, &start.edge)?;
+            plan::retry(&original.plan, context)
         }
         StartKind::Create | StartKind::Upgrade => {
-            let recipe = lookups.recipe.ok_or_else(|| Denial::UnknownRecipe {
-                name: intent.recipe.clone(),
-            })?;
-            let edge = lookups.edge.ok_or_else(|| Denial::UnknownEdge {
-                name: intent.edge.clone(),
-            })?;
-            authorize(&lookups, &user, &intent.edge)?;
-            plan::resolve(&intent.recipe, recipe, edge, intent, context, allowlist)
-                .map_err(Denial::Resolve)?
+            authorize(&lookups, &user, &start.edge)?;
+            plan::resolve(
+                &start.recipe,
+                recipe,
+                edge,
+                intent,
+                context,
+                sealing.allowlist,
+            )
+            .map_err(Denial::Resolve)?
         }
     };
-    sealer.seal(plan).map_err(Denial::Seal)
+    sealing.sealer.seal(plan).map_err(Denial::Seal)
+}
+
+/// A retry signs the stored plan again only when this webhook sealed it for this very
+/// Workspace: its seal verifies with a published key and it is bound to the stored object.
+/// A plan written while the webhooks were bypassed is never signed.
+fn check_original(
+    request: &Request<'_>,
+    original: &SealedPlan,
+    keyring: &Keyring,
+) -> Result<(), Denial> {
+    let Some(old) = request.old else {
+        return Ok(());
+    };
+    verify_plan(original, keyring, &binding_of(old)).map_err(|defect| {
+        Denial::RetryOfUnverifiedPlan {
+            attempt: original.plan.attempt,
+            defect,
+        }
+    })
 }
 
 fn authorize(lookups: &Lookups<'_>, user: &str, edge: &str) -> Result<(), Denial> {

@@ -1,24 +1,67 @@
 //! Table-driven tests of the admission rules, one case per rule.
 
-use k8s_openapi::api::authentication::v1::UserInfo;
+use k8s_openapi::{
+    api::authentication::v1::UserInfo,
+    apimachinery::pkg::apis::meta::v1::Time,
+    jiff::{SignedDuration, Timestamp},
+};
 use kube::api::ObjectMeta;
 use serde_json::json;
 
 use super::{
     Denial, Operation, Request,
-    mutate::{Lookups, PlanAction, StartKind, plan_action, seal_attempt},
+    mutate::{Lookups, PlanAction, Sealing, StartKind, plan_action, seal_attempt},
     validate::validate,
 };
 use crate::{
     api::{
-        ChartRef, EdgeSpec, JobResult, RecipeSpec, SecretKeyRef, ValueField, ValueType, Workspace,
-        WorkspaceSpec, WorkspaceStatus,
+        ChartRef, EdgeSpec, ExecutionRule, JobResult, RecipeSpec, SecretKeyRef, ValueField,
+        ValueType, Workspace, WorkspaceSpec, WorkspaceStatus,
     },
+    plan::Withdrawn,
     seal::{Keyring, Sealer},
+    verify::PlanDefect,
 };
 
 fn sealer() -> Sealer {
     Sealer::from_seed([7; 32])
+}
+
+/// The time every review in these tests happens at.
+fn now() -> Timestamp {
+    Timestamp::from_second(1_800_000_000).unwrap()
+}
+
+fn request<'a>(
+    operation: Operation,
+    user: &'a UserInfo,
+    object: &'a Workspace,
+    old: Option<&'a Workspace>,
+) -> Request<'a> {
+    Request {
+        operation,
+        user,
+        object,
+        old,
+        dry_run: false,
+        now: now(),
+    }
+}
+
+fn seal_with(
+    request: &Request<'_>,
+    start: &super::mutate::Start,
+    lookups: Lookups<'_>,
+    allowlist: &[String],
+) -> Result<crate::api::SealedPlan, Denial> {
+    let sealer = sealer();
+    let keyring = Keyring::from(&sealer);
+    let sealing = Sealing {
+        sealer: &sealer,
+        keyring: &keyring,
+        allowlist,
+    };
+    seal_attempt(request, start, lookups, &sealing)
 }
 
 fn recipe(chart: &str) -> RecipeSpec {
@@ -62,6 +105,7 @@ fn alice() -> UserInfo {
     UserInfo {
         username: Some("alice".into()),
         uid: Some("uid-alice".into()),
+        groups: Some(vec!["tenants".into(), "system:authenticated".into()]),
         ..Default::default()
     }
 }
@@ -97,42 +141,39 @@ fn admit(
     object: &Workspace,
     old: Option<&Workspace>,
 ) -> Result<Workspace, Denial> {
+    admit_with(operation, object, old, &recipe("demo"))
+}
+
+/// [`admit`] with the Recipe as the platform has it at the time of the request.
+fn admit_with(
+    operation: Operation,
+    object: &Workspace,
+    old: Option<&Workspace>,
+    recipe: &RecipeSpec,
+) -> Result<Workspace, Denial> {
     let user = alice();
-    let request = Request {
-        operation,
-        user: &user,
-        object,
-        old,
-    };
+    let request = request(operation, &user, object, old);
     let mut result = object.clone();
     match plan_action(&request)? {
         PlanAction::Keep => {}
         PlanAction::Restore(plan) => result.spec.plan = Some(*plan),
         PlanAction::Start(start) => {
-            let recipe = recipe("demo");
             let edge = edge();
             let lookups = Lookups {
-                recipe: Some(&recipe),
+                recipe: Some(recipe),
                 edge: Some(&edge),
                 authorized: Ok(true),
             };
-            result.spec.plan = Some(seal_attempt(
-                &request,
-                &start,
-                lookups,
-                &sealer(),
-                &allow(),
-            )?);
+            result.spec.plan = Some(seal_with(&request, &start, lookups, &allow())?);
         }
     }
-    let request = Request {
-        operation,
-        user: &user,
-        object: &result,
-        old,
-    };
-    validate(&request, &Keyring::from(&sealer()))?;
-    result.metadata.uid.get_or_insert_with(|| "uid-ws-1".into());
+    // The API server assigns the UID and creation time before validating admission.
+    if operation == Operation::Create {
+        result.metadata.uid = Some("uid-ws-1".into());
+        result.metadata.creation_timestamp = Some(Time(now()));
+    }
+    let validating = self::request(operation, &user, &result, old);
+    validate(&validating, &Keyring::from(&sealer()))?;
     // Every stored write gets a new resourceVersion, as in the API server.
     static VERSION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
     let version = VERSION.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
@@ -142,8 +183,10 @@ fn admit(
 
 fn with_result(mut ws: Workspace, result: Option<JobResult>) -> Workspace {
     let attempt = ws.spec.plan.as_ref().map(|p| p.plan.attempt);
+    let attempt_id = ws.spec.plan.as_ref().map(|p| p.plan.attempt_id.clone());
     ws.status = Some(WorkspaceStatus {
         attempt,
+        attempt_id,
         job_result: result,
         ..Default::default()
     });
@@ -272,7 +315,7 @@ fn a_tampered_plan_is_denied() {
     let old = with_result(old, Some(JobResult::Failed));
     assert!(matches!(
         admit(Operation::Update, &new, Some(&old)),
-        Err(Denial::SealInvalid(_))
+        Err(Denial::PlanInvalid(PlanDefect::Seal(_)))
     ));
 }
 
@@ -289,7 +332,7 @@ fn a_plan_of_another_workspace_is_denied() {
     new.spec.plan = Some(sealer().seal(copied2.plan).unwrap());
     assert!(matches!(
         admit(Operation::Update, &new, Some(&old)),
-        Err(Denial::PlanForOtherWorkspace { .. })
+        Err(Denial::PlanInvalid(PlanDefect::OtherWorkspace { .. }))
     ));
 }
 
@@ -325,24 +368,22 @@ fn a_retry_after_failure_reuses_the_original_plan() {
     let mut new = failed.clone();
     new.spec.retry = Some(1);
     let user = alice();
-    let request = Request {
-        operation: Operation::Update,
-        user: &user,
-        object: &new,
-        old: Some(&failed),
-    };
+    let request = request(Operation::Update, &user, &new, Some(&failed));
     let PlanAction::Start(start) = plan_action(&request).unwrap() else {
         panic!("a retry starts an attempt")
     };
     assert!(matches!(start.kind, StartKind::Retry { .. }));
-    // The platform changed the recipe in between: the retry does not see it.
-    let changed = recipe("changed-chart");
+    // The platform changed the recipe's chart and defaults in between: the retry runs the
+    // pinned plan, not the new recipe.
+    let mut changed = recipe("changed-chart");
+    changed.values = Some(json!({"replicaCount": 9}));
+    let edge = edge();
     let lookups = Lookups {
         recipe: Some(&changed),
-        edge: None,
+        edge: Some(&edge),
         authorized: Ok(true),
     };
-    let sealed = seal_attempt(&request, &start, lookups, &sealer(), &allow()).unwrap();
+    let sealed = seal_with(&request, &start, lookups, &allow()).unwrap();
     let original = &failed.spec.plan.as_ref().unwrap().plan;
     assert_eq!(sealed.plan.attempt, 2);
     assert_eq!(
@@ -357,14 +398,38 @@ fn a_retry_after_failure_reuses_the_original_plan() {
 }
 
 #[test]
-fn a_retry_during_an_active_attempt_is_denied() {
+fn a_retry_during_an_active_attempt_starts_nothing_and_warns() {
     let old = created();
     let mut new = old.clone();
     new.spec.retry = Some(1);
-    assert_eq!(
-        admit(Operation::Update, &new, Some(&old)),
-        Err(Denial::RetryWhileActive { attempt: 1 })
+    let stored = admit(Operation::Update, &new, Some(&old)).unwrap();
+    assert_eq!(stored.spec.plan, old.spec.plan);
+    let user = alice();
+    let warnings = validate(
+        &request(Operation::Update, &user, &stored, Some(&old)),
+        &Keyring::from(&sealer()),
+    )
+    .unwrap();
+    assert!(
+        warnings[0].contains("raise spec.retry again"),
+        "{warnings:?}"
     );
+    // Once the attempt has failed, the raise made while it ran does not retry by itself.
+    let failed = with_result(stored, Some(JobResult::Failed));
+    let mut relabelled = failed.clone();
+    relabelled.metadata.labels = Some([("a".to_owned(), "b".to_owned())].into());
+    assert_eq!(
+        admit(Operation::Update, &relabelled, Some(&failed))
+            .unwrap()
+            .spec
+            .plan,
+        failed.spec.plan
+    );
+    // A further raise does.
+    let mut raised = failed.clone();
+    raised.spec.retry = Some(2);
+    let retried = admit(Operation::Update, &raised, Some(&failed)).unwrap();
+    assert_eq!(retried.spec.plan.unwrap().plan.attempt, 2);
 }
 
 #[test]
@@ -425,12 +490,7 @@ fn no_new_attempt_while_deletion_is_fenced() {
 fn lookups_and_authorization_are_denied_by_name() {
     let object = workspace(json!({}));
     let user = alice();
-    let request = Request {
-        operation: Operation::Create,
-        user: &user,
-        object: &object,
-        old: None,
-    };
+    let request = request(Operation::Create, &user, &object, None);
     let PlanAction::Start(start) = plan_action(&request).unwrap() else {
         panic!("create starts")
     };
@@ -485,7 +545,7 @@ fn lookups_and_authorization_are_denied_by_name() {
     ];
     for (i, (lookups, reason, text)) in cases.into_iter().enumerate() {
         let allowlist = if i == 4 { vec![] } else { allow() };
-        let denial = seal_attempt(&request, &start, lookups, &sealer(), &allowlist).unwrap_err();
+        let denial = seal_with(&request, &start, lookups, &allowlist).unwrap_err();
         assert_eq!(denial.reason(), reason);
         assert!(denial.to_string().contains(text), "{denial}");
     }
@@ -499,7 +559,7 @@ fn values_outside_the_schema_are_denied_with_their_path() {
         None,
     )
     .unwrap_err();
-    assert_eq!(denial.field(), "spec.values.image.repository");
+    assert_eq!(denial.field(), "spec.values.image");
     assert_eq!(denial.reason(), "ValueNotAllowed");
 }
 
@@ -509,12 +569,7 @@ fn the_stored_plan_needs_no_key_after_rotation() {
     let mut new = old.clone();
     new.metadata.annotations = Some([("a".to_owned(), "b".to_owned())].into());
     let user = alice();
-    let request = Request {
-        operation: Operation::Update,
-        user: &user,
-        object: &new,
-        old: Some(&old),
-    };
+    let request = request(Operation::Update, &user, &new, Some(&old));
     assert!(validate(&request, &Keyring::default()).is_ok());
 }
 
@@ -522,14 +577,263 @@ fn the_stored_plan_needs_no_key_after_rotation() {
 fn a_missing_plan_is_denied_by_validation() {
     let object = workspace(json!({}));
     let user = alice();
-    let request = Request {
-        operation: Operation::Create,
-        user: &user,
-        object: &object,
-        old: None,
-    };
+    let request = request(Operation::Create, &user, &object, None);
     assert_eq!(
         validate(&request, &Keyring::from(&sealer())),
         Err(Denial::PlanMissing)
     );
+}
+
+/// A failed Workspace whose stored plan is `plan` as given (written while the webhooks were
+/// bypassed), recorded as attempt `plan.attempt`.
+fn failed_with_stored(plan: crate::api::SealedPlan) -> Workspace {
+    let mut ws = created();
+    ws.spec.plan = Some(plan);
+    with_result(ws, Some(JobResult::Failed))
+}
+
+fn raise_retry(old: &Workspace) -> Workspace {
+    let mut new = old.clone();
+    new.spec.retry = Some(old.spec.retry.unwrap_or(0) + 1);
+    new
+}
+
+#[test]
+fn a_retry_never_signs_a_plan_this_webhook_did_not_seal() {
+    let genuine = created().spec.plan.unwrap();
+    let forger = Sealer::from_seed([9; 32]);
+    let mut forged = genuine.plan.clone();
+    forged.values = json!({"replicaCount": 5, "image": {"repository": "evil"}});
+    let cases = [
+        ("another key", forger.seal(forged.clone()).unwrap()),
+        ("an altered plan", {
+            let mut altered = genuine.clone();
+            altered.plan.values = forged.values.clone();
+            altered
+        }),
+    ];
+    for (what, stored) in cases {
+        let old = failed_with_stored(stored);
+        let denial = admit(Operation::Update, &raise_retry(&old), Some(&old)).unwrap_err();
+        assert!(
+            matches!(
+                denial,
+                Denial::RetryOfUnverifiedPlan {
+                    defect: PlanDefect::Seal(_),
+                    ..
+                }
+            ),
+            "{what}: {denial}"
+        );
+        assert_eq!(denial.field(), "spec.retry");
+        assert!(!denial.to_string().contains("raise spec.retry"), "{denial}");
+    }
+}
+
+#[test]
+fn a_retry_never_signs_a_plan_bound_to_another_workspace() {
+    let mut plan = created().spec.plan.unwrap().plan;
+    plan.workspace.uid = "uid-of-a-deleted-workspace".into();
+    plan.attempt = 2;
+    let mut old = failed_with_stored(sealer().seal(plan).unwrap());
+    old.metadata.uid = Some("uid-ws-1".into());
+    let denial = admit(Operation::Update, &raise_retry(&old), Some(&old)).unwrap_err();
+    assert!(
+        matches!(
+            denial,
+            Denial::RetryOfUnverifiedPlan {
+                defect: PlanDefect::OtherUid { .. },
+                ..
+            }
+        ),
+        "{denial}"
+    );
+}
+
+#[test]
+fn a_retry_never_signs_a_dry_run_plan() {
+    let mut plan = created().spec.plan.unwrap().plan;
+    plan.dry_run = true;
+    let old = failed_with_stored(sealer().seal(plan).unwrap());
+    let denial = admit(Operation::Update, &raise_retry(&old), Some(&old)).unwrap_err();
+    assert!(
+        matches!(
+            denial,
+            Denial::RetryOfUnverifiedPlan {
+                defect: PlanDefect::DryRun { .. },
+                ..
+            }
+        ),
+        "{denial}"
+    );
+}
+
+#[test]
+fn a_retry_of_a_plan_that_is_not_the_recorded_attempt_is_denied() {
+    let mut old = with_result(created(), Some(JobResult::Failed));
+    old.status.as_mut().unwrap().attempt_id = Some("the-recorded-one".into());
+    let denial = admit(Operation::Update, &raise_retry(&old), Some(&old)).unwrap_err();
+    assert_eq!(denial.reason(), "RetryOfUnrecordedPlan");
+}
+
+#[test]
+fn a_retry_of_what_the_platform_withdrew_is_denied_with_the_reason() {
+    let old = with_result(created(), Some(JobResult::Failed));
+    let new = raise_retry(&old);
+    let mut no_version = recipe("demo");
+    no_version.versions = vec!["2.0.0".into()];
+    let mut other_repository = recipe("demo");
+    other_repository.chart.repository = "https://elsewhere.example/charts".into();
+    let mut narrower = recipe("demo");
+    narrower.execution = vec![];
+    let mut wider_old = created();
+    wider_old.spec.plan = {
+        let mut plan = wider_old.spec.plan.unwrap().plan;
+        plan.execution = vec![ExecutionRule {
+            api_groups: vec!["".into()],
+            resources: vec!["secrets".into()],
+            verbs: vec!["get".into()],
+        }];
+        Some(sealer().seal(plan).unwrap())
+    };
+    let wider_old = with_result(wider_old, Some(JobResult::Failed));
+    let cases: [(&Workspace, &RecipeSpec, &str); 2] = [
+        (&old, &no_version, "no longer offers version \"1.2.0\""),
+        (&wider_old, &narrower, "no longer within what recipe"),
+    ];
+    for (old, recipe, text) in cases {
+        let denial =
+            admit_with(Operation::Update, &raise_retry(old), Some(old), recipe).unwrap_err();
+        assert!(matches!(denial, Denial::RetryWithdrawn { .. }), "{denial}");
+        assert!(denial.to_string().contains(text), "{denial}");
+        assert!(denial.to_string().contains("change the intent"), "{denial}");
+    }
+    // The allowlist is the platform's too: a repository taken off it is withdrawn.
+    let user = alice();
+    let request = request(Operation::Update, &user, &new, Some(&old));
+    let PlanAction::Start(start) = plan_action(&request).unwrap() else {
+        panic!("a retry starts")
+    };
+    let (r, e) = (recipe("demo"), edge());
+    let lookups = Lookups {
+        recipe: Some(&r),
+        edge: Some(&e),
+        authorized: Ok(true),
+    };
+    let denial = seal_with(
+        &request,
+        &start,
+        lookups,
+        &["https://elsewhere.example".into()],
+    )
+    .unwrap_err();
+    assert!(
+        matches!(
+            denial,
+            Denial::RetryWithdrawn {
+                why: Withdrawn::Repository { .. },
+                ..
+            }
+        ),
+        "{denial}"
+    );
+    let _ = other_repository;
+}
+
+#[test]
+fn a_plan_records_who_when_and_whether_for_a_dry_run() {
+    let plan = created().spec.plan.unwrap().plan;
+    assert_eq!(plan.sealed_at, Some(Time(now())));
+    assert!(!plan.dry_run);
+    assert_eq!(
+        plan.owner.groups,
+        vec!["tenants".to_owned(), "system:authenticated".to_owned()]
+    );
+    let object = workspace(json!({}));
+    let user = alice();
+    let mut dry = request(Operation::Create, &user, &object, None);
+    dry.dry_run = true;
+    let PlanAction::Start(start) = plan_action(&dry).unwrap() else {
+        panic!("create starts")
+    };
+    let (r, e) = (recipe("demo"), edge());
+    let lookups = Lookups {
+        recipe: Some(&r),
+        edge: Some(&e),
+        authorized: Ok(true),
+    };
+    let sealed = seal_with(&dry, &start, lookups, &allow()).unwrap();
+    assert!(sealed.plan.dry_run);
+    // In the dry run itself the plan is what the request should carry...
+    let mut shown = object.clone();
+    shown.spec.plan = Some(sealed);
+    shown.metadata.uid = Some("uid-dry".into());
+    shown.metadata.creation_timestamp = Some(Time(now()));
+    let keyring = Keyring::from(&sealer());
+    let mut validating = request(Operation::Create, &user, &shown, None);
+    validating.dry_run = true;
+    assert!(validate(&validating, &keyring).is_ok());
+    // ...and anywhere else it is refused.
+    validating.dry_run = false;
+    assert_eq!(
+        validate(&validating, &keyring).unwrap_err().reason(),
+        "PlanSealedForDryRun"
+    );
+}
+
+#[test]
+fn a_first_plan_is_valid_only_for_the_creation_it_was_sealed_for() {
+    let mut later = created();
+    later.metadata.creation_timestamp = Some(Time(
+        now().checked_add(SignedDuration::from_hours(1)).unwrap(),
+    ));
+    let user = alice();
+    let denial = validate(
+        &request(Operation::Create, &user, &later, None),
+        &Keyring::from(&sealer()),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(
+            denial,
+            Denial::PlanInvalid(PlanDefect::SealedForAnotherCreation { .. })
+        ),
+        "{denial}"
+    );
+}
+
+#[test]
+fn the_next_attempt_comes_after_the_recorded_one_even_under_an_older_stored_plan() {
+    let mut old = with_result(created(), Some(JobResult::Succeeded));
+    let status = old.status.as_mut().unwrap();
+    status.attempt = Some(3);
+    status.attempt_id = Some("attempt-3".into());
+    let mut new = old.clone();
+    new.spec.values = Some(json!({"replicaCount": 4}));
+    let plan = admit(Operation::Update, &new, Some(&old))
+        .unwrap()
+        .spec
+        .plan
+        .unwrap()
+        .plan;
+    assert_eq!(plan.attempt, 4);
+}
+
+#[test]
+fn names_are_checked_before_anything_is_looked_up_by_them() {
+    for (recipe, edge, field) in [
+        ("r".repeat(254), "edge-1".to_owned(), "spec.recipe"),
+        ("Demo".to_owned(), "edge-1".to_owned(), "spec.recipe"),
+        ("demo".to_owned(), "edge_1".to_owned(), "spec.edge"),
+        ("demo".to_owned(), "".to_owned(), "spec.edge"),
+    ] {
+        let mut object = workspace(json!({}));
+        object.spec.recipe = recipe;
+        object.spec.edge = edge;
+        let denial = admit(Operation::Create, &object, None).unwrap_err();
+        assert_eq!(denial.reason(), "InvalidName", "{denial}");
+        assert_eq!(denial.field(), field);
+        assert!(denial.to_string().len() < 400, "{denial}");
+    }
+    assert!(super::mutate::is_object_name("edge-1.example"));
 }

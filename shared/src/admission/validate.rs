@@ -4,12 +4,13 @@
 use crate::{
     api::{JobResult, SealedPlan, WorkspaceSpec},
     seal::Keyring,
+    verify::verify_plan,
 };
 
 use super::{
     Denial, Request,
     attempt::{changed_intent, is_active, is_fenced, retry_of, terminal_result},
-    mutate::{PlanAction, plan_action},
+    mutate::start_of,
 };
 
 /// Admits or refuses a Workspace write after mutation. Returns warnings for the user.
@@ -17,8 +18,10 @@ pub fn validate(request: &Request<'_>, keyring: &Keyring) -> Result<Vec<String>,
     request.require_name()?;
     let new = &request.object.spec;
     let sealed = new.plan.as_ref().ok_or(Denial::PlanMissing)?;
-    let old = request.old.filter(|old| old.spec.plan.is_some());
-    let Some(old) = old else {
+    let stored = request
+        .old
+        .and_then(|old| old.spec.plan.as_ref().map(|plan| (old, plan)));
+    let Some((old, old_sealed)) = stored else {
         let recorded = request
             .old
             .and_then(|o| o.status.as_ref())
@@ -26,9 +29,6 @@ pub fn validate(request: &Request<'_>, keyring: &Keyring) -> Result<Vec<String>,
             .unwrap_or(0);
         check_new_plan(request, sealed, keyring, recorded + 1)?;
         return Ok(Vec::new());
-    };
-    let Some(old_sealed) = old.spec.plan.as_ref() else {
-        return Err(Denial::PlanMissing);
     };
     let current = old_sealed.plan.attempt;
 
@@ -45,13 +45,7 @@ pub fn validate(request: &Request<'_>, keyring: &Keyring) -> Result<Vec<String>,
     }
     // A plan that differs from the stored one is admissible only as the new attempt the
     // mutating webhook sealed for this very write.
-    let mut without_plan = request.object.clone();
-    without_plan.spec.plan = None;
-    let probe = Request {
-        object: &without_plan,
-        ..*request
-    };
-    if let Ok(PlanAction::Start(start)) = plan_action(&probe) {
+    if let Ok(Some(start)) = start_of(request) {
         check_new_plan(request, sealed, keyring, start.attempt)?;
         return Ok(Vec::new());
     }
@@ -70,7 +64,7 @@ pub fn validate(request: &Request<'_>, keyring: &Keyring) -> Result<Vec<String>,
         Denial::AttemptActive { attempt: current }
     } else {
         // Report a forged or copied plan as such before calling it a replay.
-        check_seal_and_identity(request, sealed, keyring)?;
+        verify_plan(sealed, keyring, &request.binding()).map_err(Denial::PlanInvalid)?;
         Denial::PlanNotForThisRequest {
             attempt: sealed.plan.attempt,
         }
@@ -78,7 +72,9 @@ pub fn validate(request: &Request<'_>, keyring: &Keyring) -> Result<Vec<String>,
 }
 
 /// A request that keeps the sealed plan: the intent must stay as sealed while the attempt
-/// is active, and nothing may ask for an attempt once deletion has begun.
+/// is active, and nothing may ask for an attempt once deletion has begun. Raising
+/// spec.retry while the attempt runs starts nothing, now or later: it is admitted with a
+/// warning, so a GitOps sync that raises it at the wrong moment does not fail.
 fn check_unchanged_plan(
     request: &Request<'_>,
     sealed: &SealedPlan,
@@ -104,15 +100,17 @@ fn check_unchanged_plan(
             Denial::NotResealed { field }
         });
     }
-    if retry_raised && active {
-        return Err(Denial::RetryWhileActive { attempt });
-    }
     if retry_raised && fenced {
         return Err(Denial::Fenced {
             workspace: request.workspace_key(),
         });
     }
     let mut warnings = Vec::new();
+    if retry_raised && active {
+        warnings.push(format!(
+            "attempt {attempt} is still running; raising spec.retry starts nothing now or later: once it has failed, raise spec.retry again to retry"
+        ));
+    }
     if retry_raised
         && request
             .old
@@ -126,15 +124,16 @@ fn check_unchanged_plan(
     Ok(warnings)
 }
 
-/// A plan for a new attempt: sealed by a published key, for this Workspace, as the
-/// attempt that comes next, in this very request, and matching the intent.
+/// A plan for a new attempt: valid for this Workspace (sealed by a published key, bound to
+/// it, for a dry run only in a dry run), as the attempt that comes next, in this very
+/// request, and matching the intent.
 fn check_new_plan(
     request: &Request<'_>,
     sealed: &SealedPlan,
     keyring: &Keyring,
     expected: i64,
 ) -> Result<(), Denial> {
-    check_seal_and_identity(request, sealed, keyring)?;
+    verify_plan(sealed, keyring, &request.binding()).map_err(Denial::PlanInvalid)?;
     let plan = &sealed.plan;
     if plan.attempt != expected {
         return Err(Denial::AttemptOutOfOrder {
@@ -142,7 +141,7 @@ fn check_new_plan(
             found: plan.attempt,
         });
     }
-    if plan.attempt_id != request.attempt_id(plan.attempt) {
+    if plan.attempt_id != request.attempt_id(plan.attempt) || plan.dry_run != request.dry_run {
         return Err(Denial::PlanNotForThisRequest {
             attempt: plan.attempt,
         });
@@ -156,32 +155,6 @@ fn check_new_plan(
     }
     if intent.version.as_ref().is_some_and(|v| *v != plan.version) {
         return Err(Denial::NotResealed { field: "version" });
-    }
-    Ok(())
-}
-
-/// The seal verifies with a published key, and the plan is for this Workspace.
-fn check_seal_and_identity(
-    request: &Request<'_>,
-    sealed: &SealedPlan,
-    keyring: &Keyring,
-) -> Result<(), Denial> {
-    keyring.verify(sealed).map_err(Denial::SealInvalid)?;
-    let plan = &sealed.plan;
-    let this = request.workspace_identity();
-    let uid_matches =
-        plan.workspace.uid.is_empty() || this.uid.is_empty() || plan.workspace.uid == this.uid;
-    if plan.workspace.namespace != this.namespace
-        || plan.workspace.name != this.name
-        || !uid_matches
-    {
-        return Err(Denial::PlanForOtherWorkspace {
-            sealed_for: format!(
-                "{}/{} (uid {:?})",
-                plan.workspace.namespace, plan.workspace.name, plan.workspace.uid
-            ),
-            this: format!("{}/{} (uid {:?})", this.namespace, this.name, this.uid),
-        });
     }
     Ok(())
 }

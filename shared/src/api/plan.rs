@@ -1,3 +1,6 @@
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -30,8 +33,9 @@ pub struct WorkspaceIdentity {
     pub uid: String,
 }
 
-/// Who started an attempt, as the apiserver authenticated them.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+/// Who started an attempt, as the apiserver authenticated them. The installer asks RBAC
+/// again, as exactly this user, before it uses its edge credential for the attempt.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Owner {
     /// The user's name.
@@ -39,6 +43,12 @@ pub struct Owner {
     /// The user's UID, when the authenticator provides one.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub uid: String,
+    /// The user's groups, as authenticated.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<String>,
+    /// Extra attributes the authenticator provided (scopes, for example).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub extra: BTreeMap<String, Vec<String>>,
 }
 
 /// The plan of one install attempt: everything the installer executes, fixed when the
@@ -89,6 +99,13 @@ pub struct Plan {
     /// The provider's hub credential, as the Recipe declared it when sealed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime_credential: Option<RuntimeCredential>,
+    /// When the webhook sealed the plan. A plan sealed at creation, before the Workspace
+    /// has a UID, is valid only for a Workspace created right after it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sealed_at: Option<Time>,
+    /// Whether the plan was sealed for a dry run. Such a plan is shown, never run.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dry_run: bool,
 }
 
 /// The signature over a plan.

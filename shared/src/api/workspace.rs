@@ -54,9 +54,10 @@ pub struct WorkspaceSpec {
     /// The chart version; one the Recipe allows. Defaults to the Recipe's first version.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
-    /// Chart values, at the paths the Recipe's valuesSchema allows only.
+    /// Chart values, at the paths the Recipe's valuesSchema allows only. At most 8 levels
+    /// deep, 512 keys of at most 128 bytes, 32 KiB in all; no lists.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "crate::schema::free_form_object")]
+    #[schemars(schema_with = "crate::schema::tenant_values")]
     pub values: Option<Value>,
     /// Raise this counter to ask for a new attempt after a failed one. The retry runs the
     /// original pinned plan: the same chart, version and values.
@@ -224,11 +225,12 @@ pub struct WorkspaceStatus {
 /// A CEL rule that keeps one intent field fixed while the sealed attempt has no result.
 ///
 /// An attempt is active when a plan is sealed and the status records no terminal result
-/// for that attempt. The webhook enforces the same rule; this copy lives in the apiserver
+/// for that attempt, and no newer attempt is recorded. The webhook enforces the same rule; this copy lives in the apiserver
 /// so the pin holds when the webhook configurations are removed or bypassed.
 fn pinned_rule(field: &str, unchanged: &str) -> kube::core::Rule {
-    let inactive = "!has(oldSelf.spec.plan) || (has(oldSelf.status) && has(oldSelf.status.jobResult) \
-         && has(oldSelf.status.attempt) && oldSelf.status.attempt == oldSelf.spec.plan.attempt)";
+    let inactive = "!has(oldSelf.spec.plan) || (has(oldSelf.status) && has(oldSelf.status.attempt) \
+         && (oldSelf.status.attempt > oldSelf.spec.plan.attempt || (has(oldSelf.status.jobResult) \
+         && oldSelf.status.attempt == oldSelf.spec.plan.attempt)))";
     kube::core::Rule::new(format!("{inactive} || ({unchanged})"))
         .message(kube::core::Message::Expression(format!(
             "'spec.{field} cannot change while attempt ' + oldSelf.spec.plan.attemptID + \

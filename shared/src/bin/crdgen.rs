@@ -1,5 +1,5 @@
 //! Writes the CRDs rendered from the API types into a folder (default `manifests/crds`),
-//! and the API reference into `docs/api-reference.md` (or the second argument).
+//! the values-bounds policy beside it (`../policies`), and the API reference into `docs/api-reference.md` (or the second argument).
 use std::{env, fs, path::PathBuf, process::ExitCode};
 
 fn main() -> ExitCode {
@@ -23,6 +23,15 @@ fn main() -> ExitCode {
         }
         println!("wrote {}", path.display());
     }
+    let policies = dir.join("../policies");
+    let policy = policies.join(providers::policy::VALUES_BOUNDS_FILE);
+    let written = fs::create_dir_all(&policies)
+        .and_then(|()| fs::write(&policy, providers::policy::values_bounds()));
+    if let Err(error) = written {
+        eprintln!("crdgen: {}: {error}", policy.display());
+        return ExitCode::FAILURE;
+    }
+    println!("wrote {}", policy.display());
     let reference = PathBuf::from(
         env::args()
             .nth(2)

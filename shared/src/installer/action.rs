@@ -48,6 +48,10 @@ pub enum Action {
     CreateHubServiceAccount(Box<ServiceAccount>),
     /// Bind the provider's hub ServiceAccount to the Recipe's Role.
     CreateHubRoleBinding(Box<RoleBinding>),
+    /// Delete an object on the hub in the organization's namespace, if it still has the
+    /// observed UID: one that holds the name of the provider's credential but is not the
+    /// installer's, or binds another Role than the plan's.
+    DeleteOnHub(Deletion),
     /// Mint a token for the provider's hub ServiceAccount and store its kubeconfig in a
     /// Secret on the edge.
     MintRuntimeCredential(Box<MintCredential>),
@@ -91,6 +95,11 @@ impl Action {
             Action::Event(_) => "event",
             Action::CreateHubServiceAccount(_) => "create-hub-service-account",
             Action::CreateHubRoleBinding(_) => "create-hub-role-binding",
+            Action::DeleteOnHub(deletion) => match deletion.kind {
+                Kind::ServiceAccount => "delete-hub-service-account",
+                Kind::RoleBinding => "delete-hub-role-binding",
+                _ => "delete-on-hub",
+            },
             Action::MintRuntimeCredential(_) => "mint-runtime-credential",
             Action::CreateNamespace(_) => "create-namespace",
             Action::PatchNamespace { what, .. } => match what {

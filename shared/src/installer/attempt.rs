@@ -1,7 +1,7 @@
 //! Start and Status: which attempt runs, binding a sealed plan to its Workspace, and
 //! following the attempt's Job to its result.
 
-use crate::api::{AttemptRecord, JobResult, Plan, SealedPlan, Target};
+use crate::api::{AttemptRecord, JobResult, Plan, Target};
 
 use super::{
     action::{Action, Next, Note},
@@ -49,7 +49,7 @@ impl Machine<'_> {
             .as_ref()
             .is_some_and(|r| focus::is_sealed_attempt(r, plan))
         {
-            match self.verdict(sealed) {
+            match self.verdict() {
                 Verdict::Run => self.bind(plan),
                 Verdict::Wait(why) => {
                     self.outlook = Outlook::idle(
@@ -66,7 +66,7 @@ impl Machine<'_> {
                     self.reject(
                         reason::SEAL_INVALID,
                         format!(
-                            "attempt {} is not run: {why}. Nothing was created on the edge. Change the Workspace (or raise spec.retry) so the admission webhook seals a new plan",
+                            "attempt {} is not run: {why}. Nothing was created on the edge. A plan refused for its seal is never run, nor retried: change spec.recipe, spec.edge, spec.version or spec.values so the admission webhook seals a new plan",
                             plan.attempt
                         ),
                     );
@@ -95,49 +95,16 @@ impl Machine<'_> {
         Next::Idle
     }
 
-    /// Rule `plan_must_verify`: a valid signature, sealed for this very Workspace.
-    fn verdict(&self, sealed: &SealedPlan) -> Verdict {
+    /// Rule `plan_must_verify`: the shell checks the plan with
+    /// [`crate::verify::verify_plan`] (the seal, no dry run, bound to this very Workspace:
+    /// namespace, name, UID, and for a first attempt its creation time) and reports it here.
+    fn verdict(&self) -> Verdict {
         match &self.o.seal {
-            SealCheck::Verified => {}
-            SealCheck::KeysUnavailable(why) => return Verdict::Wait(why.clone()),
-            SealCheck::Invalid(why) => return Verdict::Refuse(why.clone()),
-            SealCheck::NoPlan => return Verdict::Refuse("there is no plan to verify".into()),
+            SealCheck::Verified => Verdict::Run,
+            SealCheck::KeysUnavailable(why) => Verdict::Wait(why.clone()),
+            SealCheck::Invalid(why) => Verdict::Refuse(why.clone()),
+            SealCheck::NoPlan => Verdict::Refuse("there is no plan to verify".into()),
         }
-        let plan = &sealed.plan;
-        let meta = &self.ws.metadata;
-        let namespace = meta.namespace.as_deref().unwrap_or_default();
-        let name = meta.name.as_deref().unwrap_or_default();
-        if plan.workspace.namespace != namespace || plan.workspace.name != name {
-            return Verdict::Refuse(format!(
-                "the plan was sealed for Workspace {}/{}, not {namespace}/{name}",
-                plan.workspace.namespace, plan.workspace.name
-            ));
-        }
-        if plan.org != namespace {
-            return Verdict::Refuse(format!(
-                "the plan's organization {:?} is not the Workspace's namespace {namespace:?}",
-                plan.org
-            ));
-        }
-        if !plan.workspace.uid.is_empty() && plan.workspace.uid != self.uid {
-            return Verdict::Refuse(format!(
-                "the plan was sealed for the Workspace with UID {}, and this one has UID {}: a plan of a deleted Workspace of the same name is never run",
-                plan.workspace.uid, self.uid
-            ));
-        }
-        if plan.workspace.uid.is_empty() && plan.attempt > 1 {
-            return Verdict::Refuse(format!(
-                "attempt {} is sealed without the Workspace's UID; only a first attempt, sealed before the UID exists, may omit it",
-                plan.attempt
-            ));
-        }
-        if plan.attempt < 1 {
-            return Verdict::Refuse(format!(
-                "attempt {} is not a valid attempt number",
-                plan.attempt
-            ));
-        }
-        Verdict::Run
     }
 
     /// Rule `new_attempt_binds_to_the_workspace`: the sealed attempt becomes the recorded
@@ -261,7 +228,7 @@ impl Machine<'_> {
             self.finish_older(r, r.attempt + 1)
         };
         let message = format!(
-            "spec.plan holds attempt {} ({}), but attempt {} ({}) is already recorded: a replayed or altered plan is never run; raise spec.retry or change the Workspace so the webhook seals a new attempt",
+            "spec.plan holds attempt {} ({}), but attempt {} ({}) is already recorded: a replayed or altered plan is never run; change spec.recipe, spec.edge, spec.version or spec.values so the webhook seals a new attempt",
             plan.attempt, plan.attempt_id, r.attempt, r.attempt_id
         );
         self.outlook = Outlook::idle(reason::SEAL_INVALID, message.clone());

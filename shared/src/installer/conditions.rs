@@ -25,7 +25,8 @@ pub mod reason {
     pub const NAMESPACE_NOT_ADMITTED: &str = "NamespaceNotAdmitted";
     pub const NAMESPACE_TERMINATING: &str = "NamespaceTerminating";
     pub const TARGET_MISMATCH: &str = "TargetMismatch";
-    pub const CREDENTIAL_CONFLICT: &str = "RuntimeCredentialConflict";
+    pub const NOT_AUTHORIZED: &str = "NotAuthorized";
+    pub const AUTHORIZATION_UNAVAILABLE: &str = "AuthorizationUnavailable";
     pub const SUPERSEDED: &str = "Superseded";
     pub const WAITING_FOR_PREVIOUS_ATTEMPT: &str = "WaitingForPreviousAttempt";
     pub const DELETING: &str = "Deleting";

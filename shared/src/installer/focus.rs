@@ -25,6 +25,9 @@ pub struct Focus {
     /// Read the Job alone first: while it runs, nothing else of the edge is needed. When
     /// it is not (or no longer) running, everything is read.
     pub job_first: bool,
+    /// Ask RBAC again, as the plan's owner, whether they may install onto the plan's edge:
+    /// the attempt has no preparation yet, so the next step may use the edge credential.
+    pub authorize: bool,
 }
 
 /// The attempt recorded in status.
@@ -54,6 +57,13 @@ pub fn is_sealed_attempt(recorded: &Recorded, plan: &Plan) -> bool {
     recorded.attempt == plan.attempt && recorded.attempt_id == plan.attempt_id
 }
 
+/// Whether the sealed plan is the recorded attempt and has its preparation record (which
+/// is written before anything of the attempt is created on the edge) or a result.
+fn prepared_for(status: &WorkspaceStatus, recorded: Option<&Recorded>, plan: &Plan) -> bool {
+    recorded.is_some_and(|r| is_sealed_attempt(r, plan))
+        && (status.preparation.is_some() || status.job_uid.is_some() || status.job_result.is_some())
+}
+
 /// What a decision about `workspace` needs to read; `None` when it needs nothing from
 /// the edge.
 pub fn focus(workspace: &Workspace) -> Option<Focus> {
@@ -71,6 +81,7 @@ pub fn focus(workspace: &Workspace) -> Option<Focus> {
         release: None,
         credential: None,
         job_first,
+        authorize: false,
     };
     if workspace.metadata.deletion_timestamp.is_some() {
         return recorded.as_ref().map(|r| of_recorded(r, false));
@@ -102,5 +113,6 @@ pub fn focus(workspace: &Workspace) -> Option<Focus> {
             .filter(|_| preparing)
             .map(|_| CredentialNames::for_workspace(&plan.org, &plan.workspace.name)),
         job_first: !preparing && running,
+        authorize: preparing && !prepared_for(&status, recorded.as_ref(), plan),
     })
 }

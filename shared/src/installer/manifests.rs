@@ -13,10 +13,13 @@ use k8s_openapi::{
         },
         rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject},
     },
-    apimachinery::pkg::{api::resource::Quantity, apis::meta::v1::ObjectMeta},
+    apimachinery::pkg::{
+        api::resource::Quantity,
+        apis::meta::v1::{ObjectMeta, OwnerReference},
+    },
 };
 
-use crate::api::Plan;
+use crate::api::{GROUP, Plan, VERSION};
 
 use super::{
     Settings,
@@ -78,6 +81,27 @@ impl Marks {
                 self.workspace_key.clone(),
             )])),
             ..Default::default()
+        }
+    }
+
+    /// Metadata of a hub object the Workspace owns: also an owner reference to it, so the
+    /// object is its, and goes with it, by UID.
+    fn hub_meta(&self, name: &str, namespace: &str) -> ObjectMeta {
+        let workspace = self
+            .workspace_key
+            .split_once('/')
+            .map(|(_, name)| name)
+            .unwrap_or_default();
+        ObjectMeta {
+            owner_references: Some(vec![OwnerReference {
+                api_version: format!("{GROUP}/{VERSION}"),
+                kind: "Workspace".into(),
+                name: workspace.to_owned(),
+                uid: self.workspace_uid.clone(),
+                controller: Some(true),
+                block_owner_deletion: None,
+            }]),
+            ..self.owner_meta(name, Some(namespace))
         }
     }
 
@@ -188,26 +212,29 @@ pub fn helm_args(plan: &Plan, settings: &Settings) -> Vec<String> {
     // Helm gives up before the Job's deadline, so it records the failure itself instead
     // of being killed mid-operation.
     let timeout = (settings.job_deadline_seconds - 30).max(30);
+    // Every value rides in its own `--flag=value` argument and the release and chart come
+    // after `--`, so nothing in a plan can be read as another flag.
     [
         "upgrade",
         "--install",
+        &format!("--repo={}", plan.chart.repository),
+        &format!("--version={}", plan.version),
+        &format!("--namespace={}", plan.namespace),
+        &format!(
+            "--values={}/{}",
+            names::VALUES_MOUNT_PATH,
+            names::VALUES_FILE
+        ),
+        &format!("--wait={}", settings.helm_wait),
+        &format!("--timeout={timeout}s"),
+        "--history-max=10",
+        &format!(
+            "--description=attempt {} ({})",
+            plan.attempt, plan.attempt_id
+        ),
+        "--",
         &plan.release,
         &plan.chart.name,
-        "--repo",
-        &plan.chart.repository,
-        "--version",
-        &plan.version,
-        "--namespace",
-        &plan.namespace,
-        "--values",
-        &format!("{}/{}", names::VALUES_MOUNT_PATH, names::VALUES_FILE),
-        &format!("--wait={}", settings.helm_wait),
-        "--timeout",
-        &format!("{timeout}s"),
-        "--history-max",
-        "10",
-        "--description",
-        &format!("attempt {} ({})", plan.attempt, plan.attempt_id),
     ]
     .map(String::from)
     .to_vec()
@@ -328,19 +355,21 @@ pub fn job(plan: &Plan, names: &AttemptNames, marks: &Marks, settings: &Settings
     }
 }
 
-/// The provider's hub ServiceAccount, in the organization's namespace.
+/// The provider's hub ServiceAccount, in the organization's namespace, owned by the
+/// Workspace (its UID label and an owner reference): it goes when the Workspace goes.
 pub fn hub_service_account(names: &CredentialNames, marks: &Marks) -> ServiceAccount {
     ServiceAccount {
-        metadata: marks.owner_meta(&names.service_account, Some(&names.hub_namespace)),
+        metadata: marks.hub_meta(&names.service_account, &names.hub_namespace),
         automount_service_account_token: Some(false),
         ..Default::default()
     }
 }
 
-/// Binds the provider's hub ServiceAccount to the Role the Recipe names.
+/// Binds the provider's hub ServiceAccount to the Role the Recipe names; owned by the
+/// Workspace like the ServiceAccount.
 pub fn hub_role_binding(names: &CredentialNames, role: &str, marks: &Marks) -> RoleBinding {
     RoleBinding {
-        metadata: marks.owner_meta(&names.service_account, Some(&names.hub_namespace)),
+        metadata: marks.hub_meta(&names.service_account, &names.hub_namespace),
         role_ref: RoleRef {
             api_group: Some("rbac.authorization.k8s.io".into()),
             kind: "Role".into(),

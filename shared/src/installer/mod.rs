@@ -20,6 +20,8 @@
 //! - Status (`attempt`): the Job's UID, then its terminal result, are recorded.
 //! - ReconcileCleanup and Cleanup (`cleanup`): after the result is recorded, the identity
 //!   is revoked, then the Job's finalizer released, then `cleanedUp` set.
+//! - The orphan sweep (`sweep`): edge objects of Workspaces gone from the hub without
+//!   their cleanup are removed as PrepareDelete would have.
 
 mod action;
 mod attempt;
@@ -33,6 +35,7 @@ pub mod names;
 mod observed;
 pub mod patch;
 mod prepare;
+pub mod sweep;
 
 #[cfg(test)]
 mod tests;
@@ -42,8 +45,9 @@ pub use action::{
 };
 pub use focus::{Focus, focus};
 pub use observed::{
-    EdgeRoute, EdgeState, HubObjects, JobOutcome, JobState, NamespaceState, ObjectState, Observed,
-    ReleaseRevision, Remote, SealCheck, job_state, newest_revision, state_of,
+    Authorization, EdgeRoute, EdgeState, HubObjects, JobOutcome, JobState, NamespaceState,
+    ObjectState, Observed, ReleaseRevision, Remote, SealCheck, job_state, newest_revision,
+    state_of,
 };
 
 /// The installer's settings, from its command line.

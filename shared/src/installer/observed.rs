@@ -8,7 +8,7 @@ use k8s_openapi::{
     jiff::Timestamp,
 };
 
-use crate::api::Workspace;
+use crate::{admission::binding_of, api::Workspace, seal::Keyring, verify::verify_plan};
 
 use super::names;
 
@@ -26,8 +26,28 @@ pub struct Observed<'a> {
     pub remote: Option<Remote>,
     /// The provider's runtime credential objects on the hub; `None` when not read.
     pub hub: Option<HubObjects>,
+    /// RBAC's answer for the plan's owner on the plan's edge, asked again before the
+    /// attempt's first preparation (see [`super::Focus::authorize`]).
+    pub authorization: Authorization,
     /// The time of the decision.
     pub now: Timestamp,
+}
+
+/// Whether the user who started an attempt may still install onto its edge, asked as that
+/// user (name, UID, groups and extra as sealed) just before the installer first uses its
+/// edge credential for the attempt. An attempt can wait days for its edge; a permission
+/// withdrawn meanwhile stops it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Authorization {
+    /// Not asked: the decision does not need it.
+    #[default]
+    NotAsked,
+    /// RBAC allows it.
+    Allowed,
+    /// RBAC refuses it: the reason, as a user reads it.
+    Denied(String),
+    /// The question could not be asked (the API server did not answer): why.
+    Unavailable(String),
 }
 
 /// The signature check of the sealed plan.
@@ -41,6 +61,24 @@ pub enum SealCheck {
     Invalid(String),
     /// The published keys could not be read; the check is retried later.
     KeysUnavailable(String),
+}
+
+impl SealCheck {
+    /// The check of a Workspace's plan: [`crate::verify::verify_plan`] against the
+    /// Workspace it is stored in, with the published keys (or why they cannot be read).
+    pub fn of(workspace: &Workspace, keyring: Result<&Keyring, &str>) -> Self {
+        let Some(sealed) = workspace.spec.plan.as_ref() else {
+            return SealCheck::NoPlan;
+        };
+        let keyring = match keyring {
+            Ok(keyring) => keyring,
+            Err(why) => return SealCheck::KeysUnavailable(why.to_owned()),
+        };
+        match verify_plan(sealed, keyring, &binding_of(workspace)) {
+            Ok(()) => SealCheck::Verified,
+            Err(defect) => SealCheck::Invalid(defect.to_string()),
+        }
+    }
 }
 
 /// The target edge.
@@ -78,6 +116,8 @@ pub struct ObjectState {
     pub labels: BTreeMap<String, String>,
     pub annotations: BTreeMap<String, String>,
     pub finalizers: Vec<String>,
+    /// The UIDs of its owner references.
+    pub owner_uids: Vec<String>,
     pub deleting: bool,
 }
 
@@ -90,6 +130,12 @@ impl ObjectState {
             labels: meta.labels.clone().unwrap_or_default(),
             annotations: meta.annotations.clone().unwrap_or_default(),
             finalizers: meta.finalizers.clone().unwrap_or_default(),
+            owner_uids: meta
+                .owner_references
+                .iter()
+                .flatten()
+                .map(|r| r.uid.clone())
+                .collect(),
             deleting: meta.deletion_timestamp.is_some(),
         }
     }
@@ -102,6 +148,13 @@ impl ObjectState {
     /// Whether the object carries the ownership label of the Workspace with `uid`.
     pub fn owned_by(&self, uid: &str) -> bool {
         !uid.is_empty() && self.label(names::LABEL_WORKSPACE_UID) == uid
+    }
+
+    /// Whether a hub object belongs to the Workspace with `uid`: it carries its ownership
+    /// label and an owner reference to it. Anyone who may write objects in an organization's
+    /// namespace can set a label; the pair is what the installer itself writes.
+    pub fn owned_on_hub_by(&self, uid: &str) -> bool {
+        self.owned_by(uid) && self.owner_uids.iter().any(|o| o == uid)
     }
 
     /// Whether the object belongs to the attempt `attempt_id` of the Workspace `uid`.
@@ -175,6 +228,8 @@ impl ReleaseRevision {
 pub struct HubObjects {
     pub service_account: Option<ObjectState>,
     pub role_binding: Option<ObjectState>,
+    /// The name of the Role the RoleBinding refers to (its `roleRef`, which cannot change).
+    pub role_binding_role: Option<String>,
 }
 
 /// The marks of a typed object, for the shell.

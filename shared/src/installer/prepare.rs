@@ -13,7 +13,7 @@ use super::{
     machine::Machine,
     manifests::{self, Marks},
     names::{self, AttemptNames, CredentialNames},
-    observed::{EdgeState, NamespaceState, ObjectState, Remote, SealCheck},
+    observed::{Authorization, EdgeState, NamespaceState, ObjectState, Remote, SealCheck},
     patch,
 };
 
@@ -69,6 +69,11 @@ impl Machine<'_> {
             ),
         );
 
+        if self.status.preparation.is_none()
+            && let Some(next) = self.authorized(plan)
+        {
+            return next;
+        }
         let (preparation, removing) = self.preparation(plan, remote);
         if removing {
             // An expired preparation is being removed; prepare afresh once it is gone.
@@ -170,6 +175,36 @@ impl Machine<'_> {
             ),
         ));
         Next::Continue
+    }
+
+    /// Rule `authorization_is_asked_again_before_start`: before the first preparation of
+    /// an attempt (the first use of the edge credential for it), RBAC must still let the
+    /// plan's owner install onto its edge. `None` when it does.
+    fn authorized(&mut self, plan: &Plan) -> Option<Next> {
+        match &self.o.authorization {
+            Authorization::Allowed => None,
+            Authorization::NotAsked => Some(Next::Continue),
+            Authorization::Unavailable(why) => {
+                self.outlook = Outlook::idle(
+                    reason::AUTHORIZATION_UNAVAILABLE,
+                    format!(
+                        "attempt {}: cannot ask whether {} may still install onto edge {}: {why}; asking again shortly",
+                        plan.attempt, plan.owner.username, plan.edge_name
+                    ),
+                );
+                Some(Next::After(10))
+            }
+            Authorization::Denied(why) => {
+                self.reject(
+                    reason::NOT_AUTHORIZED,
+                    format!(
+                        "attempt {} is not run: {why}. The permission was checked when the plan was sealed and again before anything was created; nothing was created on the edge. Once the platform team grants it again, raise spec.retry",
+                        plan.attempt
+                    ),
+                );
+                Some(self.cleanup())
+            }
+        }
     }
 
     /// The preparation ID to label objects with; starts a new preparation when there is
@@ -311,42 +346,75 @@ impl Machine<'_> {
 
     /// Rule `runtime_credential_is_minted_once`: the provider's hub ServiceAccount, its
     /// RoleBinding and the kubeconfig Secret on the edge, each created only when missing.
+    /// Rule `runtime_credential_is_owned_by_uid`: an object that holds one of their names
+    /// but is not this Workspace's (by its UID label, and on the hub also its owner
+    /// reference), or a RoleBinding to another Role than the plan's, is replaced, never
+    /// adopted.
     fn runtime_credential(&mut self, plan: &Plan, remote: &Remote, marks: &Marks) -> Option<Next> {
         let credential = plan.runtime_credential.as_ref()?;
         let names = CredentialNames::for_workspace(&plan.org, &plan.workspace.name);
         let Some(hub) = self.o.hub.clone() else {
             return Some(Next::Continue);
         };
-        let foreign = |o: &Option<ObjectState>| {
-            o.as_ref()
-                .is_some_and(|o| o.annotations.get(names::ANNOTATION_WORKSPACE) != Some(&self.key))
-        };
-        let conflict = if foreign(&hub.service_account) {
-            Some(format!(
-                "ServiceAccount {}/{} on the hub",
+        let uid = self.uid.clone();
+        let mut replacing = Vec::new();
+        if let Some(sa) = &hub.service_account
+            && !sa.owned_on_hub_by(&uid)
+        {
+            replacing.push(format!(
+                "ServiceAccount {}/{}",
                 names.hub_namespace, names.service_account
-            ))
-        } else if foreign(&hub.role_binding) {
-            Some(format!(
-                "RoleBinding {}/{} on the hub",
-                names.hub_namespace, names.service_account
-            ))
-        } else if foreign(&remote.runtime_credential) {
-            Some(format!(
+            ));
+            self.actions.push(Action::DeleteOnHub(Deletion {
+                kind: Kind::ServiceAccount,
+                namespace: names.hub_namespace.clone(),
+                name: names.service_account.clone(),
+                uid: sa.uid.clone(),
+            }));
+        }
+        if let Some(rb) = &hub.role_binding
+            && (!rb.owned_on_hub_by(&uid)
+                || hub.role_binding_role.as_deref() != Some(credential.role.as_str()))
+        {
+            replacing.push(format!(
+                "RoleBinding {}/{} (to Role {:?})",
+                names.hub_namespace,
+                names.service_account,
+                hub.role_binding_role.as_deref().unwrap_or_default()
+            ));
+            self.actions.push(Action::DeleteOnHub(Deletion {
+                kind: Kind::RoleBinding,
+                namespace: names.hub_namespace.clone(),
+                name: names.service_account.clone(),
+                uid: rb.uid.clone(),
+            }));
+        }
+        if let Some(secret) = &remote.runtime_credential
+            && !secret.owned_by(&uid)
+        {
+            replacing.push(format!(
                 "Secret {}/{} on edge {}",
                 plan.namespace, names.edge_secret, plan.edge_name
-            ))
-        } else {
-            None
-        };
-        if let Some(what) = conflict {
-            self.reject(
-                reason::CREDENTIAL_CONFLICT,
+            ));
+            self.edge(Action::Delete(Deletion {
+                kind: Kind::Secret,
+                namespace: plan.namespace.clone(),
+                name: names.edge_secret.clone(),
+                uid: secret.uid.clone(),
+            }));
+        }
+        if !replacing.is_empty() {
+            self.event(Note::warning(
+                "RuntimeCredentialReplaced",
                 format!(
-                    "the provider's runtime credential cannot be created: {what} exists and is not this Workspace's; ask the platform team to remove it, then raise spec.retry"
+                    "{} held the name of the provider's credential but {} not this Workspace's (or bound another Role than {:?}); replacing {}",
+                    replacing.join(", "),
+                    if replacing.len() == 1 { "was" } else { "were" },
+                    credential.role,
+                    if replacing.len() == 1 { "it" } else { "them" },
                 ),
-            );
-            return Some(self.cleanup());
+            ));
+            return Some(Next::Continue);
         }
         if hub.service_account.is_none() {
             self.actions.push(Action::CreateHubServiceAccount(Box::new(

@@ -40,7 +40,7 @@ fn plan(attempt: i64) -> Plan {
         provider: "hello".into(),
         owner: Owner {
             username: "alice".into(),
-            uid: String::new(),
+            ..Default::default()
         },
         chart: ChartRef {
             repository: "http://127.0.0.1:8080/charts".into(),
@@ -60,6 +60,8 @@ fn plan(attempt: i64) -> Plan {
             verbs: vec!["get".into(), "create".into()],
         }],
         runtime_credential: None,
+        sealed_at: Some(Time(now())),
+        dry_run: false,
     }
 }
 
@@ -200,6 +202,7 @@ struct Case<'a> {
     edge: EdgeState,
     remote: Option<Remote>,
     hub: Option<HubObjects>,
+    authorization: Authorization,
 }
 
 impl<'a> Case<'a> {
@@ -210,6 +213,7 @@ impl<'a> Case<'a> {
             edge: ready(),
             remote: Some(Remote::default()),
             hub: None,
+            authorization: Authorization::Allowed,
         }
     }
     fn decide(&self) -> Decision {
@@ -220,6 +224,7 @@ impl<'a> Case<'a> {
                 edge: self.edge.clone(),
                 remote: self.remote.clone(),
                 hub: self.hub.clone(),
+                authorization: self.authorization.clone(),
                 now: now(),
             },
             &Settings::default(),
@@ -325,21 +330,26 @@ fn plan_must_verify() {
     no_uid.workspace.uid = String::new();
     let mut other_org = plan(1);
     other_org.org = "org-b".into();
-    let rows: [(&str, Plan, SealCheck); 5] = [
-        (
-            "bad signature",
-            plan(1),
-            SealCheck::Invalid("signature mismatch".into()),
-        ),
-        ("sealed for another name", other_name, SealCheck::Verified),
-        ("sealed for another UID", other_uid, SealCheck::Verified),
-        ("later attempt without UID", no_uid, SealCheck::Verified),
-        ("another organization", other_org, SealCheck::Verified),
+    let mut dry_run = plan(1);
+    dry_run.dry_run = true;
+    let sealer = crate::seal::Sealer::from_seed([4; 32]);
+    let keyring = crate::seal::Keyring::from(&sealer);
+    let forger = crate::seal::Sealer::from_seed([5; 32]);
+    let rows: [(&str, SealedPlan); 6] = [
+        ("bad signature", forger.seal(plan(1)).unwrap()),
+        ("sealed for another name", sealer.seal(other_name).unwrap()),
+        ("sealed for another UID", sealer.seal(other_uid).unwrap()),
+        ("later attempt without UID", sealer.seal(no_uid).unwrap()),
+        ("another organization", sealer.seal(other_org).unwrap()),
+        ("sealed for a dry run", sealer.seal(dry_run).unwrap()),
     ];
-    for (row, plan, seal) in rows {
-        let ws = workspace(Some(plan.clone()), None);
+    for (row, sealed) in rows {
+        let plan = sealed.plan.clone();
+        let mut ws = workspace(None, None);
+        ws.spec.plan = Some(sealed);
         let mut case = Case::new(&ws);
-        case.seal = seal;
+        case.seal = SealCheck::of(&ws, Ok(&keyring));
+        assert!(matches!(case.seal, SealCheck::Invalid(_)), "{row}");
         let decision = case.decide();
         assert_eq!(edge_actions(&decision), 0, "{row}: nothing on the edge");
         let status = last_status(&decision);
@@ -562,22 +572,18 @@ fn job_is_created_with_the_pinned_plan() {
     assert_eq!(container.command.as_deref(), Some(&["helm".to_owned()][..]));
     let args = container.args.clone().unwrap();
     assert_eq!(
-        args[..12],
+        args[..6],
         [
             "upgrade",
             "--install",
-            "hello",
-            "hello",
-            "--repo",
-            "http://127.0.0.1:8080/charts",
-            "--version",
-            "0.1.0",
-            "--namespace",
-            "hello-ns",
-            "--values",
-            "/etc/providers/values/values.yaml"
+            "--repo=http://127.0.0.1:8080/charts",
+            "--version=0.1.0",
+            "--namespace=hello-ns",
+            "--values=/etc/providers/values/values.yaml",
         ]
     );
+    // Release and chart come last, after `--`: nothing in a plan reads as a flag.
+    assert_eq!(args[args.len() - 3..], ["--", "hello", "hello"]);
 }
 
 #[test]
@@ -972,10 +978,12 @@ fn runtime_credential_is_minted_once() {
         last_status(&decision).runtime_credential_secret.as_deref(),
         Some("demo-hub-credential")
     );
-    let mine = object("x", UID, "", "");
+    let mut mine = object("x", UID, "", "");
+    mine.owner_uids = vec![UID.into()];
     case.hub = Some(HubObjects {
         service_account: Some(mine.clone()),
         role_binding: Some(mine.clone()),
+        role_binding_role: Some("provider-runtime".into()),
     });
     let mut remote = prepared(1);
     remote.runtime_credential = Some(mine);
@@ -985,15 +993,159 @@ fn runtime_credential_is_minted_once() {
         ["create-job"],
         "present: not minted again"
     );
-    let mut foreign = object("y", OTHER_UID, "", "");
-    foreign.annotations.clear();
-    remote.runtime_credential = Some(foreign);
-    case.remote = Some(remote);
+}
+
+#[test]
+fn runtime_credential_is_owned_by_uid() {
+    let mut with_credential = plan(1);
+    with_credential.runtime_credential = Some(RuntimeCredential {
+        role: "provider-runtime".into(),
+        value_path: "hub.secret".into(),
+    });
+    let ws = workspace(Some(with_credential), Some(bound(1, None)));
+    let mut mine = object("x", UID, "", "");
+    mine.owner_uids = vec![UID.into()];
+    // The annotation alone, which anyone in the namespace can write, is not ownership.
+    let mut annotated = object("forged", OTHER_UID, "", "");
+    annotated.owner_uids = vec![OTHER_UID.into()];
+    // Our label without our owner reference is not ours either.
+    let labelled_only = object("labelled", UID, "", "");
+    let cases: [(&str, HubObjects, Option<ObjectState>, &[&str]); 4] = [
+        (
+            "a ServiceAccount of someone else",
+            HubObjects {
+                service_account: Some(annotated.clone()),
+                role_binding: Some(mine.clone()),
+                role_binding_role: Some("provider-runtime".into()),
+            },
+            Some(mine.clone()),
+            &["delete-hub-service-account"],
+        ),
+        (
+            "a RoleBinding labelled but not owned",
+            HubObjects {
+                service_account: Some(mine.clone()),
+                role_binding: Some(labelled_only.clone()),
+                role_binding_role: Some("provider-runtime".into()),
+            },
+            Some(mine.clone()),
+            &["delete-hub-role-binding"],
+        ),
+        (
+            "a RoleBinding of ours to another Role",
+            HubObjects {
+                service_account: Some(mine.clone()),
+                role_binding: Some(mine.clone()),
+                role_binding_role: Some("admin".into()),
+            },
+            Some(mine.clone()),
+            &["delete-hub-role-binding"],
+        ),
+        (
+            "an edge Secret of another Workspace",
+            HubObjects {
+                service_account: Some(mine.clone()),
+                role_binding: Some(mine.clone()),
+                role_binding_role: Some("provider-runtime".into()),
+            },
+            Some(annotated.clone()),
+            &["delete-values-secret"],
+        ),
+    ];
+    for (what, hub, secret, expected) in cases {
+        let mut case = Case::new(&ws);
+        let mut remote = prepared(1);
+        remote.runtime_credential = secret;
+        case.remote = Some(remote);
+        case.hub = Some(hub);
+        let decision = case.decide();
+        assert_eq!(edge_steps(&decision), expected, "{what}");
+        assert!(
+            events(&decision).contains(&"RuntimeCredentialReplaced"),
+            "{what}"
+        );
+        assert_eq!(decision.next, Next::Continue, "{what}");
+    }
+    // Once replaced, ours are created and minted.
+    let mut case = Case::new(&ws);
+    case.remote = Some(prepared(1));
+    case.hub = Some(HubObjects::default());
+    let created = case.decide();
+    let hub_objects: Vec<&Action> = created
+        .actions
+        .iter()
+        .filter(|a| {
+            matches!(
+                a,
+                Action::CreateHubServiceAccount(_) | Action::CreateHubRoleBinding(_)
+            )
+        })
+        .collect();
+    for action in hub_objects {
+        let meta = match action {
+            Action::CreateHubServiceAccount(sa) => &sa.metadata,
+            Action::CreateHubRoleBinding(rb) => &rb.metadata,
+            _ => unreachable!(),
+        };
+        let owner = &meta.owner_references.as_ref().unwrap()[0];
+        assert_eq!(
+            (owner.kind.as_str(), owner.uid.as_str()),
+            ("Workspace", UID)
+        );
+        assert_eq!(
+            meta.labels.as_ref().unwrap()[names::LABEL_WORKSPACE_UID],
+            UID
+        );
+    }
+}
+
+#[test]
+fn authorization_is_asked_again_before_start() {
+    let mut unprepared = bound(1, None);
+    unprepared.preparation = None;
+    let ws = workspace(Some(plan(1)), Some(unprepared));
+    let mut case = Case::new(&ws);
+    case.authorization = Authorization::Denied("alice may no longer install onto edge-1".into());
     let decision = case.decide();
-    assert_eq!(
-        condition(&last_status(&decision), "Failed").1,
-        "RuntimeCredentialConflict"
+    let status = last_status(&decision);
+    assert_eq!(status.job_result, Some(JobResult::Rejected));
+    assert_eq!(condition(&status, "Failed").1, "NotAuthorized");
+    assert!(
+        !edge_steps(&decision)
+            .iter()
+            .any(|s| s.starts_with("create")),
+        "{:?}",
+        edge_steps(&decision)
     );
+    assert!(status.preparation.is_none(), "no preparation is recorded");
+
+    case.authorization = Authorization::Unavailable("timeout".into());
+    let decision = case.decide();
+    assert_eq!(decision.next, Next::After(10));
+    assert!(edge_steps(&decision).is_empty());
+    assert_eq!(
+        condition(&last_status(&decision), "Ready").1,
+        "AuthorizationUnavailable"
+    );
+
+    case.authorization = Authorization::NotAsked;
+    let decision = case.decide();
+    assert_eq!(decision.next, Next::Continue);
+    assert!(edge_steps(&decision).is_empty());
+
+    // Asked once: a prepared attempt does not ask again.
+    let mut prepared_status = bound(1, None);
+    prepared_status.preparation = Some(Preparation {
+        preparation_id: "p1".into(),
+        preparation_expires_at: Time(
+            now()
+                .checked_add(k8s_openapi::jiff::SignedDuration::from_secs(60))
+                .unwrap(),
+        ),
+    });
+    let prepared_ws = workspace(Some(plan(1)), Some(prepared_status));
+    assert!(!focus(&prepared_ws).unwrap().authorize);
+    assert!(focus(&ws).unwrap().authorize);
 }
 
 #[test]

@@ -134,7 +134,7 @@ pub fn recipe() -> Recipe {
     )
 }
 
-fn edge(name: &str) -> Edge {
+pub fn edge(name: &str) -> Edge {
     Edge::new(
         name,
         EdgeSpec {

@@ -20,7 +20,7 @@ use hyper::{
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use rustls::{
     ClientConfig, RootCertStore,
-    pki_types::{CertificateDer, ServerName, pem::PemObject},
+    pki_types::{CertificateDer, PrivateKeyDer, ServerName, pem::PemObject},
 };
 use tokio::{net::TcpStream, time::Instant};
 use tokio_rustls::TlsConnector;
@@ -28,7 +28,8 @@ use tokio_rustls::TlsConnector;
 /// A request waits at most this long; longer counts as a failure.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The webhook to load: its address and the CA its serving certificate comes from.
+/// The webhook to load: its address, the CA its serving certificate comes from, and the
+/// client certificate the API server presents to it.
 #[derive(Clone)]
 pub struct Target {
     pub addr: SocketAddr,
@@ -55,16 +56,25 @@ impl Protocol {
 }
 
 impl Target {
-    pub fn new(port: u16, ca_pem: &str) -> anyhow::Result<Self> {
+    pub fn new(
+        port: u16,
+        ca_pem: &str,
+        client_cert: &std::path::Path,
+        client_key: &std::path::Path,
+    ) -> anyhow::Result<Self> {
         let mut roots = RootCertStore::empty();
         for cert in CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
             roots.add(cert.context("CA certificate")?)?;
         }
+        let chain = CertificateDer::pem_file_iter(client_cert)?
+            .collect::<Result<Vec<_>, _>>()
+            .context("client certificate")?;
+        let key = PrivateKeyDer::from_pem_file(client_key).context("client key")?;
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let config = ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()?
             .with_root_certificates(roots)
-            .with_no_client_auth();
+            .with_client_auth_cert(chain, key)?;
         let with_alpn = |alpn: &[u8]| {
             let mut config = config.clone();
             config.alpn_protocols = vec![alpn.to_vec()];

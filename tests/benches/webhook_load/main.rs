@@ -92,7 +92,12 @@ async fn main() -> anyhow::Result<()> {
 
     let bin = Path::new(env!("CARGO_BIN_EXE_providers-controlplane"));
     let fixture = fixture::Fixture::start(bin).await?;
-    let target = Target::new(fixture.webhook.port, &fixture.webhook.ca_pem)?;
+    let target = Target::new(
+        fixture.webhook.port,
+        &fixture.webhook.ca_pem,
+        &fixture.plane.info.webhook_client_cert_file,
+        &fixture.plane.info.webhook_client_key_file,
+    )?;
     let pid = procstat::webhook_pid(fixture.webhook.port)?;
     let (hwm, rss) = procstat::memory_kib(pid)?;
     println!(

@@ -5,32 +5,7 @@ use std::{process::Command, time::Instant};
 
 use anyhow::{Context, bail};
 
-/// The pid of the `providers-webhook serve` process listening on `port`, found by its
-/// command line (the bench does not own the child handle, the testbed does).
-pub fn webhook_pid(port: u16) -> anyhow::Result<u32> {
-    let listen = format!("127.0.0.1:{port}");
-    for entry in std::fs::read_dir("/proc")? {
-        let entry = entry?;
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
-        let is_webhook = args
-            .first()
-            .is_some_and(|a| a.ends_with(b"providers-webhook"));
-        if is_webhook && args.contains(&&b"serve"[..]) && args.contains(&listen.as_bytes()) {
-            return Ok(pid);
-        }
-    }
-    bail!("no providers-webhook serve process listens on {listen}")
-}
+pub use testbed::process::{memory_kib, webhook_pid};
 
 /// Clock ticks per second of /proc/<pid>/stat times.
 pub fn clock_ticks() -> anyhow::Result<f64> {
@@ -64,19 +39,6 @@ pub fn machine_ticks() -> anyhow::Result<(u64, u64)> {
     // idle and iowait are the 4th and 5th values.
     let idle = values.get(3).copied().unwrap_or(0) + values.get(4).copied().unwrap_or(0);
     Ok((total - idle, total))
-}
-
-/// Resident memory of a process: (VmHWM, VmRSS) in KiB.
-pub fn memory_kib(pid: u32) -> anyhow::Result<(u64, u64)> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    let field = |name: &str| -> anyhow::Result<u64> {
-        let line = status
-            .lines()
-            .find(|l| l.starts_with(name))
-            .with_context(|| format!("{name} in /proc/{pid}/status"))?;
-        Ok(line.split_whitespace().nth(1).context("value")?.parse()?)
-    };
-    Ok((field("VmHWM:")?, field("VmRSS:")?))
 }
 
 /// Restricts every thread of `pid` (and threads it starts later) to `cpus`, e.g. "0".

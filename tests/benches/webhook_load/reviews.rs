@@ -6,10 +6,10 @@ use k8s_openapi::api::authentication::v1::UserInfo;
 use providers::{
     admission::{
         Operation, Request,
-        mutate::{Lookups, PlanAction, plan_action, seal_attempt},
+        mutate::{Lookups, PlanAction, Sealing, plan_action, seal_attempt},
     },
-    api::Workspace,
-    seal::Sealer,
+    api::{EdgeSpec, RecipeSpec, Workspace},
+    seal::{Keyring, Sealer},
 };
 use serde_json::{Value, json};
 
@@ -95,7 +95,16 @@ pub async fn scenarios(fixture: &Fixture) -> anyhow::Result<Vec<Scenario>> {
     // webhook verifies that seal and that it was made for this very request.
     let mut retry = failed.clone();
     retry.spec.retry = Some(1);
-    retry.spec.plan = Some(seal_next_attempt(&sealer, &retry, &failed)?);
+    let (recipe, edge) = (
+        crate::fixture::recipe().spec,
+        crate::fixture::edge("edge-1").spec,
+    );
+    retry.spec.plan = Some(seal_next_attempt(
+        &sealer,
+        (&recipe, &edge),
+        &retry,
+        &failed,
+    )?);
     let verify = review("verify", Operation::Update, &retry, Some(&failed))?;
 
     // A client that never wrote spec.plan (a GitOps tool replacing the object) leaves it
@@ -149,6 +158,7 @@ pub async fn scenarios(fixture: &Fixture) -> anyhow::Result<Vec<Scenario>> {
 /// the failed `old`, made with the same shared functions and key.
 fn seal_next_attempt(
     sealer: &Sealer,
+    lookups: (&RecipeSpec, &EdgeSpec),
     new: &Workspace,
     old: &Workspace,
 ) -> anyhow::Result<providers::api::SealedPlan> {
@@ -160,17 +170,27 @@ fn seal_next_attempt(
         user: &user,
         object: &without_plan,
         old: Some(old),
+        dry_run: false,
+        now: k8s_openapi::jiff::Timestamp::now(),
     };
     let start = match plan_action(&request).map_err(|d| anyhow::anyhow!("{d}"))? {
         PlanAction::Start(start) => start,
         other => bail!("raising spec.retry after a failure should start an attempt: {other:?}"),
     };
+    let (recipe, edge) = lookups;
     let lookups = Lookups {
-        recipe: None,
-        edge: None,
+        recipe: Some(recipe),
+        edge: Some(edge),
         authorized: Ok(true),
     };
-    seal_attempt(&request, &start, lookups, sealer, &[REPOSITORY.to_owned()])
+    let keyring = Keyring::from(sealer);
+    let allowlist = [REPOSITORY.to_owned()];
+    let sealing = Sealing {
+        sealer,
+        keyring: &keyring,
+        allowlist: &allowlist,
+    };
+    seal_attempt(&request, &start, lookups, &sealing)
         .map_err(|d| anyhow::anyhow!("{d}"))
         .context("sealing attempt 2")
 }

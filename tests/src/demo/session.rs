@@ -182,7 +182,10 @@ pub async fn run(system: &System) -> anyhow::Result<()> {
         &["set", "greeter", "--set", "image.repository=evil/image"],
         Expect::Refusal,
     )?;
-    ensure(&refused, "spec.values.image.repository")?;
+    ensure(
+        &refused,
+        "spec.values.image: recipe \"hello\" does not let tenants set this path",
+    )?;
 
     say("hello-next offers 0.3.0, which the platform has not published yet: the attempt fails");
     shell.alice(

@@ -170,7 +170,7 @@ pub fn seal(
         provider: "podinfo".into(),
         owner: Owner {
             username: "alice".into(),
-            uid: String::new(),
+            ..Default::default()
         },
         chart: ChartRef {
             repository: REPOSITORY.into(),
@@ -186,6 +186,10 @@ pub fn seal(
         job: format!("podinfo-{name}-{attempt}"),
         execution: vec![],
         runtime_credential: None,
+        sealed_at: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            k8s_openapi::jiff::Timestamp::now(),
+        )),
+        dry_run: false,
     };
     let sealed = serde_json::to_value(Sealer::from_seed(seed).seal(plan)?)?;
     write_plan(plane, namespace, name, &sealed)?;

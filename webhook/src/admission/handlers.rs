@@ -3,26 +3,28 @@
 use std::{sync::Arc, time::Instant};
 
 use axum::{
-    Json,
     body::Bytes,
     extract::State,
-    http::StatusCode,
+    http::{StatusCode, header},
     response::{IntoResponse, Response},
 };
 use json_patch::{AddOperation, Patch, PatchOperation, jsonptr::PointerBuf};
-use kube::core::admission::AdmissionResponse;
+use k8s_openapi::jiff::Timestamp;
 use providers::{
     admission::{
         Denial, Request,
-        mutate::{Lookups, PlanAction, Start, plan_action, seal_attempt},
+        mutate::{Lookups, PlanAction, Sealing, Start, plan_action, seal_attempt},
         validate,
     },
     api::SealedPlan,
+    seal::SealError,
 };
+use tracing::Instrument;
+
+use crate::authz;
 
 use super::{
-    authz,
-    review::{self, Refusal, WorkspaceReview},
+    review::{self, Answer, Review, WorkspaceReview},
     state::AppState,
 };
 use crate::server::metrics::Outcome;
@@ -50,27 +52,41 @@ pub async fn validate(State(state): State<Arc<AppState>>, body: Bytes) -> Respon
     handle(&state, Endpoint::Validate, &body).await
 }
 
-/// A 400 for what cannot be decoded, a denial for what this webhook does not decide,
+/// A 400 for what cannot be decoded, a refusal for what this webhook does not decide,
 /// otherwise the decision; every request is counted.
 async fn handle(state: &AppState, endpoint: Endpoint, body: &[u8]) -> Response {
     let started = Instant::now();
-    let response = match review::decode(body) {
+    let answer = match review::decode(body) {
         Err(error) => {
             state
                 .metrics
                 .record(endpoint.name(), Outcome::Error, started.elapsed());
             return (StatusCode::BAD_REQUEST, error.to_string()).into_response();
         }
-        Ok(Err(Refusal(response))) => *response,
-        Ok(Ok(review)) => match endpoint {
-            Endpoint::Mutate => mutate_review(state, &review).await,
-            Endpoint::Validate => validate_review(state, &review),
-        },
+        Ok(Review::Refused { uid, message }) => {
+            tracing::info!(%uid, endpoint = endpoint.name(), "refused: {message}");
+            Answer::refused(&uid, message)
+        }
+        Ok(Review::Workspace(review)) => {
+            let span = tracing::info_span!(
+                "review",
+                uid = %review.uid,
+                endpoint = endpoint.name(),
+                operation = ?review.operation,
+                workspace = %review.key(),
+                user = review.user.username.as_deref().unwrap_or_default(),
+                dry_run = review.dry_run,
+            );
+            match endpoint {
+                Endpoint::Mutate => mutate_review(state, &review).instrument(span).await,
+                Endpoint::Validate => span.in_scope(|| validate_review(state, &review)),
+            }
+        }
     };
-    let outcome = if !response.allowed {
-        state.metrics.denied(&response.result.reason);
+    let outcome = if !answer.allowed() {
+        state.metrics.denied(answer.reason());
         Outcome::Denied
-    } else if response.patch.is_some() {
+    } else if answer.is_patched() {
         Outcome::Patched
     } else {
         Outcome::Allowed
@@ -78,95 +94,87 @@ async fn handle(state: &AppState, endpoint: Endpoint, body: &[u8]) -> Response {
     state
         .metrics
         .record(endpoint.name(), outcome, started.elapsed());
-    Json(response.into_review()).into_response()
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        answer.to_json(),
+    )
+        .into_response()
 }
 
 fn request_of(review: &WorkspaceReview) -> Request<'_> {
     Request {
         operation: review.operation,
-        user: &review.request.user_info,
+        user: &review.user,
         object: &review.object,
         old: review.old.as_ref(),
+        dry_run: review.dry_run,
+        now: Timestamp::now(),
     }
 }
 
-async fn mutate_review(state: &AppState, review: &WorkspaceReview) -> AdmissionResponse {
+async fn mutate_review(state: &AppState, review: &WorkspaceReview) -> Answer {
     let request = request_of(review);
     let sealed = match plan_action(&request) {
-        Err(denial) => return log_denial(review, review::deny(review, &denial), &denial),
-        Ok(PlanAction::Keep) => return AdmissionResponse::from(&review.request),
+        Err(denial) => return denied(review, &denial),
+        Ok(PlanAction::Keep) => return Answer::allow(&review.uid),
         Ok(PlanAction::Restore(sealed)) => *sealed,
         Ok(PlanAction::Start(start)) => match seal(state, &request, &start).await {
             Ok(sealed) => {
                 tracing::info!(
-                    workspace = %request.workspace_key(), attempt = sealed.plan.attempt,
-                    attempt_id = %sealed.plan.attempt_id, user = %sealed.plan.owner.username,
-                    dry_run = review.request.dry_run, "sealed a new attempt"
+                    attempt = sealed.plan.attempt,
+                    attempt_id = %sealed.plan.attempt_id,
+                    "sealed a new attempt"
                 );
                 sealed
             }
-            Err(denial) => return log_denial(review, review::deny(review, &denial), &denial),
+            Err(denial) => return denied(review, &denial),
         },
     };
     patch_plan(review, &sealed)
 }
 
-fn validate_review(state: &AppState, review: &WorkspaceReview) -> AdmissionResponse {
-    let request = request_of(review);
-    match validate::validate(&request, &state.keyring) {
-        Ok(warnings) => {
-            let mut response = AdmissionResponse::from(&review.request);
-            if !warnings.is_empty() {
-                response.warnings = Some(warnings);
-            }
-            response
-        }
-        Err(denial) => log_denial(review, review::deny(review, &denial), &denial),
+fn validate_review(state: &AppState, review: &WorkspaceReview) -> Answer {
+    match validate::validate(&request_of(review), &state.keyring) {
+        Ok(warnings) => Answer::allow(&review.uid).with_warnings(warnings),
+        Err(denial) => denied(review, &denial),
     }
 }
 
-fn log_denial(
-    review: &WorkspaceReview,
-    response: AdmissionResponse,
-    denial: &Denial,
-) -> AdmissionResponse {
+fn denied(review: &WorkspaceReview, denial: &Denial) -> Answer {
     tracing::info!(
-        workspace = %request_of(review).workspace_key(), user = ?review.request.user_info.username,
-        reason = denial.reason(), field = %denial.field(), "denied: {denial}"
+        reason = denial.reason(),
+        field = %denial.field(),
+        "denied: {denial}"
     );
-    response
+    Answer::denial(&review.uid, denial)
 }
 
-/// Looks up what a new attempt needs, authorizes the user on the exact edge, and seals.
+/// Looks up what the new attempt needs, authorizes the user on the exact edge, and seals.
 async fn seal(
     state: &AppState,
     request: &Request<'_>,
     start: &Start,
 ) -> Result<SealedPlan, Denial> {
-    let recipe = match start.recipe(request) {
-        Some(name) => state.recipe(name).await.map_err(|e| Denial::LookupFailed {
+    let recipe = state
+        .recipe(&start.recipe)
+        .await
+        .map_err(|e| Denial::LookupFailed {
             field: "spec.recipe",
-            what: format!("recipe {name:?}"),
+            what: format!("recipe {}", providers::text::quoted(&start.recipe)),
             reason: e.to_string(),
-        })?,
-        None => None,
-    };
-    let edge = match start.recipe(request) {
-        Some(_) => state
-            .edge(start.edge(request))
-            .await
-            .map_err(|e| Denial::LookupFailed {
-                field: "spec.edge",
-                what: format!("edge {:?}", start.edge(request)),
-                reason: e.to_string(),
-            })?,
-        None => None,
-    };
+        })?;
+    let edge = state
+        .edge(&start.edge)
+        .await
+        .map_err(|e| Denial::LookupFailed {
+            field: "spec.edge",
+            what: format!("edge {}", providers::text::quoted(&start.edge)),
+            reason: e.to_string(),
+        })?;
     // Ask RBAC only when there is something to authorize, so an unknown recipe or edge is
     // reported as such.
-    let ready = start.recipe(request).is_none() || (recipe.is_some() && edge.is_some());
-    let authorized = if ready {
-        authz::can_install(&state.client, request.user, start.edge(request)).await
+    let authorized = if recipe.is_some() && edge.is_some() {
+        authz::can_install(&state.client, request.user, &start.edge).await
     } else {
         Ok(false)
     };
@@ -175,33 +183,29 @@ async fn seal(
         edge: edge.as_ref(),
         authorized,
     };
-    seal_attempt(request, start, lookups, &state.sealer, &state.allowlist)
+    let sealing = Sealing {
+        sealer: &state.sealer,
+        keyring: &state.keyring,
+        allowlist: &state.allowlist,
+    };
+    seal_attempt(request, start, lookups, &sealing)
 }
 
-/// Writes the sealed plan at /spec/plan, patching the raw object the API server sent
-/// (never a re-serialized copy), and only when it differs: the same request twice gives
-/// the same answer, and a plan already in place needs no patch.
-fn patch_plan(review: &WorkspaceReview, sealed: &SealedPlan) -> AdmissionResponse {
-    let response = AdmissionResponse::from(&review.request);
-    let value = match serde_json::to_value(sealed) {
-        Ok(value) => value,
-        Err(e) => {
-            let denial = Denial::Seal(providers::seal::SealError::Serialize(e.to_string()));
-            return review::deny(review, &denial);
-        }
-    };
-    if review.raw_object.pointer("/spec/plan") == Some(&value) {
-        return response;
+/// Writes the sealed plan at /spec/plan, only when it differs from what the request
+/// carries: a plan already in place needs no patch.
+fn patch_plan(review: &WorkspaceReview, sealed: &SealedPlan) -> Answer {
+    if review.object.spec.plan.as_ref() == Some(sealed) {
+        return Answer::allow(&review.uid);
     }
-    let patch = Patch(vec![PatchOperation::Add(AddOperation {
-        path: PointerBuf::from_tokens(["spec", "plan"]),
-        value,
-    })]);
-    match response.with_patch(patch) {
-        Ok(response) => response,
-        Err(e) => {
-            let denial = Denial::Seal(providers::seal::SealError::Serialize(e.to_string()));
-            review::deny(review, &denial)
-        }
+    let patched = serde_json::to_value(sealed).and_then(|value| {
+        let patch = Patch(vec![PatchOperation::Add(AddOperation {
+            path: PointerBuf::from_tokens(["spec", "plan"]),
+            value,
+        })]);
+        Answer::patched(&review.uid, &patch)
+    });
+    match patched {
+        Ok(answer) => answer,
+        Err(e) => denied(review, &Denial::Seal(SealError::Serialize(e.to_string()))),
     }
 }

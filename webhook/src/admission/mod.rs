@@ -1,9 +1,9 @@
 //! The admission webhook: decode AdmissionReviews, decide with `providers::admission`, encode.
 
-mod authz;
 mod handlers;
 mod keys;
 mod review;
+mod shape;
 mod state;
 
 use std::sync::{
@@ -41,6 +41,21 @@ pub fn router(state: Arc<AppState>) -> Router {
 
 /// `providers-webhook serve`.
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
+    let client_auth = match (&args.client_ca, args.allow_unauthenticated_callers) {
+        (Some(ca_file), _) => Some(server::callers::ClientAuth {
+            ca_file: ca_file.clone(),
+            allowed: args.allowed_clients.clone(),
+        }),
+        (None, true) => {
+            tracing::warn!(
+                "--allow-unauthenticated-callers: any TLS client that reaches the port gets sealed plans; keep the network to the API server only"
+            );
+            None
+        }
+        (None, false) => anyhow::bail!(
+            "the webhook signs plans, so it answers only the API server: pass --client-ca and --allowed-client (the API server's webhook client certificate), or --allow-unauthenticated-callers where the API server cannot present one"
+        ),
+    };
     let sealer = keys::load_sealer(&args.sealing_key)?;
     let keyring = keys::load_keyring(&sealer, args.public_keys_dir.as_deref())?;
     tracing::info!(key_id = sealer.key_id(), accepted = ?keyring.key_ids().collect::<Vec<_>>(), "sealing keys loaded");
@@ -96,7 +111,11 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         cert: args.tls_cert.clone(),
         key: args.tls_key.clone(),
     };
-    server::serve(app, tls, args.listen, shutdown_signal()).await
+    let options = server::ServeOptions {
+        client_auth,
+        ..Default::default()
+    };
+    server::serve(app, tls, args.listen, options, shutdown_signal()).await
 }
 
 async fn client(args: &ServeArgs) -> anyhow::Result<Client> {

@@ -73,6 +73,19 @@ impl Edges {
         }
     }
 
+    /// The Ready edges and their clients.
+    pub fn ready(&self) -> Vec<(String, Client)> {
+        let Ok(registry) = self.inner.read() else {
+            return Vec::new();
+        };
+        registry
+            .entries
+            .iter()
+            .filter(|(_, entry)| matches!(entry.state, EdgeState::Ready(_)))
+            .filter_map(|(name, entry)| Some((name.clone(), entry.client.clone()?)))
+            .collect()
+    }
+
     /// Forgets everything: a new term probes afresh.
     pub fn reset(&self) {
         if let Ok(mut registry) = self.inner.write() {
@@ -266,19 +279,24 @@ async fn probe_loop(ctx: Arc<Context>, wake: Waker, name: String, spec: EdgeSpec
                 EdgeState::NotReady(why)
             }
             Ok(text) => {
+                let mut refused = None;
                 if clients.as_ref().is_none_or(|c| c.kubeconfig != text) {
-                    clients = match connect(&text, &wake, &name).await {
+                    let allow_exec = ctx.args.allow_edge_kubeconfig_exec;
+                    clients = match connect(&text, allow_exec, &wake, &name).await {
                         Ok(c) => Some(c),
                         Err(why) => {
                             tracing::warn!(edge = %name, %why, "cannot use the edge's kubeconfig");
+                            refused = Some(why);
                             None
                         }
                     };
                 }
                 match &clients {
                     None => EdgeState::NotReady(format!(
-                        "the kubeconfig in Secret {}/{} cannot be used",
-                        spec.kubeconfig_secret_ref.namespace, spec.kubeconfig_secret_ref.name
+                        "the kubeconfig in Secret {}/{} cannot be used: {}",
+                        spec.kubeconfig_secret_ref.namespace,
+                        spec.kubeconfig_secret_ref.name,
+                        refused.unwrap_or_default()
                     )),
                     Some(c) => probe(&c.request, &spec, &c.server).await,
                 }
@@ -360,8 +378,16 @@ async fn kubeconfig_of(ctx: &Context, spec: &EdgeSpec) -> Result<String, String>
     })
 }
 
-async fn connect(text: &str, wake: &Waker, edge: &str) -> Result<Clients, String> {
+async fn connect(
+    text: &str,
+    allow_exec: bool,
+    wake: &Waker,
+    edge: &str,
+) -> Result<Clients, String> {
     let kubeconfig = Kubeconfig::from_yaml(text).map_err(|e| e.to_string())?;
+    if !allow_exec {
+        refuse_programs(&kubeconfig)?;
+    }
     let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
         .await
         .map_err(|e| e.to_string())?;
@@ -383,6 +409,28 @@ async fn connect(text: &str, wake: &Waker, edge: &str) -> Result<Clients, String
         server,
         _jobs: jobs,
     })
+}
+
+/// An `exec` or `auth-provider` user runs a program (or a plugin) inside the installer with
+/// its identity; a kubeconfig Secret that names one is refused unless the platform opted in.
+fn refuse_programs(kubeconfig: &Kubeconfig) -> Result<(), String> {
+    for named in &kubeconfig.auth_infos {
+        let Some(user) = &named.auth_info else {
+            continue;
+        };
+        let kind = if user.exec.is_some() {
+            "an exec credential plugin"
+        } else if user.auth_provider.is_some() {
+            "an auth-provider"
+        } else {
+            continue;
+        };
+        return Err(format!(
+            "user {:?} of the kubeconfig uses {kind}, which would run a program in the installer; use a token or a client certificate, or start the installer with --allow-edge-kubeconfig-exec",
+            named.name
+        ));
+    }
+    Ok(())
 }
 
 /// A request that needs a working credential with the rights the installer needs.

@@ -170,6 +170,17 @@ async fn run(
                 .await
                 .map_err(|e| hub_write("create-hub-role-binding", e))?;
         }
+        Action::DeleteOnHub(deletion) => {
+            let result = match deletion.kind {
+                Kind::ServiceAccount => delete::<ServiceAccount>(&ctx.hub, deletion).await,
+                Kind::RoleBinding => delete::<RoleBinding>(&ctx.hub, deletion).await,
+                other => {
+                    tracing::error!(kind = ?other, "the installer deletes only ServiceAccounts and RoleBindings on the hub");
+                    Ok(())
+                }
+            };
+            result.map_err(|e| hub_write(action.name(), e))?;
+        }
         Action::MintRuntimeCredential(mint) => {
             let client = edge_client(o)?;
             let kubeconfig = credential::mint(
@@ -272,7 +283,7 @@ where
     api.create(&PostParams::default(), object).await.map(|_| ())
 }
 
-async fn delete<K>(client: &Client, deletion: &Deletion) -> Result<(), kube::Error>
+pub async fn delete<K>(client: &Client, deletion: &Deletion) -> Result<(), kube::Error>
 where
     K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>
         + Clone

@@ -8,7 +8,7 @@ use kube::{
     Api,
     runtime::{WatchStreamExt, watcher},
 };
-use providers::{api::SealedPlan, installer::SealCheck, seal::Keyring};
+use providers::{api::Workspace, installer::SealCheck, seal::Keyring};
 
 /// The keyring of the moment, or why there is none.
 #[derive(Clone)]
@@ -27,21 +27,13 @@ impl Keys {
         }
     }
 
-    /// The seal check of a Workspace's plan.
-    pub fn check(&self, plan: Option<&SealedPlan>) -> SealCheck {
-        let Some(plan) = plan else {
-            return SealCheck::NoPlan;
-        };
+    /// The check of a Workspace's plan with the published keys: the same rules as the
+    /// webhook's and `kubectl provider plan --verify`'s.
+    pub fn check(&self, workspace: &Workspace) -> SealCheck {
         let Ok(current) = self.current.read() else {
             return SealCheck::KeysUnavailable("the keyring lock is poisoned".into());
         };
-        match &*current {
-            Err(why) => SealCheck::KeysUnavailable(why.clone()),
-            Ok(keyring) => match keyring.verify(plan) {
-                Ok(()) => SealCheck::Verified,
-                Err(error) => SealCheck::Invalid(error.to_string()),
-            },
-        }
+        SealCheck::of(workspace, current.as_ref().map_err(String::as_str))
     }
 
     fn set(&self, value: Result<Keyring, String>) {

@@ -26,6 +26,12 @@ pub struct EdgeLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SweptLabels {
+    pub edge: String,
+    pub action: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ActionLabels {
     pub action: String,
 }
@@ -55,6 +61,9 @@ pub struct Metrics {
     pub leader: Gauge,
     /// 1 while an edge answered its last probe.
     pub edge_ready: Family<EdgeLabels, Gauge>,
+    /// Edge objects of Workspaces gone from the hub without their cleanup, removed or
+    /// released by the orphan sweep, by edge and action.
+    pub orphans_swept: Family<SweptLabels, Counter>,
 }
 
 impl Metrics {
@@ -101,8 +110,15 @@ impl Metrics {
             "1 while the edge answered its last probe",
             edge_ready.clone(),
         );
+        let orphans_swept = Family::<SweptLabels, Counter>::default();
+        registry.register(
+            "orphans_swept",
+            "Edge objects of Workspaces gone without their cleanup, removed or released by the orphan sweep",
+            orphans_swept.clone(),
+        );
         Self {
             registry,
+            orphans_swept,
             attempts_started,
             attempts_succeeded,
             attempts_failed,

@@ -17,6 +17,7 @@ mod lease;
 mod metrics;
 mod observe;
 mod reconcile;
+mod sweep;
 mod term;
 
 use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
@@ -82,6 +83,10 @@ pub struct ControllerArgs {
     /// The longest wait between probes of an unreachable edge, in seconds.
     #[arg(long, default_value_t = 60)]
     pub edge_probe_max_backoff: u64,
+    /// How often each Ready edge is swept for objects of Workspaces gone from the hub
+    /// without their cleanup, in seconds (also once at the start of every leader term).
+    #[arg(long, default_value_t = 600)]
+    pub orphan_sweep_interval: u64,
     /// How often every Workspace is reconciled even without a change, in seconds.
     #[arg(long, default_value_t = 600)]
     pub resync: u64,
@@ -96,6 +101,11 @@ pub struct ControllerArgs {
     /// Lifetime of a provider's runtime credential token, in seconds.
     #[arg(long, default_value_t = 365 * 24 * 3600)]
     pub runtime_credential_ttl: i64,
+    /// Accept edge kubeconfigs whose user runs a program (`exec`) or a plugin
+    /// (`auth-provider`) to get its credential. Off by default: such a kubeconfig would
+    /// run that program inside the installer.
+    #[arg(long)]
+    pub allow_edge_kubeconfig_exec: bool,
     /// Only Workspaces matching this label selector (empty: all), to shard or canary.
     #[arg(long, default_value = "")]
     pub workspace_selector: String,

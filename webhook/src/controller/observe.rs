@@ -12,13 +12,15 @@ use k8s_openapi::{
 };
 use kube::{Api, Client, Resource};
 use providers::{
-    api::Workspace,
+    api::{Plan, Workspace},
     installer::{
-        self, EdgeState, Focus, HubObjects, JobOutcome, Observed, Remote, SealCheck, job_state,
-        names::CredentialNames, newest_revision, state_of,
+        self, Authorization, EdgeState, Focus, HubObjects, JobOutcome, Observed, Remote, SealCheck,
+        job_state, names::CredentialNames, newest_revision, state_of,
     },
 };
 use serde::de::DeserializeOwned;
+
+use crate::authz;
 
 use super::{
     context::Context,
@@ -35,6 +37,7 @@ pub struct Observation {
     pub client: Option<Client>,
     pub remote: Option<Remote>,
     pub hub: Option<HubObjects>,
+    pub authorization: Authorization,
     pub now: Timestamp,
 }
 
@@ -46,13 +49,14 @@ impl Observation {
             edge: self.edge.clone(),
             remote: self.remote.clone(),
             hub: self.hub.clone(),
+            authorization: self.authorization.clone(),
             now: self.now,
         }
     }
 }
 
 pub async fn observe(ctx: &Context, workspace: Workspace) -> Result<Observation> {
-    let seal = ctx.keys.check(workspace.spec.plan.as_ref());
+    let seal = ctx.keys.check(&workspace);
     let focus = installer::focus(&workspace);
     let edge_name = focus
         .as_ref()
@@ -78,6 +82,13 @@ pub async fn observe(ctx: &Context, workspace: Workspace) -> Result<Observation>
         Some(names) => Some(read_hub(&ctx.hub, names).await?),
         None => None,
     };
+    // Asked only when the next step may use the edge credential for the attempt.
+    let authorization = match (&focus, &edge, workspace.spec.plan.as_ref()) {
+        (Some(focus), EdgeState::Ready(_), Some(sealed)) if focus.authorize => {
+            authorize(ctx, &sealed.plan).await
+        }
+        _ => Authorization::NotAsked,
+    };
     Ok(Observation {
         workspace,
         seal,
@@ -86,8 +97,22 @@ pub async fn observe(ctx: &Context, workspace: Workspace) -> Result<Observation>
         client,
         remote,
         hub,
+        authorization,
         now: Timestamp::now(),
     })
+}
+
+/// RBAC's answer for the plan's owner, as sealed, on the plan's edge.
+async fn authorize(ctx: &Context, plan: &Plan) -> Authorization {
+    let user = authz::user_of(&plan.owner);
+    match authz::can_install(&ctx.hub, &user, &plan.edge_name).await {
+        Ok(true) => Authorization::Allowed,
+        Ok(false) => Authorization::Denied(format!(
+            "user {:?} may no longer install onto edge {:?}; the platform team grants the `install` verb on edges/{}",
+            plan.owner.username, plan.edge_name, plan.edge_name
+        )),
+        Err(why) => Authorization::Unavailable(why),
+    }
 }
 
 async fn get<K>(edge: &str, api: Api<K>, name: &str) -> Result<Option<K>>
@@ -178,6 +203,7 @@ async fn read_hub(hub: &Client, names: &CredentialNames) -> Result<HubObjects> {
     )?;
     Ok(HubObjects {
         service_account: service_account.as_ref().map(state_of),
+        role_binding_role: role_binding.as_ref().map(|rb| rb.role_ref.name.clone()),
         role_binding: role_binding.as_ref().map(state_of),
     })
 }

@@ -14,7 +14,7 @@ use kube::{
 use providers::api::Workspace;
 use tokio::task::JoinHandle;
 
-use super::{context::Context, edges, reconcile};
+use super::{context::Context, edges, reconcile, sweep};
 
 /// A spawned task that is aborted when dropped, so a term's tasks end with the term.
 pub struct Task(JoinHandle<()>);
@@ -58,6 +58,7 @@ pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
         .with_config(controller::Config::default().concurrency(ctx.args.concurrency));
     let (trigger, triggered) = futures::channel::mpsc::unbounded();
     let _edges = Task::spawn(edges::run(ctx.clone(), controller.store(), trigger));
+    let _sweep = Task::spawn(sweep::run(ctx.clone()));
     controller
         .reconcile_on(triggered)
         .reconcile_all_on(keys_read)

@@ -4,6 +4,7 @@
 //! The admission, health and metrics routes are plain axum routers; this module only serves
 //! them.
 
+pub mod callers;
 mod connection;
 pub mod health;
 pub mod metrics;
@@ -47,6 +48,8 @@ pub struct ServeOptions {
     pub drain_timeout: Duration,
     /// How often the certificate files are re-read in case a file event was missed.
     pub reload_poll_interval: Duration,
+    /// Who may call: without it, any TLS client is answered.
+    pub client_auth: Option<callers::ClientAuth>,
 }
 
 impl Default for ServeOptions {
@@ -62,6 +65,7 @@ impl Default for ServeOptions {
             // drain ends within a Pod's default 30 s termination grace period.
             drain_timeout: Duration::from_secs(20),
             reload_poll_interval: Duration::from_secs(10),
+            client_auth: None,
         }
     }
 }
@@ -73,18 +77,19 @@ const HTTP2_KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Pause after a failed accept (e.g. out of file descriptors), so the loop does not spin.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 
-/// Serves `app` over HTTPS on `listen` with the default options until `shutdown` completes,
-/// then drains in-flight requests.
+/// Serves `app` over HTTPS on `listen` until `shutdown` completes, then drains in-flight
+/// requests.
 pub async fn serve(
     app: Router,
     tls: TlsFiles,
     listen: SocketAddr,
+    options: ServeOptions,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let listener = TcpListener::bind(listen)
         .await
         .with_context(|| format!("cannot listen on {listen}"))?;
-    serve_on(app, tls, listener, ServeOptions::default(), shutdown).await
+    serve_on(app, tls, listener, options, shutdown).await
 }
 
 /// Serves `app` over HTTPS on an already bound listener (tests bind port 0 and read the port
@@ -100,11 +105,19 @@ pub async fn serve_on(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let provider = crypto_provider();
+    let callers = match &options.client_auth {
+        Some(auth) => Some(Arc::new(
+            callers::Callers::load(auth, provider.clone())
+                .context("cannot load the webhook callers' CA")?,
+        )),
+        None => None,
+    };
     let reloader = tls::CertReloader::load(tls, provider.clone())
         .await
-        .context("cannot load the serving certificate")?;
-    let config =
-        tls::server_config(reloader.serving_cert(), provider).context("cannot configure TLS")?;
+        .context("cannot load the serving certificate")?
+        .with_callers(callers.clone());
+    let config = tls::server_config(reloader.serving_cert(), callers, provider)
+        .context("cannot configure TLS")?;
     // Reloading stops when serving does.
     let _reload = reloader.spawn(options.reload_poll_interval);
 
@@ -231,6 +244,7 @@ mod tests {
             idle_timeout: Duration::from_secs(30),
             drain_timeout: Duration::from_secs(10),
             reload_poll_interval: Duration::from_millis(200),
+            client_auth: None,
         }
     }
 

@@ -166,6 +166,11 @@ impl TestServer {
         self.dir.path()
     }
 
+    /// The CA of the serving certificate, PEM.
+    pub fn pki_ca_pem(&self) -> String {
+        self.pki.ca.pem()
+    }
+
     pub fn shutdown(&mut self) {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());

@@ -30,6 +30,8 @@ use rustls::{
 use sha2::{Digest, Sha256};
 use tokio::{sync::Notify, task::JoinHandle};
 
+use super::callers::Callers;
+
 /// Paths of the serving certificate chain and its private key, both PEM.
 #[derive(Clone, Debug)]
 pub struct TlsFiles {
@@ -116,16 +118,21 @@ impl ResolvesServerCert for ServingCert {
     }
 }
 
-/// A rustls server configuration that takes its certificate from `cert` on every handshake and
-/// offers HTTP/2 and HTTP/1.1 through ALPN.
+/// A rustls server configuration that takes its certificate from `cert` on every handshake,
+/// demands a client certificate that `callers` accepts (when given), and offers HTTP/2 and
+/// HTTP/1.1 through ALPN.
 pub fn server_config(
     cert: Arc<ServingCert>,
+    callers: Option<Arc<Callers>>,
     provider: Arc<CryptoProvider>,
 ) -> Result<ServerConfig, rustls::Error> {
-    let mut config = ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()?
-        .with_no_client_auth()
-        .with_cert_resolver(cert);
+    let builder =
+        ServerConfig::builder_with_provider(provider).with_safe_default_protocol_versions()?;
+    let builder = match callers {
+        Some(callers) => builder.with_client_cert_verifier(callers),
+        None => builder.with_no_client_auth(),
+    };
+    let mut config = builder.with_cert_resolver(cert);
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(config)
 }
@@ -140,6 +147,8 @@ pub struct CertReloader {
     applied: [u8; 32],
     /// Hash of the content last rejected, so a bad pair is reported once, not on every poll.
     rejected: Option<[u8; 32]>,
+    /// The callers' CA, re-read with the pair.
+    callers: Option<Arc<Callers>>,
 }
 
 /// How long to wait after a file event before reading: writers that replace the certificate and
@@ -159,7 +168,14 @@ impl CertReloader {
             serving: Arc::new(ServingCert::new(key)),
             applied: digest,
             rejected: None,
+            callers: None,
         })
+    }
+
+    /// Also keeps the callers' CA up to date.
+    pub fn with_callers(mut self, callers: Option<Arc<Callers>>) -> Self {
+        self.callers = callers;
+        self
     }
 
     /// The resolver to put into the rustls configuration.
@@ -201,7 +217,12 @@ impl CertReloader {
     async fn run(mut self, poll_interval: Duration) {
         let changed = Arc::new(Notify::new());
         // Kept alive for as long as the loop runs; dropping it ends the watch.
-        let _watcher = watch_directories(&self.files, changed.clone());
+        let extra: Vec<PathBuf> = self
+            .callers
+            .iter()
+            .map(|c| c.ca_file().to_path_buf())
+            .collect();
+        let _watcher = watch_directories(&self.files, &extra, changed.clone());
         let mut poll = tokio::time::interval(poll_interval);
         poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         // The first tick completes at once; the initial pair was just loaded.
@@ -223,6 +244,19 @@ impl CertReloader {
                     "new serving certificate rejected; still serving the previous one",
                 ),
             }
+            if let Some(callers) = &self.callers {
+                match callers.reload_if_changed() {
+                    Ok(true) => tracing::info!(
+                        ca = %callers.ca_file().display(),
+                        "webhook callers' CA reloaded; new connections use it"
+                    ),
+                    Ok(false) => {}
+                    Err(error) => tracing::warn!(
+                        %error,
+                        "new callers' CA rejected; still using the previous one"
+                    ),
+                }
+            }
         }
     }
 }
@@ -239,7 +273,11 @@ impl Drop for ReloadTask {
 
 /// Watches the directories holding the files. `None` (logged) when the platform refuses a watch:
 /// polling still catches every change, only later.
-fn watch_directories(files: &TlsFiles, changed: Arc<Notify>) -> Option<RecommendedWatcher> {
+fn watch_directories(
+    files: &TlsFiles,
+    extra: &[PathBuf],
+    changed: Arc<Notify>,
+) -> Option<RecommendedWatcher> {
     let handler = move |event: notify::Result<notify::Event>| match event {
         Ok(event) if is_content_change(&event.kind) => changed.notify_one(),
         Ok(_) => {}
@@ -254,6 +292,8 @@ fn watch_directories(files: &TlsFiles, changed: Arc<Notify>) -> Option<Recommend
         }
     };
     let mut dirs = vec![parent_dir(&files.cert), parent_dir(&files.key)];
+    dirs.extend(extra.iter().map(|path| parent_dir(path)));
+    dirs.sort();
     dirs.dedup();
     for dir in dirs {
         if let Err(error) = watcher.watch(&dir, RecursiveMode::NonRecursive) {

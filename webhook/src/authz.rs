@@ -1,25 +1,27 @@
-//! Authorization of a new attempt: may this user `install` onto this exact edge?
+//! RBAC questions asked as a user, by SubjectAccessReview: may this user `install` onto
+//! this exact edge? The webhook asks when it seals a plan, the installer again before it
+//! uses its edge credential for the attempt.
 
 use std::time::Duration;
 
-use k8s_openapi::api::authorization::v1::{
-    ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
+use k8s_openapi::api::{
+    authentication::v1::UserInfo,
+    authorization::v1::{ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec},
 };
 use kube::{Api, Client, api::PostParams};
-use providers::api::GROUP;
+use providers::api::{GROUP, Owner};
 
 /// The verb tenants are granted on `edges` with `resourceNames: [<edge>]`.
 pub const INSTALL_VERB: &str = "install";
 const TIMEOUT: Duration = Duration::from_secs(4);
 
-/// Asks the API server, by SubjectAccessReview for the requesting user (name, UID, groups
-/// and extra, exactly as the AdmissionRequest carries them), whether they may install onto
-/// `edge`. Org membership grants nothing here: only RBAC on that edge does.
-pub async fn can_install(
-    client: &Client,
-    user: &k8s_openapi::api::authentication::v1::UserInfo,
-    edge: &str,
-) -> Result<bool, String> {
+/// RBAC's answer, or why there is none.
+pub type Answer = Result<bool, String>;
+
+/// Asks the API server whether `user` (name, UID, groups and extra, exactly as
+/// authenticated) may install onto `edge`. Org membership grants nothing here: only RBAC on
+/// that edge does.
+pub async fn can_install(client: &Client, user: &UserInfo, edge: &str) -> Answer {
     let review = SubjectAccessReview {
         spec: SubjectAccessReviewSpec {
             user: user.username.clone(),
@@ -48,4 +50,15 @@ pub async fn can_install(
         })?
         .map_err(|e| format!("the SubjectAccessReview failed: {e}"))?;
     Ok(created.status.is_some_and(|s| s.allowed))
+}
+
+/// The user a plan's owner was when the plan was sealed.
+pub fn user_of(owner: &Owner) -> UserInfo {
+    let some = |v: &Vec<String>| (!v.is_empty()).then(|| v.clone());
+    UserInfo {
+        username: Some(owner.username.clone()),
+        uid: (!owner.uid.is_empty()).then(|| owner.uid.clone()),
+        groups: some(&owner.groups),
+        extra: (!owner.extra.is_empty()).then(|| owner.extra.clone()),
+    }
 }

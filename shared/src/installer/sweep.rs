@@ -1,0 +1,246 @@
+//! The orphan sweep: edge objects whose Workspace is gone from the hub.
+//!
+//! Deletion normally runs PrepareDelete before the Workspace goes. A Workspace can still
+//! vanish without it: its finalizer forced off by someone allowed to, or the hub restored
+//! from a backup. Then the attempt's runner identity (ServiceAccount, Role, RoleBinding,
+//! values Secret) and its Job would stay on the edge, and the release namespace would never
+//! be released. The installer lists its objects on each edge by their ownership label and
+//! hands them here with the UIDs of the Workspaces that exist; what belongs to none of
+//! them is removed as PrepareDelete would have: the identity and the Job go, the namespace
+//! is released for a later Workspace of the same name, the release and the provider's
+//! runtime credential stay.
+//!
+//! The edge objects must be listed before the Workspaces: an object made for a Workspace
+//! created in between then belongs to a Workspace the second list holds.
+
+use std::collections::{BTreeMap, HashSet};
+
+use super::{
+    action::{Deletion, Kind},
+    names,
+    observed::ObjectState,
+    patch,
+};
+
+/// What the sweep looks at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Found {
+    Namespace,
+    Attempt(Kind),
+}
+
+/// An object the installer labelled, as listed on the edge.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Listed {
+    pub found: Found,
+    /// Empty for a namespace.
+    pub namespace: String,
+    pub name: String,
+    pub object: ObjectState,
+}
+
+/// One step of the sweep.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SweepAction {
+    /// Remove the installer's finalizer from an orphaned Job (the patch tests its UID).
+    ReleaseJob {
+        namespace: String,
+        name: String,
+        patch: json_patch::Patch,
+    },
+    /// Delete an orphaned attempt object, if it still has the listed UID.
+    Delete(Deletion),
+    /// Release an orphaned Workspace's namespace for a later Workspace of its name.
+    ReleaseNamespace {
+        name: String,
+        patch: json_patch::Patch,
+    },
+}
+
+/// What the sweep of one edge does, and for which gone Workspaces.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Sweep {
+    pub actions: Vec<SweepAction>,
+    /// Per gone Workspace UID (with its `<org>/<name>` when an object says), how many
+    /// objects are removed or released.
+    pub orphans: BTreeMap<String, (String, usize)>,
+}
+
+/// The sweep of one edge: `listed` are the objects carrying the installer's ownership
+/// label there; `live` the UIDs of every Workspace on the hub.
+pub fn sweep(listed: &[Listed], live: &HashSet<String>) -> Sweep {
+    let mut sweep = Sweep::default();
+    for item in listed {
+        let uid = item.object.label(names::LABEL_WORKSPACE_UID);
+        if uid.is_empty() || live.contains(uid) || item.object.deleting {
+            continue;
+        }
+        let before = sweep.actions.len();
+        match item.found {
+            Found::Namespace => {
+                if item.object.label(names::LABEL_RELEASED) != "true" {
+                    sweep.actions.push(SweepAction::ReleaseNamespace {
+                        name: item.name.clone(),
+                        patch: patch::release_namespace(&item.object, uid),
+                    });
+                }
+            }
+            // Only an attempt's objects carry its ID; the provider's runtime credential
+            // (owned by the Workspace, not an attempt) stays, as PrepareDelete leaves it.
+            Found::Attempt(_) if item.object.label(names::LABEL_ATTEMPT_ID).is_empty() => {}
+            Found::Attempt(kind) => {
+                if kind == Kind::Job
+                    && let Some(patch) = patch::remove_finalizer(&item.object)
+                {
+                    sweep.actions.push(SweepAction::ReleaseJob {
+                        namespace: item.namespace.clone(),
+                        name: item.name.clone(),
+                        patch,
+                    });
+                }
+                sweep.actions.push(SweepAction::Delete(Deletion {
+                    kind,
+                    namespace: item.namespace.clone(),
+                    name: item.name.clone(),
+                    uid: item.object.uid.clone(),
+                }));
+            }
+        }
+        if sweep.actions.len() > before {
+            let key = item
+                .object
+                .annotations
+                .get(names::ANNOTATION_WORKSPACE)
+                .cloned()
+                .unwrap_or_default();
+            let entry = sweep.orphans.entry(uid.to_owned()).or_insert((key, 0));
+            entry.1 += 1;
+        }
+    }
+    sweep
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    fn object(uid: &str, owner: &str, attempt: &str) -> ObjectState {
+        let mut labels = BTreeMap::from([
+            (
+                names::LABEL_MANAGED_BY.to_owned(),
+                names::MANAGED_BY.to_owned(),
+            ),
+            (names::LABEL_WORKSPACE_UID.to_owned(), owner.to_owned()),
+        ]);
+        if !attempt.is_empty() {
+            labels.insert(names::LABEL_ATTEMPT_ID.to_owned(), attempt.to_owned());
+        }
+        ObjectState {
+            uid: uid.into(),
+            labels,
+            annotations: BTreeMap::from([(
+                names::ANNOTATION_WORKSPACE.to_owned(),
+                "org-a/gone".to_owned(),
+            )]),
+            ..Default::default()
+        }
+    }
+
+    fn listed(found: Found, name: &str, object: ObjectState) -> Listed {
+        Listed {
+            found,
+            namespace: if found == Found::Namespace {
+                String::new()
+            } else {
+                "ns".into()
+            },
+            name: name.into(),
+            object,
+        }
+    }
+
+    #[test]
+    fn an_orphans_identity_and_job_go_and_its_namespace_is_released() {
+        let mut job = object("job", "gone", "a1");
+        job.finalizers = vec![names::FINALIZER.into()];
+        let items = vec![
+            listed(Found::Namespace, "ns", object("ns", "gone", "")),
+            listed(
+                Found::Attempt(Kind::ServiceAccount),
+                "r",
+                object("sa", "gone", "a1"),
+            ),
+            listed(
+                Found::Attempt(Kind::Role),
+                "r",
+                object("role", "gone", "a1"),
+            ),
+            listed(
+                Found::Attempt(Kind::RoleBinding),
+                "r",
+                object("rb", "gone", "a1"),
+            ),
+            listed(
+                Found::Attempt(Kind::Secret),
+                "v",
+                object("values", "gone", "a1"),
+            ),
+            listed(
+                Found::Attempt(Kind::Secret),
+                "cred",
+                object("cred", "gone", ""),
+            ),
+            listed(Found::Attempt(Kind::Job), "j", job),
+        ];
+        let sweep = sweep(&items, &HashSet::new());
+        let steps: Vec<String> = sweep
+            .actions
+            .iter()
+            .map(|a| match a {
+                SweepAction::ReleaseJob { name, .. } => format!("release-job {name}"),
+                SweepAction::Delete(d) => format!("delete {:?} {}", d.kind, d.uid),
+                SweepAction::ReleaseNamespace { name, .. } => format!("release-namespace {name}"),
+            })
+            .collect();
+        assert_eq!(
+            steps,
+            [
+                "release-namespace ns",
+                "delete ServiceAccount sa",
+                "delete Role role",
+                "delete RoleBinding rb",
+                "delete Secret values",
+                "release-job j",
+                "delete Job job",
+            ]
+        );
+        assert_eq!(sweep.orphans["gone"], ("org-a/gone".to_owned(), 6));
+    }
+
+    #[test]
+    fn what_belongs_to_a_live_workspace_stays() {
+        let items = vec![
+            listed(Found::Namespace, "ns", object("ns", "live", "")),
+            listed(Found::Attempt(Kind::Job), "j", object("job", "live", "a1")),
+        ];
+        let live = HashSet::from(["live".to_owned()]);
+        assert_eq!(sweep(&items, &live), Sweep::default());
+    }
+
+    #[test]
+    fn released_namespaces_and_objects_being_deleted_are_left_alone() {
+        let mut released = object("ns", "gone", "");
+        released
+            .labels
+            .insert(names::LABEL_RELEASED.into(), "true".into());
+        let mut deleting = object("sa", "gone", "a1");
+        deleting.deleting = true;
+        let items = vec![
+            listed(Found::Namespace, "ns", released),
+            listed(Found::Attempt(Kind::ServiceAccount), "r", deleting),
+        ];
+        assert_eq!(sweep(&items, &HashSet::new()), Sweep::default());
+    }
+}

@@ -1,0 +1,78 @@
+//! User input quoted in messages, bounded: a denial never echoes more than a short prefix
+//! of what a tenant sent, however large the request.
+
+/// The most characters of user input a message quotes.
+pub const QUOTE_LIMIT: usize = 64;
+
+/// `text` as a quoted string for a message: at most [`QUOTE_LIMIT`] characters, with
+/// control characters escaped, and the length of what was left out.
+pub fn quoted(text: &str) -> String {
+    quoted_with(text, QUOTE_LIMIT)
+}
+
+/// [`quoted`] with another bound.
+pub fn quoted_with(text: &str, limit: usize) -> String {
+    let (shown, rest) = escaped(text, limit);
+    match rest {
+        0 => format!("\"{shown}\""),
+        more => format!("\"{shown}\"… ({more} more bytes)"),
+    }
+}
+
+/// `text` for a message where quotes would be noise (a name, a path): control characters
+/// escaped, at most [`QUOTE_LIMIT`] characters, and "…" when cut.
+pub fn shown(text: &str) -> String {
+    match escaped(text, QUOTE_LIMIT) {
+        (shown, 0) => shown,
+        (shown, _) => format!("{shown}…"),
+    }
+}
+
+/// The first `limit` characters of `text`, escaped, and how many bytes were left out.
+fn escaped(text: &str, limit: usize) -> (String, usize) {
+    let mut out = String::with_capacity(limit.min(text.len()) + 8);
+    for (count, (index, c)) in text.char_indices().enumerate() {
+        if count == limit {
+            return (out, text.len() - index);
+        }
+        out.extend(c.escape_debug());
+    }
+    (out, 0)
+}
+
+/// `text` cut to at most `max` bytes on a character boundary, with "…" when cut.
+pub fn truncated(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_text_is_quoted_whole() {
+        assert_eq!(quoted("edge-1"), "\"edge-1\"");
+        assert_eq!(quoted("a\"b\n"), "\"a\\\"b\\n\"");
+    }
+
+    #[test]
+    fn long_text_is_cut_and_the_rest_counted() {
+        let text = "x".repeat(10_000);
+        let shown = quoted(&text);
+        assert!(shown.len() < QUOTE_LIMIT + 32, "{shown}");
+        assert!(shown.ends_with("(9936 more bytes)"), "{shown}");
+    }
+
+    #[test]
+    fn truncation_keeps_characters_whole() {
+        assert_eq!(truncated("ééé", 3), "é…");
+        assert_eq!(truncated("abc", 3), "abc");
+    }
+}

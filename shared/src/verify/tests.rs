@@ -1,0 +1,180 @@
+//! One case per rule of what a valid plan is.
+
+use k8s_openapi::{
+    apimachinery::pkg::apis::meta::v1::Time,
+    jiff::{SignedDuration, Timestamp},
+};
+use serde_json::json;
+
+use super::{Binding, PlanDefect, verify_plan};
+use crate::{
+    api::{ChartRef, Owner, Plan, SealedPlan, WorkspaceIdentity},
+    seal::{Keyring, SealError, Sealer},
+};
+
+fn sealed_at() -> Timestamp {
+    Timestamp::from_second(1_800_000_000).unwrap()
+}
+
+fn plan(attempt: i64, uid: &str) -> Plan {
+    Plan {
+        attempt,
+        attempt_id: "a1".into(),
+        retry: 0,
+        workspace: WorkspaceIdentity {
+            namespace: "org-a".into(),
+            name: "ws".into(),
+            uid: uid.into(),
+        },
+        org: "org-a".into(),
+        provider: "hello".into(),
+        owner: Owner {
+            username: "alice".into(),
+            ..Default::default()
+        },
+        chart: ChartRef {
+            repository: "https://charts.example".into(),
+            name: "hello".into(),
+        },
+        version: "0.1.0".into(),
+        release: "hello".into(),
+        namespace: "org-a-hello".into(),
+        values: json!({}),
+        edge_name: "edge-1".into(),
+        cluster: "c1".into(),
+        edge_workspace_uuid: "u1".into(),
+        job: "hello-1".into(),
+        execution: vec![],
+        runtime_credential: None,
+        sealed_at: Some(Time(sealed_at())),
+        dry_run: false,
+    }
+}
+
+fn sealer() -> Sealer {
+    Sealer::from_seed([5; 32])
+}
+
+fn seal(plan: Plan) -> SealedPlan {
+    sealer().seal(plan).unwrap()
+}
+
+fn workspace(uid: &str, created: Option<Timestamp>) -> Binding<'_> {
+    Binding {
+        namespace: "org-a",
+        name: "ws",
+        uid,
+        created,
+        dry_run: false,
+    }
+}
+
+fn check(sealed: &SealedPlan, binding: &Binding<'_>) -> Result<(), PlanDefect> {
+    verify_plan(sealed, &Keyring::from(&sealer()), binding)
+}
+
+#[test]
+fn a_plan_bound_to_its_workspace_is_valid() {
+    assert_eq!(
+        check(&seal(plan(2, "uid-1")), &workspace("uid-1", None)),
+        Ok(())
+    );
+    let created = sealed_at()
+        .checked_add(SignedDuration::from_millis(40))
+        .unwrap();
+    assert_eq!(
+        check(&seal(plan(1, "")), &workspace("uid-1", Some(created))),
+        Ok(())
+    );
+}
+
+#[test]
+fn a_seal_that_does_not_verify_is_refused() {
+    let mut altered = seal(plan(2, "uid-1"));
+    altered.plan.version = "9.9.9".into();
+    assert_eq!(
+        check(&altered, &workspace("uid-1", None)),
+        Err(PlanDefect::Seal(SealError::SignatureMismatch))
+    );
+    let foreign = Sealer::from_seed([6; 32]).seal(plan(2, "uid-1")).unwrap();
+    assert!(matches!(
+        check(&foreign, &workspace("uid-1", None)),
+        Err(PlanDefect::Seal(SealError::UnknownKey { .. }))
+    ));
+}
+
+#[test]
+fn a_dry_run_plan_is_refused_outside_a_dry_run() {
+    let mut dry = plan(2, "uid-1");
+    dry.dry_run = true;
+    let dry = seal(dry);
+    assert_eq!(
+        check(&dry, &workspace("uid-1", None)),
+        Err(PlanDefect::DryRun { attempt: 2 })
+    );
+    let in_a_dry_run = Binding {
+        dry_run: true,
+        ..workspace("uid-1", None)
+    };
+    assert_eq!(check(&dry, &in_a_dry_run), Ok(()));
+}
+
+#[test]
+fn a_plan_of_another_workspace_is_refused() {
+    let mut other = plan(2, "uid-1");
+    other.workspace.name = "other".into();
+    assert!(matches!(
+        check(&seal(other), &workspace("uid-1", None)),
+        Err(PlanDefect::OtherWorkspace { .. })
+    ));
+    let mut org = plan(2, "uid-1");
+    org.org = "org-b".into();
+    assert!(matches!(
+        check(&seal(org), &workspace("uid-1", None)),
+        Err(PlanDefect::OtherOrganization { .. })
+    ));
+    assert!(matches!(
+        check(&seal(plan(2, "uid-0")), &workspace("uid-1", None)),
+        Err(PlanDefect::OtherUid { .. })
+    ));
+}
+
+#[test]
+fn only_a_first_attempt_may_omit_the_uid_and_only_with_its_seal_time() {
+    assert_eq!(
+        check(&seal(plan(2, "")), &workspace("uid-1", None)),
+        Err(PlanDefect::UidMissing { attempt: 2 })
+    );
+    let mut timeless = plan(1, "");
+    timeless.sealed_at = None;
+    assert_eq!(
+        check(&seal(timeless), &workspace("uid-1", None)),
+        Err(PlanDefect::SealTimeMissing)
+    );
+}
+
+#[test]
+fn a_uid_less_plan_sealed_for_another_creation_is_refused() {
+    let later = sealed_at()
+        .checked_add(SignedDuration::from_mins(5))
+        .unwrap();
+    assert!(matches!(
+        check(&seal(plan(1, "")), &workspace("uid-1", Some(later))),
+        Err(PlanDefect::SealedForAnotherCreation { .. })
+    ));
+    let earlier = sealed_at()
+        .checked_sub(SignedDuration::from_mins(5))
+        .unwrap();
+    assert!(matches!(
+        check(&seal(plan(1, "")), &workspace("uid-1", Some(earlier))),
+        Err(PlanDefect::SealedForAnotherCreation { .. })
+    ));
+}
+
+#[test]
+fn attempt_numbers_start_at_one() {
+    assert_eq!(
+        check(&seal(plan(0, "uid-1")), &workspace("uid-1", None)),
+        Err(PlanDefect::BadAttempt { attempt: 0 })
+    );
+}

@@ -1,0 +1,401 @@
+//! The installer's own guards, each holding with no webhook in front of it: RBAC asked again
+//! before an attempt starts, plans sealed for a dry run or for another creation refused,
+//! the provider's hub credential owned by UID (never adopted by an annotation), orphaned
+//! edge objects swept, and edge kubeconfigs that would run a program refused.
+//!
+//! Plans here are sealed with the published key and written as admin, as if the webhook
+//! had been bypassed; the real `providers-webhook controller` runs as its shipped
+//! ServiceAccount, and the job runner runs the Jobs with the real helm.
+
+use std::{path::Path, time::Duration};
+
+use anyhow::{Context, ensure};
+use k8s_openapi::{
+    api::{
+        batch::v1::Job,
+        core::v1::{Namespace, Secret, ServiceAccount},
+        events::v1::Event,
+        rbac::v1::{Role, RoleBinding},
+    },
+    apimachinery::pkg::apis::meta::v1::Time,
+    jiff::{SignedDuration, Timestamp},
+};
+use kube::{
+    Api, Client, ResourceExt,
+    api::{DeleteParams, ListParams, Patch, PatchParams, PostParams},
+};
+use providers::{
+    api::{Edge, EdgeSpec, JobResult, RuntimeCredential, SecretKeyRef},
+    installer::names,
+};
+use serde_json::json;
+use testbed::{
+    User,
+    installer::{
+        self, ControllerOptions, Environment, Options, PlanSpec, SYSTEM, eventually, has_condition,
+        status_of, wait_workspace,
+    },
+    platform,
+};
+
+async fn env() -> anyhow::Result<&'static Environment> {
+    installer::environment(
+        Path::new(env!("CARGO_BIN_EXE_providers-controlplane")),
+        Options::default(),
+    )
+    .await
+}
+
+fn failed_message(ws: &providers::api::Workspace) -> String {
+    installer::condition(ws, "Failed")
+        .map(|c| c.message.clone())
+        .unwrap_or_default()
+}
+
+async fn nothing_on_the_edge(edge: &Client, namespace: &str) -> anyhow::Result<()> {
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    ensure!(
+        Api::<Namespace>::all(edge.clone())
+            .get_opt(namespace)
+            .await?
+            .is_none(),
+        "namespace {namespace} was created on the edge"
+    );
+    Ok(())
+}
+
+/// Issue 9.5: the owner of a sealed plan must still hold `install` on its edge when the
+/// installer is about to start the attempt. Bob holds no grant: his attempt is refused
+/// with the reason and nothing is created; once the platform grants it, his next attempt
+/// runs.
+#[tokio::test]
+async fn authorization_is_asked_again_before_the_attempt_starts() -> anyhow::Result<()> {
+    let case = "reauth";
+    let env = env().await?;
+    let hub = env.hub_admin().await?;
+    let edge = env.edge_admin().await?;
+    let namespace = "reauth-hello";
+    let spec = PlanSpec::hello(case, "org-a", "reauth-demo", namespace);
+    let mut plan = env.plan(&spec, 1, "");
+    plan.owner.username = "bob".into();
+    plan.owner.uid = "uid-bob".into();
+    let _controller = env.controller_for(case).await?;
+    let created = env.create_workspace(&hub, &spec, plan).await?;
+    let refused = wait_workspace(&hub, "org-a", "reauth-demo", "NotAuthorized", |ws| {
+        has_condition(ws, "Failed", "True", "NotAuthorized")
+    })
+    .await?;
+    ensure!(status_of(&refused).job_result == Some(JobResult::Rejected));
+    let message = failed_message(&refused);
+    ensure!(
+        message.contains("\"bob\" may no longer install onto edge \"edge-1\""),
+        "{message}"
+    );
+    nothing_on_the_edge(&edge, namespace).await?;
+
+    platform::grant_install(&hub, "bob", installer::EDGE).await?;
+    let mut second = env.plan(&spec, 2, &created.uid().context("uid")?);
+    second.owner.username = "bob".into();
+    second.owner.uid = "uid-bob".into();
+    installer::retry(&hub, "org-a", "reauth-demo", env.seal(second)?).await?;
+    wait_workspace(&hub, "org-a", "reauth-demo", "attempt 2 installed", |ws| {
+        status_of(ws).attempt == Some(2) && has_condition(ws, "Ready", "True", "Installed")
+    })
+    .await?;
+    Ok(())
+}
+
+/// Issue 9.6: a plan sealed for a server-side dry run, or a first plan (no UID yet) sealed
+/// long before this Workspace was created, never runs — even with a valid signature.
+#[tokio::test]
+async fn dry_run_and_stale_first_plans_never_run() -> anyhow::Result<()> {
+    let case = "stale";
+    let env = env().await?;
+    let hub = env.hub_admin().await?;
+    let edge = env.edge_admin().await?;
+    let _controller = env.controller_for(case).await?;
+
+    let dry = PlanSpec::hello(case, "org-a", "stale-dry", "stale-dry-hello");
+    let mut plan = env.plan(&dry, 1, "");
+    plan.dry_run = true;
+    env.create_workspace(&hub, &dry, plan).await?;
+
+    let old = PlanSpec::hello(case, "org-a", "stale-old", "stale-old-hello");
+    let mut plan = env.plan(&old, 1, "");
+    let long_ago = Timestamp::now()
+        .checked_sub(SignedDuration::from_mins(10))
+        .context("time")?;
+    plan.sealed_at = Some(Time(long_ago));
+    env.create_workspace(&hub, &old, plan).await?;
+
+    for (name, namespace, why) in [
+        (
+            "stale-dry",
+            "stale-dry-hello",
+            "sealed for a server-side dry run",
+        ),
+        (
+            "stale-old",
+            "stale-old-hello",
+            "sealed for another creation",
+        ),
+    ] {
+        let refused = wait_workspace(&hub, "org-a", name, "SealInvalid", |ws| {
+            has_condition(ws, "Failed", "True", "SealInvalid")
+        })
+        .await?;
+        let message = failed_message(&refused);
+        ensure!(message.contains(why), "{name}: {message}");
+        ensure!(!message.contains("spec.retry"), "{name}: {message}");
+        nothing_on_the_edge(&edge, namespace).await?;
+    }
+    Ok(())
+}
+
+/// Issue 9.7: the provider's hub ServiceAccount and RoleBinding are the installer's only
+/// by their UID label and owner reference. Objects that merely carry the Workspace's
+/// annotation — which anyone who may write in the organization's namespace can set — and
+/// a RoleBinding to a broader Role are replaced, not adopted.
+#[tokio::test]
+async fn the_hub_credential_is_owned_by_uid_and_bound_to_the_plans_role() -> anyhow::Result<()> {
+    let case = "credown";
+    let env = env().await?;
+    let hub = env.hub_admin().await?;
+    let edge = env.edge_admin().await?;
+    let name = "credown-demo";
+    let namespace = "credown-hello";
+    let account = format!("provider-{name}");
+    let mut spec = PlanSpec::hello(case, "org-a", name, namespace);
+    spec.runtime_credential = Some(RuntimeCredential {
+        role: "credown-runtime".into(),
+        value_path: "hub.credentialSecret".into(),
+    });
+    let roles: Api<Role> = Api::namespaced(hub.clone(), "org-a");
+    for (role, verbs) in [
+        ("credown-runtime", json!(["get"])),
+        ("credown-broad", json!(["*"])),
+    ] {
+        let object: Role = serde_json::from_value(json!({
+            "metadata": {"name": role, "namespace": "org-a"},
+            "rules": [{"apiGroups": ["providers.platform.dev"], "resources": ["workspaces"], "verbs": verbs}],
+        }))?;
+        roles.create(&PostParams::default(), &object).await?;
+    }
+    // What someone in the organization's namespace left under the credential's names.
+    let annotation = json!({names::ANNOTATION_WORKSPACE: format!("org-a/{name}")});
+    let planted_sa: ServiceAccount = serde_json::from_value(json!({
+        "metadata": {"name": account, "namespace": "org-a", "annotations": annotation},
+    }))?;
+    let planted_sa = Api::<ServiceAccount>::namespaced(hub.clone(), "org-a")
+        .create(&PostParams::default(), &planted_sa)
+        .await?;
+    let planted_rb: RoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": account, "namespace": "org-a", "annotations": annotation},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "credown-broad"},
+        "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": "org-a"}],
+    }))?;
+    Api::<RoleBinding>::namespaced(hub.clone(), "org-a")
+        .create(&PostParams::default(), &planted_rb)
+        .await?;
+
+    let _controller = env.controller_for(case).await?;
+    let created = env
+        .create_workspace(&hub, &spec, env.plan(&spec, 1, ""))
+        .await?;
+    let uid = created.uid().context("uid")?;
+    let installed = wait_workspace(&hub, "org-a", name, "installed", |ws| {
+        has_condition(ws, "Ready", "True", "Installed")
+    })
+    .await?;
+    let events = installer::event_reasons(&hub, &installed).await?;
+    ensure!(
+        events.iter().any(|e| e == "RuntimeCredentialReplaced"),
+        "{events:?}"
+    );
+    let sa = Api::<ServiceAccount>::namespaced(hub.clone(), "org-a")
+        .get(&account)
+        .await?;
+    ensure!(
+        sa.uid() != planted_sa.uid(),
+        "the planted ServiceAccount was replaced"
+    );
+    ensure!(
+        sa.owner_references()
+            .iter()
+            .any(|o| o.uid == uid && o.kind == "Workspace"),
+        "owned by the Workspace: {:?}",
+        sa.owner_references()
+    );
+    ensure!(sa.labels().get(names::LABEL_WORKSPACE_UID) == Some(&uid));
+    let rb = Api::<RoleBinding>::namespaced(hub.clone(), "org-a")
+        .get(&account)
+        .await?;
+    ensure!(rb.role_ref.name == "credown-runtime", "{:?}", rb.role_ref);
+    ensure!(rb.owner_references().iter().any(|o| o.uid == uid));
+    let secret = Api::<Secret>::namespaced(edge.clone(), namespace)
+        .get(&providers::plan::runtime_credential_secret(name))
+        .await?;
+    ensure!(secret.labels().get(names::LABEL_WORKSPACE_UID) == Some(&uid));
+    Ok(())
+}
+
+/// Issue 9.4: a Workspace whose finalizer was forced off leaves its attempt's identity and
+/// Job on the edge; the installer sweeps them (and releases the namespace) and says so in
+/// an Event on the Edge.
+#[tokio::test]
+async fn objects_of_a_workspace_deleted_without_cleanup_are_swept() -> anyhow::Result<()> {
+    let case = "orphan";
+    let env = env().await?;
+    let hub = env.hub_admin().await?;
+    let edge = env.edge_admin().await?;
+    let name = "orphan-demo";
+    let namespace = "orphan-hello";
+    let spec = PlanSpec::hello(case, "org-a", name, namespace);
+    let plan = env.plan(&spec, 1, "");
+    env.runner.hold(&plan.job);
+    let mut options = ControllerOptions::new(case, "orphan-0", "lease-orphan");
+    options.args = vec!["--orphan-sweep-interval".into(), "2".into()];
+    let _controller = env.controller(options).await?;
+    env.create_workspace(&hub, &spec, plan.clone()).await?;
+    wait_workspace(&hub, "org-a", name, "the Job runs", |ws| {
+        has_condition(ws, "Progressing", "True", "JobRunning")
+    })
+    .await?;
+    let runner = names::AttemptNames::for_job(&plan.job).runner;
+    ensure!(
+        Api::<ServiceAccount>::namespaced(edge.clone(), namespace)
+            .get_opt(&runner)
+            .await?
+            .is_some()
+    );
+
+    // The finalizer forced off by the platform (admin may), then the Workspace deleted.
+    let workspaces: Api<providers::api::Workspace> = Api::namespaced(hub.clone(), "org-a");
+    workspaces
+        .patch(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+        )
+        .await?;
+    workspaces.delete(name, &DeleteParams::default()).await?;
+
+    eventually(
+        "the orphan's objects swept",
+        Duration::from_secs(60),
+        || async {
+            let sa = Api::<ServiceAccount>::namespaced(edge.clone(), namespace)
+                .get_opt(&runner)
+                .await?;
+            let job = Api::<Job>::namespaced(edge.clone(), namespace)
+                .get_opt(&plan.job)
+                .await?;
+            let ns = Api::<Namespace>::all(edge.clone()).get(namespace).await?;
+            let released =
+                ns.labels().get(names::LABEL_RELEASED).map(String::as_str) == Some("true");
+            Ok((sa.is_none() && job.is_none() && released).then_some(()))
+        },
+    )
+    .await?;
+    for (kind, gone) in [
+        (
+            "Role",
+            Api::<Role>::namespaced(edge.clone(), namespace)
+                .get_opt(&runner)
+                .await?
+                .is_none(),
+        ),
+        (
+            "RoleBinding",
+            Api::<RoleBinding>::namespaced(edge.clone(), namespace)
+                .get_opt(&runner)
+                .await?
+                .is_none(),
+        ),
+        (
+            "values Secret",
+            Api::<Secret>::namespaced(edge.clone(), namespace)
+                .get_opt(&names::AttemptNames::for_job(&plan.job).values)
+                .await?
+                .is_none(),
+        ),
+    ] {
+        ensure!(gone, "the orphan's {kind} is still on the edge");
+    }
+    let events: Vec<Event> = Api::<Event>::all(hub.clone())
+        .list(&ListParams::default())
+        .await?
+        .items;
+    ensure!(
+        events
+            .iter()
+            .any(|e| e.reason.as_deref() == Some("OrphansSwept")
+                && e.note
+                    .as_deref()
+                    .is_some_and(|n| n.contains(&format!("org-a/{name}")))
+                && e.regarding.as_ref().and_then(|r| r.kind.as_deref()) == Some("Edge")),
+        "an OrphansSwept Event on the Edge"
+    );
+    Ok(())
+}
+
+/// Issue 9.7: an edge kubeconfig whose user runs a program for its credential (`exec`) is
+/// refused unless the platform opts in: the program never runs, and the Edge says why.
+#[tokio::test]
+async fn an_edge_kubeconfig_that_runs_a_program_is_refused() -> anyhow::Result<()> {
+    let case = "exec";
+    let env = env().await?;
+    let hub = env.hub_admin().await?;
+    let marker = tempfile::tempdir()?.keep().join("ran");
+    let kubeconfig = json!({
+        "apiVersion": "v1", "kind": "Config", "current-context": "edge",
+        "clusters": [{"name": "edge", "cluster": {"server": env.edge.server, "insecure-skip-tls-verify": true}}],
+        "contexts": [{"name": "edge", "context": {"cluster": "edge", "user": "edge"}}],
+        "users": [{"name": "edge", "user": {"exec": {
+            "apiVersion": "client.authentication.k8s.io/v1", "command": "touch",
+            "args": [marker.display().to_string()], "interactiveMode": "Never",
+        }}}],
+    });
+    let secret: Secret = serde_json::from_value(json!({
+        "metadata": {"name": "edge-exec-kubeconfig", "namespace": SYSTEM},
+        "stringData": {"kubeconfig": kubeconfig.to_string()},
+    }))?;
+    Api::<Secret>::namespaced(hub.clone(), SYSTEM)
+        .create(&PostParams::default(), &secret)
+        .await?;
+    let edge = Edge::new(
+        "edge-exec",
+        EdgeSpec {
+            cluster_id: "cluster-exec".into(),
+            workspace_uuid: "00000000-0000-4000-8000-00000000e7ec".into(),
+            kubeconfig_secret_ref: SecretKeyRef {
+                namespace: SYSTEM.into(),
+                name: "edge-exec-kubeconfig".into(),
+                key: "kubeconfig".into(),
+            },
+        },
+    );
+    Api::<Edge>::all(hub.clone())
+        .create(&PostParams::default(), &edge)
+        .await?;
+    let _controller = env.controller_for(case).await?;
+    let edges: Api<Edge> = Api::all(env.hub.client(User::Admin).await?);
+    let message = eventually("the Edge says why", Duration::from_secs(60), || async {
+        let edge = edges.get("edge-exec").await?;
+        let ready = edge
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.iter().find(|c| c.type_ == "Ready"))
+            .filter(|c| c.status == "False")
+            .map(|c| c.message.clone());
+        Ok(ready)
+    })
+    .await?;
+    ensure!(message.contains("exec credential plugin"), "{message}");
+    ensure!(
+        message.contains("--allow-edge-kubeconfig-exec"),
+        "{message}"
+    );
+    ensure!(!marker.exists(), "the exec plugin ran");
+    Ok(())
+}

@@ -1,0 +1,753 @@
+//! The seal holds at the admission layer, against the real API server and the real
+//! `providers-webhook serve` process: only the API server gets answers; a retry never signs
+//! a plan the webhook did not seal, nor one the platform has since withdrawn; hostile bodies
+//! cost the webhook little; only the installer removes its finalizer; a dry run's plan says
+//! so.
+
+use std::{
+    path::{Path, PathBuf},
+    sync::{Arc, OnceLock},
+    time::Duration,
+};
+
+use anyhow::{Context, bail, ensure};
+use kube::{
+    Api, Client,
+    api::{Patch, PatchParams, PostParams},
+};
+use providers::{
+    api::{
+        ChartRef, Edge, EdgeSpec, Recipe, RecipeSpec, SecretKeyRef, ValueField, ValueType,
+        Workspace, WorkspaceSpec,
+    },
+    seal::Sealer,
+};
+use rustls::{
+    ClientConfig, RootCertStore,
+    pki_types::{CertificateDer, PrivateKeyDer, ServerName, pem::PemObject},
+};
+use serde_json::{Value, json};
+use testbed::{
+    ControlPlaneInfo, Supervised, User, kubeconfig, kubectl, platform, process, supervised,
+    webhook::{SYSTEM_NAMESPACE, Webhook},
+};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio_rustls::TlsConnector;
+
+const REPOSITORY: &str = "http://127.0.0.1:1/charts";
+
+struct Fixture {
+    plane: &'static ControlPlaneInfo,
+    webhook: Webhook,
+}
+
+/// The webhook on the shared control plane of this test binary, registered, with a recipe
+/// `demo` and an edge `edge-1` alice may install onto.
+fn fixture() -> &'static Fixture {
+    static FIXTURE: OnceLock<Fixture> = OnceLock::new();
+    FIXTURE.get_or_init(|| {
+        let plane = supervised::shared(Path::new(env!("CARGO_BIN_EXE_providers-controlplane")));
+        platform::install(plane).expect("install");
+        let webhook = Webhook::start(plane, &[REPOSITORY]).expect("webhook starts");
+        std::thread::scope(|scope| {
+            scope
+                .spawn(|| {
+                    tokio::runtime::Runtime::new()
+                        .expect("runtime")
+                        .block_on(catalog(plane, &webhook))
+                })
+                .join()
+        })
+        .expect("set-up thread")
+        .expect("catalog");
+        Fixture { plane, webhook }
+    })
+}
+
+/// The recipe, the edge, alice's grant, and the webhook registered on `plane`.
+async fn catalog(plane: &ControlPlaneInfo, webhook: &Webhook) -> anyhow::Result<()> {
+    let admin = plane.client(User::Admin).await?;
+    Api::<Recipe>::all(admin.clone())
+        .create(&PostParams::default(), &recipe())
+        .await?;
+    Api::<Edge>::all(admin.clone())
+        .create(&PostParams::default(), &edge())
+        .await?;
+    platform::grant_install(&admin, "alice", "edge-1").await?;
+    webhook.register(plane).await
+}
+
+fn recipe() -> Recipe {
+    Recipe::new(
+        "demo",
+        RecipeSpec {
+            chart: ChartRef {
+                repository: REPOSITORY.into(),
+                name: "demo".into(),
+            },
+            versions: vec!["0.2.0".into(), "0.1.0".into()],
+            namespace: "demo".into(),
+            release: "demo".into(),
+            values: None,
+            values_schema: vec![ValueField {
+                path: "replicaCount".into(),
+                type_: ValueType::Integer,
+                description: None,
+                enum_: None,
+                pattern: None,
+                max_length: None,
+                minimum: Some(1.0),
+                maximum: Some(5.0),
+            }],
+            execution: vec![],
+            runtime_credential: None,
+        },
+    )
+}
+
+fn edge() -> Edge {
+    Edge::new(
+        "edge-1",
+        EdgeSpec {
+            cluster_id: "edge-1-cluster".into(),
+            workspace_uuid: "8c6b7c1e-0000-4000-8000-000000000001".into(),
+            kubeconfig_secret_ref: SecretKeyRef {
+                namespace: SYSTEM_NAMESPACE.into(),
+                name: "edge-1".into(),
+                key: "kubeconfig".into(),
+            },
+        },
+    )
+}
+
+fn workspace(name: &str, values: Value) -> Workspace {
+    let mut ws = Workspace::new(
+        name,
+        WorkspaceSpec {
+            recipe: "demo".into(),
+            edge: "edge-1".into(),
+            version: None,
+            values: Some(values),
+            retry: None,
+            plan: None,
+        },
+    );
+    ws.metadata.namespace = Some("org-a".into());
+    ws
+}
+
+fn denial<T: std::fmt::Debug>(result: Result<T, kube::Error>) -> kube::core::Status {
+    match result {
+        Err(kube::Error::Api(status)) => *status,
+        other => panic!("expected a denial, got {other:?}"),
+    }
+}
+
+/// Records a terminal result as the installer does (number, ID and result).
+async fn finish(api: &Api<Workspace>, name: &str, result: &str) -> anyhow::Result<()> {
+    let ws = api.get(name).await?;
+    let plan = &ws.spec.plan.context("sealed")?.plan;
+    let status = json!({"status": {
+        "attempt": plan.attempt, "attemptID": plan.attempt_id,
+        "jobResult": result, "phase": "Failed",
+    }});
+    api.patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
+        .await?;
+    Ok(())
+}
+
+// ---- who gets answers -------------------------------------------------------------------
+
+/// What a raw HTTPS request to the webhook got back.
+#[derive(Debug)]
+enum Reply {
+    /// The connection ended without an HTTP answer (refused during the handshake).
+    Nothing(String),
+    Http {
+        status: u16,
+        body: String,
+    },
+}
+
+/// POSTs `body` to the webhook at `path`, presenting `client` (certificate and key files)
+/// or no certificate.
+async fn post(
+    webhook: &Webhook,
+    client: Option<(&Path, &Path)>,
+    path: &str,
+    body: &[u8],
+) -> anyhow::Result<Reply> {
+    let mut roots = RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(webhook.ca_pem.as_bytes()) {
+        roots.add(cert?)?;
+    }
+    let builder =
+        ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()?
+            .with_root_certificates(roots);
+    let mut config = match client {
+        Some((cert, key)) => builder.with_client_auth_cert(
+            CertificateDer::pem_file_iter(cert)?.collect::<Result<Vec<_>, _>>()?,
+            PrivateKeyDer::from_pem_file(key)?,
+        )?,
+        None => builder.with_no_client_auth(),
+    };
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let tcp = tokio::net::TcpStream::connect(("127.0.0.1", webhook.port)).await?;
+    let mut tls = match TlsConnector::from(Arc::new(config))
+        .connect(ServerName::try_from("localhost")?, tcp)
+        .await
+    {
+        Ok(tls) => tls,
+        Err(error) => return Ok(Reply::Nothing(error.to_string())),
+    };
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    // A server that refuses a body may answer before reading it all: a failed write still
+    // leaves its answer to read.
+    let written = match tls.write_all(head.as_bytes()).await {
+        Ok(()) => tls.write_all(body).await,
+        Err(error) => Err(error),
+    };
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(30), tls.read_to_end(&mut answer)).await;
+    let text = String::from_utf8_lossy(&answer).into_owned();
+    let Some(rest) = text.strip_prefix("HTTP/1.1 ") else {
+        return Ok(Reply::Nothing(format!("{written:?} {read:?}: {text}")));
+    };
+    let status = rest.get(..3).context("status")?.parse()?;
+    let (headers, body) = rest.split_once("\r\n\r\n").unwrap_or((rest, ""));
+    let body = if headers
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        dechunk(body)
+    } else {
+        body.to_owned()
+    };
+    Ok(Reply::Http { status, body })
+}
+
+fn dechunk(mut text: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = text.split_once("\r\n") {
+        let Ok(size) = usize::from_str_radix(size.trim(), 16) else {
+            break;
+        };
+        if size == 0 || rest.len() < size {
+            break;
+        }
+        out.push_str(&rest[..size]);
+        text = rest[size..].trim_start_matches("\r\n");
+    }
+    out
+}
+
+/// An AdmissionReview of a Workspace write, with `object` as raw JSON text.
+fn review(operation: &str, user: &str, groups: &[&str], object: &str) -> Vec<u8> {
+    let head = json!({
+        "uid": "3d9a1f0e-hostile",
+        "kind": {"group": "providers.platform.dev", "version": "v1alpha1", "kind": "Workspace"},
+        "resource": {"group": "providers.platform.dev", "version": "v1alpha1", "resource": "workspaces"},
+        "namespace": "org-a", "name": "w", "operation": operation,
+        "userInfo": {"username": user, "groups": groups},
+        "dryRun": false,
+    })
+    .to_string();
+    // The request's fields without its closing brace: the object follows, as raw text.
+    let head = &head[..head.len() - 1];
+    format!(
+        r#"{{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{head},"object":{object},"oldObject":null}}}}"#
+    )
+    .into_bytes()
+}
+
+fn workspace_json(values: &str) -> String {
+    format!(
+        r#"{{"apiVersion":"providers.platform.dev/v1alpha1","kind":"Workspace","metadata":{{"name":"w","namespace":"org-a"}},"spec":{{"recipe":"demo","edge":"edge-1","values":{values}}}}}"#
+    )
+}
+
+/// Issue 9.2: an AdmissionReview that claims `system:masters` gets no answer — no sealed
+/// plan — unless the caller presents the API server's client certificate; a certificate
+/// from another CA, or from the same CA for another subject, is refused as well.
+#[tokio::test]
+async fn only_the_api_server_gets_answers() -> anyhow::Result<()> {
+    let Fixture { plane, webhook } = fixture();
+    let forged = review(
+        "CREATE",
+        "mallory",
+        &["system:masters"],
+        &workspace_json("{}"),
+    );
+    let other_ca = testbed::pki::Authority::generate("other-ca")?;
+    let impostor = other_ca.issue_client(testbed::controlplane::WEBHOOK_CLIENT_NAME, &[])?;
+    let dir = tempfile::tempdir()?;
+    let (cert, key) = (dir.path().join("c.crt"), dir.path().join("c.key"));
+    std::fs::write(&cert, &impostor.cert_pem)?;
+    std::fs::write(&key, &impostor.key_pem)?;
+    let callers: [(&str, Option<(&Path, &Path)>); 3] = [
+        ("no certificate", None),
+        ("a certificate from another CA", Some((&cert, &key))),
+        (
+            "the right CA, another subject",
+            Some((
+                &plane.webhook_other_subject_cert_file,
+                &plane.webhook_other_subject_key_file,
+            )),
+        ),
+    ];
+    for (who, client) in callers {
+        for path in ["/mutate", "/validate"] {
+            let reply = post(webhook, client, path, &forged).await?;
+            ensure!(
+                matches!(reply, Reply::Nothing(_)),
+                "{who} got an answer from {path}: {reply:?}"
+            );
+        }
+    }
+    // The API server's certificate gets the decision (here: edge-1's RBAC says no for
+    // mallory, whatever groups the body claims, because the SubjectAccessReview asks as
+    // the user the review names — and only the API server names users).
+    let reply = post(
+        webhook,
+        Some((
+            &plane.webhook_client_cert_file,
+            &plane.webhook_client_key_file,
+        )),
+        "/mutate",
+        &review("CREATE", "alice", &["tenants"], &workspace_json("{}")),
+    )
+    .await?;
+    let body = match reply {
+        Reply::Http { status: 200, body } => body,
+        Reply::Http { status, body } => bail!("HTTP {status} for the API server: {body}"),
+        Reply::Nothing(why) => bail!("the API server's certificate should be answered: {why}"),
+    };
+    let answer: Value = serde_json::from_str(&body)?;
+    ensure!(answer["response"]["allowed"] == true, "{answer}");
+    Ok(())
+}
+
+// ---- what a body costs --------------------------------------------------------------------
+
+/// Issue 9.3: hostile bodies — sent by a tenant through the API server, and straight to the
+/// webhook with the API server's certificate — get a clean 4xx or a denial, and the
+/// webhook's peak resident memory stays under 64 MiB.
+#[tokio::test]
+async fn hostile_bodies_cost_the_webhook_little() -> anyhow::Result<()> {
+    let Fixture { plane, webhook } = fixture();
+    let pid = process::webhook_pid(webhook.port)?;
+
+    // The shape that once cost hundreds of MB: one long key over a couple of thousand
+    // leaves, ~220 KB, as a tenant's server-side dry run through the API server.
+    let long = "k".repeat(100);
+    let leaves: serde_json::Map<String, Value> = (0..2_000)
+        .map(|i| (format!("{long}{i:05}"), json!(i)))
+        .collect();
+    let alice: Api<Workspace> = Api::namespaced(plane.client(User::Alice).await?, "org-a");
+    let dry_run = PostParams {
+        dry_run: true,
+        ..Default::default()
+    };
+    let status = denial(
+        alice
+            .create(
+                &dry_run,
+                &workspace("hostile", json!({ long.clone(): leaves.clone() })),
+            )
+            .await,
+    );
+    ensure!(status.message.contains("spec.values"), "{}", status.message);
+    ensure!(
+        status.message.len() < 2_000,
+        "bounded: {}",
+        status.message.len()
+    );
+
+    let api_server = Some((
+        plane.webhook_client_cert_file.as_path(),
+        plane.webhook_client_key_file.as_path(),
+    ));
+    let object = |values: &str| review("CREATE", "alice", &["tenants"], &workspace_json(values));
+    let nested = format!("{}1{}", "{\"a\":".repeat(10_000), "}".repeat(10_000));
+    let array = format!("{{\"a\":[{}0]}}", "0,".repeat(1_000_000));
+    let many = format!(
+        "{{{}\"z\":0}}",
+        (0..200_000)
+            .map(|i| format!("\"k{i}\":0,"))
+            .collect::<String>()
+    );
+    let long_key = format!("{{\"{}\":1}}", "k".repeat(1_000_000));
+    let mut non_utf8 = object("{\"a\":\"xx\"}");
+    let at = non_utf8
+        .windows(2)
+        .position(|w| w == b"xx")
+        .context("marker")?;
+    non_utf8[at] = 0xff;
+    non_utf8[at + 1] = 0xfe;
+    let duplicate = review(
+        "CREATE",
+        "alice",
+        &["tenants"],
+        r#"{"apiVersion":"providers.platform.dev/v1alpha1","kind":"Workspace","metadata":{"name":"w","namespace":"org-a"},"spec":{"recipe":"demo","recipe":"evil","edge":"edge-1"}}"#,
+    );
+    let long_name = review(
+        "CREATE",
+        "alice",
+        &["tenants"],
+        &format!(
+            r#"{{"apiVersion":"providers.platform.dev/v1alpha1","kind":"Workspace","metadata":{{"name":"w","namespace":"org-a"}},"spec":{{"recipe":"{}","edge":"edge-1"}}}}"#,
+            "r".repeat(500_000)
+        ),
+    );
+    let mut oversized = b"{\"pad\":\"".to_vec();
+    oversized.resize(9 * 1024 * 1024, b'a');
+    // (what, body, HTTP status, what the answer says on /mutate)
+    let corpus: Vec<(&str, Vec<u8>, u16, &str)> = vec![
+        (
+            "one long key over 2,000 leaves",
+            object(&serde_json::to_string(&json!({ long: leaves }))?),
+            200,
+            "spec.values takes more than 32768 bytes",
+        ),
+        (
+            "10,000 levels of nesting",
+            object(&nested),
+            200,
+            "nests deeper than 32 levels",
+        ),
+        (
+            "an array of a million items",
+            object(&array),
+            200,
+            "more than 20000 entries",
+        ),
+        (
+            "200,000 keys",
+            object(&many),
+            200,
+            "more than 20000 entries",
+        ),
+        (
+            "a key of a million bytes",
+            object(&long_key),
+            200,
+            "a key longer than 1024 bytes",
+        ),
+        (
+            "bytes that are not UTF-8",
+            non_utf8,
+            400,
+            "not a JSON AdmissionReview",
+        ),
+        (
+            "a duplicate key",
+            duplicate,
+            200,
+            "duplicate field `recipe`",
+        ),
+        (
+            "a recipe name of 500,000 bytes",
+            long_name,
+            200,
+            "spec.recipe: \"rrrr",
+        ),
+        ("a body over the size limit", oversized, 413, ""),
+    ];
+    for (what, body, expected, says) in &corpus {
+        for path in ["/mutate", "/validate"] {
+            let (status, body) = match post(webhook, api_server, path, body).await? {
+                Reply::Http { status, body } => (status, body),
+                Reply::Nothing(why) => bail!("{what} to {path}: no answer: {why}"),
+            };
+            ensure!(
+                status == *expected,
+                "{what} to {path}: HTTP {status}: {body}"
+            );
+            ensure!(
+                body.len() < 2_000,
+                "{what} to {path}: {} bytes back",
+                body.len()
+            );
+            let text = if status == 200 {
+                let answer: Value = serde_json::from_str(&body)
+                    .with_context(|| format!("{what} to {path}: {body}"))?;
+                ensure!(
+                    answer["response"]["allowed"] == false,
+                    "{what} to {path} was admitted: {answer}"
+                );
+                answer["response"]["status"]["message"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned()
+            } else {
+                body
+            };
+            // /validate refuses a plan-less object before it looks at values; /mutate
+            // says what it found.
+            if path == "/mutate" {
+                ensure!(text.contains(says), "{what}: {text}");
+            }
+        }
+    }
+    let (peak, now) = process::memory_kib(pid)?;
+    eprintln!("the webhook's resident memory after the corpus: peak {peak} KiB, now {now} KiB");
+    ensure!(
+        peak < 64 * 1024,
+        "the webhook's peak resident memory reached {peak} KiB (now {now} KiB)"
+    );
+    Ok(())
+}
+
+// ---- retries ---------------------------------------------------------------------------------
+
+/// Issue 9.1: a plan the webhook never sealed, stored while the webhook configurations
+/// were removed (and refused by the installer), is never signed by a later retry; and a
+/// retry of what the platform has since withdrawn is refused with what to do.
+#[tokio::test]
+async fn a_retry_never_signs_what_the_webhook_did_not_seal_or_the_platform_withdrew()
+-> anyhow::Result<()> {
+    // A control plane of its own: the webhook configurations come and go here.
+    let plane = tokio::task::spawn_blocking(|| {
+        Supervised::start(
+            Path::new(env!("CARGO_BIN_EXE_providers-controlplane")),
+            "retry-seal",
+        )
+    })
+    .await??;
+    let info = plane.info.clone();
+    platform::install(&info)?;
+    let webhook = Webhook::start(&info, &[REPOSITORY])?;
+    catalog(&info, &webhook).await?;
+    let admin: Api<Workspace> = Api::namespaced(info.client(User::Admin).await?, "org-a");
+    let alice: Api<Workspace> = Api::namespaced(info.client(User::Alice).await?, "org-a");
+
+    // The forged plan: attempt 2 with another key and the tenant's own chart values.
+    alice
+        .create(&PostParams::default(), &workspace("forged", json!({})))
+        .await?;
+    finish(&admin, "forged", "Failed").await?;
+    Webhook::unregister(&info)?;
+    let mut stored = alice.get("forged").await?;
+    let mut plan = stored.spec.plan.clone().context("sealed")?.plan;
+    plan.attempt = 2;
+    plan.attempt_id = "forged-attempt-2".into();
+    plan.values = json!({"image": {"repository": "evil/image"}});
+    stored.spec.plan = Some(Sealer::from_seed([66; 32]).seal(plan)?);
+    alice
+        .replace("forged", &PostParams::default(), &stored)
+        .await
+        .context("stored while no webhook checked it")?;
+    // What the installer records for it: attempt 2, refused for its seal.
+    let rejected = json!({"status": {"attempt": 2, "attemptID": "forged-attempt-2",
+                                     "jobResult": "Rejected", "phase": "Failed"}});
+    admin
+        .patch_status("forged", &PatchParams::default(), &Patch::Merge(&rejected))
+        .await?;
+    webhook.register(&info).await?;
+    let status = denial(
+        alice
+            .patch(
+                "forged",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": {"retry": 1}})),
+            )
+            .await,
+    );
+    ensure!(status.reason == "RetryOfUnverifiedPlan", "{status:?}");
+    ensure!(
+        status.message.contains("spec.retry: attempt 2"),
+        "{}",
+        status.message
+    );
+    ensure!(
+        status.message.contains("not among the published keys"),
+        "{}",
+        status.message
+    );
+    // Changing the intent seals a new attempt from the current Recipe.
+    let upgraded = alice
+        .patch(
+            "forged",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"values": {"replicaCount": 2}}})),
+        )
+        .await?;
+    let plan = upgraded.spec.plan.context("sealed")?.plan;
+    ensure!(
+        plan.attempt == 3 && plan.values.get("image").is_none(),
+        "{plan:?}"
+    );
+
+    // A version the platform withdrew after the attempt failed.
+    let mut pinned = workspace("withdrawn", json!({}));
+    pinned.spec.version = Some("0.1.0".into());
+    alice.create(&PostParams::default(), &pinned).await?;
+    finish(&admin, "withdrawn", "Failed").await?;
+    Api::<Recipe>::all(info.client(User::Admin).await?)
+        .patch(
+            "demo",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"versions": ["0.2.0"]}})),
+        )
+        .await?;
+    let status = denial(
+        alice
+            .patch(
+                "withdrawn",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": {"retry": 1}})),
+            )
+            .await,
+    );
+    ensure!(status.reason == "RetryWithdrawn", "{status:?}");
+    ensure!(
+        status
+            .message
+            .contains("no longer offers version \"0.1.0\"")
+            && status.message.contains("change the intent"),
+        "{}",
+        status.message
+    );
+    let moved = alice
+        .patch(
+            "withdrawn",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"version": "0.2.0"}})),
+        )
+        .await?;
+    ensure!(moved.spec.plan.context("sealed")?.plan.version == "0.2.0");
+    drop(webhook);
+    plane.stop()?;
+    Ok(())
+}
+
+// ---- dry runs ----------------------------------------------------------------------------
+
+/// Issue 9.6: a plan sealed for a server-side dry run says so (and when it was sealed), so
+/// neither the webhook nor the installer ever runs it.
+#[tokio::test]
+async fn a_dry_runs_plan_says_it_is_one() -> anyhow::Result<()> {
+    let Fixture { plane, .. } = fixture();
+    let alice: Api<Workspace> = Api::namespaced(plane.client(User::Alice).await?, "org-a");
+    let dry_run = PostParams {
+        dry_run: true,
+        ..Default::default()
+    };
+    let shown = alice
+        .create(&dry_run, &workspace("dry", json!({"replicaCount": 2})))
+        .await?;
+    let plan = shown.spec.plan.context("sealed")?.plan;
+    ensure!(plan.dry_run, "a dry run's plan is marked");
+    ensure!(plan.sealed_at.is_some(), "and carries its seal time");
+    let real = alice
+        .create(&PostParams::default(), &workspace("not-dry", json!({})))
+        .await?;
+    let plan = real.spec.plan.context("sealed")?.plan;
+    ensure!(!plan.dry_run);
+    Ok(())
+}
+
+// ---- the finalizer -----------------------------------------------------------------------
+
+/// Issue 9.4: a tenant cannot remove the installer's finalizer (a metadata-only write the
+/// webhooks never see); the installer's own ServiceAccount can.
+#[tokio::test]
+async fn only_the_installer_removes_its_finalizer() -> anyhow::Result<()> {
+    let Fixture { plane, .. } = fixture();
+    let alice: Api<Workspace> = Api::namespaced(plane.client(User::Alice).await?, "org-a");
+    alice
+        .create(&PostParams::default(), &workspace("fenced", json!({})))
+        .await?;
+    let installer = installer_client(plane).await?;
+    let as_installer: Api<Workspace> = Api::namespaced(installer, "org-a");
+    let add = json!({"metadata": {"finalizers": ["providers.platform.dev/installer"]}});
+    as_installer
+        .patch("fenced", &PatchParams::default(), &Patch::Merge(&add))
+        .await?;
+    let status = denial(
+        alice
+            .patch(
+                "fenced",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+            )
+            .await,
+    );
+    ensure!(status.code == 403, "{status:?}");
+    ensure!(
+        status
+            .message
+            .contains("only the providers installer removes"),
+        "{}",
+        status.message
+    );
+    alice
+        .delete("fenced", &Default::default())
+        .await
+        .context("a tenant may still delete")?;
+    ensure!(
+        alice
+            .get("fenced")
+            .await?
+            .metadata
+            .deletion_timestamp
+            .is_some(),
+        "deletion waits for the installer"
+    );
+    as_installer
+        .patch(
+            "fenced",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+        )
+        .await
+        .context("the installer removes it")?;
+    Ok(())
+}
+
+/// A client acting as the installer's shipped ServiceAccount (manifests/controller/rbac.yaml).
+async fn installer_client(plane: &ControlPlaneInfo) -> anyhow::Result<Client> {
+    let root = testbed::binaries::workspace_root()?;
+    let manifest = root.join("manifests/controller/rbac.yaml");
+    kubectl::ok(
+        plane.kubeconfig(User::Admin),
+        &[
+            "apply",
+            "--server-side",
+            "--field-manager=platform",
+            "-f",
+            &manifest.display().to_string(),
+        ],
+    )?;
+    let token = kubectl::ok(
+        plane.kubeconfig(User::Admin),
+        &[
+            "create",
+            "token",
+            "providers-controller",
+            "-n",
+            SYSTEM_NAMESPACE,
+        ],
+    )?;
+    let dir = tempfile::tempdir()?;
+    let path: PathBuf = dir.path().join("installer.kubeconfig");
+    kubeconfig::write(
+        &path,
+        &plane.name,
+        &plane.server,
+        &plane.ca_pem()?,
+        "providers-controller",
+        token.trim(),
+        None,
+    )?;
+    let config = kube::Config::from_custom_kubeconfig(
+        kube::config::Kubeconfig::read_from(&path)?,
+        &Default::default(),
+    )
+    .await?;
+    Ok(Client::try_from(config)?)
+}

@@ -1,0 +1,210 @@
+//! The orphan sweep of a leader's term: on every Ready edge, soon after the term starts and
+//! then every `--orphan-sweep-interval`, the installer's labelled objects whose Workspace is
+//! gone from the hub are removed as PrepareDelete would have (`providers::installer::sweep`).
+//! What it removed is recorded in Events on the Edge and in a metric.
+
+use std::{
+    collections::{HashMap, HashSet},
+    sync::Arc,
+    time::Duration,
+};
+
+use k8s_openapi::{
+    api::{
+        batch::v1::Job,
+        core::v1::{Namespace, ObjectReference, Secret, ServiceAccount},
+        rbac::v1::{Role, RoleBinding},
+    },
+    jiff::Timestamp,
+};
+use kube::{
+    Api, Client, Resource,
+    api::{ListParams, Patch, PatchParams},
+    core::PartialObjectMeta,
+    runtime::events::{Event, EventType},
+};
+use providers::{
+    api::{Edge, GROUP, VERSION, Workspace},
+    installer::{
+        Kind,
+        names::{LABEL_MANAGED_BY, MANAGED_BY},
+        sweep::{Found, Listed, SweepAction, sweep},
+    },
+};
+use serde::de::DeserializeOwned;
+
+use super::{
+    context::Context,
+    error::{self, Result},
+    execute::delete,
+    metrics::SweptLabels,
+};
+
+/// How often the loop looks for edges due a sweep.
+const TICK: Duration = Duration::from_secs(5);
+
+pub async fn run(ctx: Arc<Context>) {
+    let interval = Duration::from_secs(ctx.args.orphan_sweep_interval.max(1));
+    let mut swept: HashMap<String, Timestamp> = HashMap::new();
+    loop {
+        tokio::time::sleep(TICK.min(interval)).await;
+        for (edge, client) in ctx.edges.ready() {
+            let due = swept.get(&edge).is_none_or(|at| {
+                Timestamp::now().duration_since(*at).as_secs() >= interval.as_secs() as i64
+            });
+            if !due {
+                continue;
+            }
+            match sweep_edge(&ctx, &edge, &client).await {
+                Ok(()) => {
+                    swept.insert(edge, Timestamp::now());
+                }
+                Err(error) => tracing::warn!(%edge, %error, "orphan sweep failed; trying again"),
+            }
+        }
+    }
+}
+
+async fn sweep_edge(ctx: &Context, edge: &str, client: &Client) -> Result<()> {
+    // The edge first: anything made for a Workspace created meanwhile belongs to one the
+    // hub list below holds.
+    let mut listed = Vec::new();
+    listed.extend(list::<Namespace>(edge, client, Found::Namespace).await?);
+    listed
+        .extend(list::<ServiceAccount>(edge, client, Found::Attempt(Kind::ServiceAccount)).await?);
+    listed.extend(list::<Role>(edge, client, Found::Attempt(Kind::Role)).await?);
+    listed.extend(list::<RoleBinding>(edge, client, Found::Attempt(Kind::RoleBinding)).await?);
+    listed.extend(list::<Secret>(edge, client, Found::Attempt(Kind::Secret)).await?);
+    listed.extend(list::<Job>(edge, client, Found::Attempt(Kind::Job)).await?);
+    if listed.is_empty() {
+        return Ok(());
+    }
+    // Every Workspace, whatever this replica's --workspace-selector: an object of another
+    // shard's Workspace is not an orphan.
+    let live: HashSet<String> = Api::<Workspace>::all(ctx.hub.clone())
+        .list_metadata(&ListParams::default())
+        .await
+        .map_err(super::error::Error::Hub)?
+        .items
+        .into_iter()
+        .filter_map(|w| w.metadata.uid)
+        .collect();
+    let plan = sweep(&listed, &live);
+    if plan.actions.is_empty() {
+        return Ok(());
+    }
+    for action in &plan.actions {
+        let name = execute(edge, client, action).await?;
+        ctx.metrics
+            .orphans_swept
+            .get_or_create(&SweptLabels {
+                edge: edge.to_owned(),
+                action: name.to_owned(),
+            })
+            .inc();
+    }
+    for (uid, (workspace, count)) in &plan.orphans {
+        let note = format!(
+            "removed or released {count} object(s) on edge {edge} of Workspace {workspace} (UID {uid}), which was deleted without its cleanup; the release and the provider's credential stay"
+        );
+        tracing::warn!(%edge, %uid, %workspace, count, "swept an orphaned Workspace's objects");
+        let event = Event {
+            type_: EventType::Warning,
+            reason: "OrphansSwept".into(),
+            note: Some(note),
+            action: "Sweep".into(),
+            secondary: None,
+        };
+        if let Err(error) = ctx.recorder.publish(&event, &edge_reference(edge)).await {
+            tracing::warn!(%error, "cannot publish an Event");
+        }
+    }
+    Ok(())
+}
+
+async fn list<K>(edge: &str, client: &Client, found: Found) -> Result<Vec<Listed>>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
+{
+    let api: Api<K> = Api::all(client.clone());
+    let selector = format!("{LABEL_MANAGED_BY}={MANAGED_BY}");
+    let items = api
+        .list_metadata(&ListParams::default().labels(&selector))
+        .await
+        .map_err(|e| error::edge(edge, e))?
+        .items;
+    Ok(items
+        .into_iter()
+        .map(|item: PartialObjectMeta<K>| Listed {
+            found,
+            namespace: item.metadata.namespace.clone().unwrap_or_default(),
+            name: item.metadata.name.clone().unwrap_or_default(),
+            object: providers::installer::ObjectState::from_meta(&item.metadata),
+        })
+        .collect())
+}
+
+/// Runs one sweep step; returns its name for the metric.
+async fn execute(edge: &str, client: &Client, action: &SweepAction) -> Result<&'static str> {
+    let params = PatchParams::default();
+    let tolerate_gone = |result: std::result::Result<(), kube::Error>| match result {
+        Err(kube::Error::Api(status)) if status.is_not_found() || status.code == 422 => Ok(()),
+        other => other,
+    };
+    match action {
+        SweepAction::ReleaseJob {
+            namespace,
+            name,
+            patch,
+        } => {
+            let api: Api<Job> = Api::namespaced(client.clone(), namespace);
+            let result = api
+                .patch(name, &params, &Patch::Json::<()>(patch.clone()))
+                .await
+                .map(|_| ());
+            tolerate_gone(result).map_err(|e| error::edge(edge, e))?;
+            Ok("release-job")
+        }
+        SweepAction::ReleaseNamespace { name, patch } => {
+            let api: Api<Namespace> = Api::all(client.clone());
+            let result = api
+                .patch(name, &params, &Patch::Json::<()>(patch.clone()))
+                .await
+                .map(|_| ());
+            tolerate_gone(result).map_err(|e| error::edge(edge, e))?;
+            Ok("release-namespace")
+        }
+        SweepAction::Delete(deletion) => {
+            let result = match deletion.kind {
+                Kind::ServiceAccount => delete::<ServiceAccount>(client, deletion).await,
+                Kind::Role => delete::<Role>(client, deletion).await,
+                Kind::RoleBinding => delete::<RoleBinding>(client, deletion).await,
+                Kind::Secret => delete::<Secret>(client, deletion).await,
+                Kind::Job => delete::<Job>(client, deletion).await,
+            };
+            // A UID precondition that no longer holds: the object was replaced; leave it.
+            let result = match result {
+                Err(kube::Error::Api(status)) if status.is_conflict() => Ok(()),
+                other => other,
+            };
+            result.map_err(|e| error::edge(edge, e))?;
+            Ok(match deletion.kind {
+                Kind::ServiceAccount => "delete-service-account",
+                Kind::Role => "delete-role",
+                Kind::RoleBinding => "delete-role-binding",
+                Kind::Secret => "delete-values-secret",
+                Kind::Job => "delete-job",
+            })
+        }
+    }
+}
+
+/// The Edge object on the hub, for Events.
+fn edge_reference(edge: &str) -> ObjectReference {
+    ObjectReference {
+        api_version: Some(format!("{GROUP}/{VERSION}")),
+        kind: Some(Edge::kind(&()).into_owned()),
+        name: Some(edge.to_owned()),
+        ..Default::default()
+    }
+}
