@@ -229,6 +229,25 @@ It deliberately leaves the Helm release, its namespace (with PVCs) and the provi
 hub credential on the edge: remove those with Helm on the edge if you mean to.")]
     Delete(DeleteArgs),
 
+    /// Onboard or remove an organization (for the platform team).
+    #[command(
+        subcommand,
+        after_help = "\
+Examples:
+  # Onboard org-a for the members of group org-a-engineers
+  kubectl provider org add org-a --group org-a-engineers
+
+  # The same objects as YAML, for a GitOps repository
+  kubectl provider org add org-a --group org-a-engineers --dry-run -o yaml
+
+  # Remove it: the installer loses its rights there; the namespace stays
+  kubectl provider org remove org-a
+
+  # The organizations, and whether the installer serves each
+  kubectl provider org list"
+    )]
+    Org(OrgCommand),
+
     /// Print a shell completion script.
     #[command(after_help = "\
 Examples:
@@ -252,6 +271,47 @@ Examples:
   kubectl provider version
   kubectl provider version -o json")]
     Version,
+}
+
+/// `org` subcommands.
+#[derive(Subcommand, Debug)]
+pub enum OrgCommand {
+    /// Make a namespace an organization: label it, bind its tenants, and give the installer
+    /// what it needs there (minting providers' hub credentials).
+    Add(OrgAddArgs),
+    /// Take the tenants' and the installer's RoleBindings and the label away; the namespace
+    /// and its Workspaces stay.
+    Remove {
+        /// The organization (its namespace).
+        name: String,
+        /// Say what would change; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// The organizations, and whether the installer serves each.
+    List,
+}
+
+/// `org add`.
+#[derive(Args, Debug)]
+pub struct OrgAddArgs {
+    /// The organization: its namespace, created when missing.
+    pub name: String,
+    /// A group whose members are the organization's tenants (repeatable).
+    #[arg(long = "group", value_name = "GROUP")]
+    pub groups: Vec<String>,
+    /// A user who is one of the organization's tenants (repeatable).
+    #[arg(long = "user", value_name = "USER")]
+    pub users: Vec<String>,
+    /// The installer's namespace.
+    #[arg(long, default_value = "providers-system")]
+    pub installer_namespace: String,
+    /// The installer's ServiceAccount.
+    #[arg(long, default_value = "providers-controller")]
+    pub installer_service_account: String,
+    /// Print the objects (use -o yaml); apply nothing.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 /// The values a user passes, helm-style.

@@ -7,6 +7,7 @@ pub mod api;
 pub mod canonical;
 pub mod crd;
 pub mod installer;
+pub mod organization;
 pub mod plan;
 pub mod policy;
 pub mod reference;

@@ -5,6 +5,7 @@ mod delete;
 mod edges;
 mod history;
 mod install;
+mod org;
 mod plan;
 mod recipes;
 mod retry;
@@ -82,6 +83,7 @@ pub async fn run(cli: Cli, server: &mut Option<String>) -> anyhow::Result<()> {
         Command::History { name } => history::run(&ctx, name).await,
         Command::Target { name } => target::run(&ctx, name).await,
         Command::Delete(args) => delete::run(&ctx, args).await,
+        Command::Org(command) => org::run(&ctx, command).await,
         Command::Completion { .. } | Command::Version => Ok(()),
     }
 }

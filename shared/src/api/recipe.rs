@@ -123,7 +123,9 @@ pub struct ExecutionRule {
 #[serde(rename_all = "camelCase")]
 pub struct RuntimeCredential {
     /// The Role, in the organization's namespace on the hub, that the provider's hub
-    /// ServiceAccount is bound to.
+    /// ServiceAccount is bound to. Named `provider-runtime` or `provider-runtime-*`: the
+    /// installer may bind no other Role (the providers-installer-confinement policy).
+    #[schemars(regex(pattern = r"^provider-runtime(-[a-z0-9]([-a-z0-9]*[a-z0-9])?)?$"))]
     pub role: String,
     /// The chart value path that receives the name of the Secret holding the provider's
     /// hub kubeconfig.

@@ -345,6 +345,13 @@ async fn probe_loop(ctx: Arc<Context>, wake: Waker, name: String, spec: EdgeSpec
 
 async fn kubeconfig_of(ctx: &Context, spec: &EdgeSpec) -> Result<String, String> {
     let r = &spec.kubeconfig_secret_ref;
+    if r.namespace != ctx.args.namespace {
+        // The installer may read Secrets in its own namespace only.
+        return Err(format!(
+            "its kubeconfig Secret must be in the installer's namespace {:?}, not {:?}",
+            ctx.args.namespace, r.namespace
+        ));
+    }
     let api: Api<Secret> = Api::namespaced(ctx.hub.clone(), &r.namespace);
     let secret = api
         .get_opt(&r.name)
