@@ -12,7 +12,11 @@ use k8s_openapi::api::{
     core::v1::Namespace,
     rbac::v1::{ClusterRoleBinding, RoleBinding},
 };
-use kube::{Api, Client, api::PostParams};
+use kube::{
+    Api, Client,
+    api::{Patch, PatchParams, PostParams},
+};
+use providers::organization;
 use serde::{Deserialize, Serialize};
 use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},
@@ -23,8 +27,6 @@ use tokio::{
 
 use crate::{binaries, kubeconfig, pki, ports::free_port, users::User};
 
-/// The ClusterRole the manifests give tenants; bound in each tenant's namespace.
-pub const TENANT_CLUSTER_ROLE: &str = "providers-tenant";
 /// The ClusterRole the manifests give tenants to read recipes and edges; bound to group `tenants`.
 pub const CATALOG_CLUSTER_ROLE: &str = "providers-catalog-reader";
 
@@ -279,7 +281,8 @@ impl ControlPlane {
         }
     }
 
-    /// The organization namespaces and the bindings of the static users.
+    /// The platform admins' binding, the organizations `org-a` (alice) and `org-b` (bob),
+    /// onboarded as `kubectl provider org add` does it, and the catalog readers' binding.
     async fn bootstrap(&self) -> anyhow::Result<()> {
         let client = self.info.client(User::Admin).await?;
         let create = PostParams::default();
@@ -292,17 +295,7 @@ impl ControlPlane {
         bindings.create(&create, &platform).await?;
         for user in [User::Alice, User::Bob] {
             let org = user.org().context("tenants have an org")?;
-            let namespaces: Api<Namespace> = Api::all(client.clone());
-            let namespace: Namespace =
-                serde_json::from_value(serde_json::json!({ "metadata": { "name": org } }))?;
-            namespaces.create(&create, &namespace).await?;
-            let role_bindings: Api<RoleBinding> = Api::namespaced(client.clone(), org);
-            let binding: RoleBinding = serde_json::from_value(serde_json::json!({
-                "metadata": { "name": format!("tenant-{}", user.name()) },
-                "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": TENANT_CLUSTER_ROLE },
-                "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user.name() }],
-            }))?;
-            role_bindings.create(&create, &binding).await?;
+            onboard(&client, org, &[user.name()]).await?;
         }
         let catalog: ClusterRoleBinding = serde_json::from_value(serde_json::json!({
             "metadata": { "name": "providers-catalog-readers" },
@@ -312,6 +305,30 @@ impl ControlPlane {
         bindings.create(&create, &catalog).await?;
         Ok(())
     }
+}
+
+/// Onboards the organization `org` with `users` as its tenants, as `kubectl provider org
+/// add` does: the labelled namespace, the tenants' and the installer's RoleBindings.
+pub async fn onboard(client: &Client, org: &str, users: &[&str]) -> anyhow::Result<()> {
+    let objects = organization::onboarding(&organization::Organization {
+        name: org.to_owned(),
+        groups: Vec::new(),
+        users: users.iter().map(|u| (*u).to_owned()).collect(),
+        installer: (
+            crate::webhook::SYSTEM_NAMESPACE.to_owned(),
+            "providers-controller".to_owned(),
+        ),
+    });
+    let apply = PatchParams::apply("kubectl-provider");
+    Api::<Namespace>::all(client.clone())
+        .patch(org, &apply, &Patch::Apply(&objects.namespace))
+        .await?;
+    let bindings: Api<RoleBinding> = Api::namespaced(client.clone(), org);
+    for binding in [&objects.tenants, &objects.installer] {
+        let name = binding.metadata.name.as_deref().unwrap_or_default();
+        bindings.patch(name, &apply, &Patch::Apply(binding)).await?;
+    }
+    Ok(())
 }
 
 /// The webhook client CA and certificate, the kubeconfig that hands the certificate to

@@ -306,8 +306,10 @@ impl Environment {
 /// (`--workspace-selector`), so tests running at the same time never share a controller.
 pub const CASE_LABEL: &str = "installer-test/case";
 
-/// Registers `edge` on `hub` as the Edge `name`: a Secret with the edge's platform-admin
-/// kubeconfig (its server replaced by `server` when given) and the Edge object.
+/// Registers `edge` on `hub` as the Edge `name`: a Secret with a kubeconfig of the hub's
+/// identity on the edge — the shipped manifests/edge/ (RBAC and confinement policy) applied
+/// there, and a token of its ServiceAccount — with its server replaced by `server` when
+/// given, and the Edge object.
 pub async fn register_edge(
     hub: &ControlPlaneInfo,
     edge: &ControlPlaneInfo,
@@ -317,7 +319,7 @@ pub async fn register_edge(
     server: Option<&str>,
 ) -> anyhow::Result<()> {
     let admin = hub.client(User::Admin).await?;
-    let mut kubeconfig = std::fs::read_to_string(edge.kubeconfig(User::PlatformAdmin))?;
+    let mut kubeconfig = hub_identity_on(edge).await?;
     if let Some(server) = server {
         kubeconfig = kubeconfig.replace(&edge.server, server);
     }
@@ -346,6 +348,49 @@ pub async fn register_edge(
         .await
         .context("the Edge")?;
     Ok(())
+}
+
+/// The shipped edge manifests (manifests/edge/) applied on `edge`, and a kubeconfig for the
+/// hub's identity there.
+pub async fn hub_identity_on(edge: &ControlPlaneInfo) -> anyhow::Result<String> {
+    let manifests = binaries::workspace_root()?.join("manifests/edge");
+    let admin_kubeconfig = edge.kubeconfig(User::Admin).to_path_buf();
+    let token = tokio::task::spawn_blocking(move || -> anyhow::Result<String> {
+        crate::kubectl::ok(
+            &admin_kubeconfig,
+            &[
+                "apply",
+                "--server-side",
+                "--field-manager=platform",
+                "-k",
+                &manifests.display().to_string(),
+            ],
+        )?;
+        crate::kubectl::ok(
+            &admin_kubeconfig,
+            &[
+                "-n",
+                "providers-system",
+                "create",
+                "token",
+                "providers-hub",
+                "--duration=48h",
+            ],
+        )
+    })
+    .await??;
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("hub-on-edge.kubeconfig");
+    crate::kubeconfig::write(
+        &path,
+        &edge.name,
+        &edge.server,
+        &edge.ca_pem()?,
+        "providers-hub",
+        token.trim(),
+        None,
+    )?;
+    Ok(std::fs::read_to_string(path)?)
 }
 
 /// What a test's Workspace installs.
@@ -580,12 +625,19 @@ impl Drop for ControllerProcess {
     }
 }
 
-/// The controller's ServiceAccount and RBAC (manifests/controller/rbac.yaml) on the hub,
-/// and a kubeconfig with a token of that account.
-async fn controller_kubeconfig(hub: &ControlPlaneInfo, dir: &Path) -> anyhow::Result<PathBuf> {
-    let manifest = binaries::workspace_root()?.join("manifests/controller/rbac.yaml");
-    let yaml = std::fs::read_to_string(&manifest)
-        .with_context(|| format!("reading {}", manifest.display()))?;
+/// The controller's ServiceAccount, RBAC and confinement policy (manifests/controller/) on
+/// the hub, and a kubeconfig with a token of that account.
+pub async fn controller_kubeconfig(hub: &ControlPlaneInfo, dir: &Path) -> anyhow::Result<PathBuf> {
+    let root = binaries::workspace_root()?;
+    let mut documents = Vec::new();
+    for file in ["rbac.yaml", "confinement.yaml"] {
+        let manifest = root.join("manifests/controller").join(file);
+        documents.push(
+            std::fs::read_to_string(&manifest)
+                .with_context(|| format!("reading {}", manifest.display()))?,
+        );
+    }
+    let yaml = documents.join("\n---\n");
     let admin_kubeconfig = hub.kubeconfig(User::Admin).to_path_buf();
     tokio::task::spawn_blocking(move || platform::apply_yaml(&admin_kubeconfig, &yaml)).await??;
     let accounts: Api<ServiceAccount> = Api::namespaced(hub.client(User::Admin).await?, SYSTEM);

@@ -167,12 +167,12 @@ async fn the_hub_credential_is_owned_by_uid_and_bound_to_the_plans_role() -> any
     let account = format!("provider-{name}");
     let mut spec = PlanSpec::hello(case, "org-a", name, namespace);
     spec.runtime_credential = Some(RuntimeCredential {
-        role: "credown-runtime".into(),
+        role: "provider-runtime-credown".into(),
         value_path: "hub.credentialSecret".into(),
     });
     let roles: Api<Role> = Api::namespaced(hub.clone(), "org-a");
     for (role, verbs) in [
-        ("credown-runtime", json!(["get"])),
+        ("provider-runtime-credown", json!(["get"])),
         ("credown-broad", json!(["*"])),
     ] {
         let object: Role = serde_json::from_value(json!({
@@ -230,7 +230,11 @@ async fn the_hub_credential_is_owned_by_uid_and_bound_to_the_plans_role() -> any
     let rb = Api::<RoleBinding>::namespaced(hub.clone(), "org-a")
         .get(&account)
         .await?;
-    ensure!(rb.role_ref.name == "credown-runtime", "{:?}", rb.role_ref);
+    ensure!(
+        rb.role_ref.name == "provider-runtime-credown",
+        "{:?}",
+        rb.role_ref
+    );
     ensure!(rb.owner_references().iter().any(|o| o.uid == uid));
     let secret = Api::<Secret>::namespaced(edge.clone(), namespace)
         .get(&providers::plan::runtime_credential_secret(name))
@@ -397,5 +401,84 @@ async fn an_edge_kubeconfig_that_runs_a_program_is_refused() -> anyhow::Result<(
         "{message}"
     );
     ensure!(!marker.exists(), "the exec plugin ran");
+    Ok(())
+}
+
+/// Issue 17.4: the identity the hub uses on an edge (manifests/edge/, as every test here
+/// registers its edge) changes only the namespaces it created and what is in them.
+#[tokio::test]
+async fn the_hubs_identity_on_an_edge_changes_only_what_it_created() -> anyhow::Result<()> {
+    let env = env().await?;
+    let kubeconfig = installer::hub_identity_on(&env.edge).await?;
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("hub-on-edge.kubeconfig");
+    std::fs::write(&path, kubeconfig)?;
+    let refused = |args: &[&str], because: &str| -> anyhow::Result<()> {
+        let out = testbed::kubectl::run(&path, args)?;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        ensure!(
+            !out.status.success(),
+            "`kubectl {}` was allowed",
+            args.join(" ")
+        );
+        ensure!(
+            stderr.contains(because),
+            "`kubectl {}`: {stderr}",
+            args.join(" ")
+        );
+        Ok(())
+    };
+    let confined = "changes only the namespaces it created";
+    // The policy reaches the API server's admission through an informer: a moment after
+    // the environment applied it.
+    eventually(
+        "the edge policy in force",
+        Duration::from_secs(10),
+        || async {
+            Ok(
+                refused(&["create", "namespace", "not-the-installers"], confined)
+                    .is_ok()
+                    .then_some(()),
+            )
+        },
+    )
+    .await?;
+    refused(
+        &[
+            "-n",
+            "kube-system",
+            "create",
+            "role",
+            "r",
+            "--verb=get",
+            "--resource=pods",
+        ],
+        confined,
+    )?;
+    refused(
+        &["-n", "kube-system", "create", "serviceaccount", "planted"],
+        confined,
+    )?;
+    testbed::kubectl::ok(
+        env.edge.kubeconfig(User::Admin),
+        &[
+            "-n",
+            "kube-system",
+            "create",
+            "secret",
+            "generic",
+            "not-the-installers",
+        ],
+    )?;
+    refused(
+        &[
+            "-n",
+            "kube-system",
+            "delete",
+            "secret",
+            "not-the-installers",
+        ],
+        confined,
+    )?;
     Ok(())
 }

@@ -541,6 +541,35 @@ async fn a_retry_never_signs_what_the_webhook_did_not_seal_or_the_platform_withd
         .replace("forged", &PostParams::default(), &stored)
         .await
         .context("stored while no webhook checked it")?;
+    // With the webhooks gone, the API server still bounds a tenant's values: the CRD
+    // schema at the top level, the providers-values-bounds policy below it.
+    let mut deep = json!("leaf");
+    for _ in 0..9 {
+        deep = json!({ "a": deep });
+    }
+    let wide: serde_json::Map<String, Value> =
+        (0..513).map(|i| (format!("k{i}"), json!(i))).collect();
+    for (what, values, says) in [
+        (
+            "a 129-byte key",
+            json!({ "k".repeat(129): 1 }),
+            "providers-values-bounds",
+        ),
+        ("nine levels", deep, "providers-values-bounds"),
+        ("a list", json!({"a": [1, 2]}), "providers-values-bounds"),
+        (
+            "513 keys",
+            Value::Object(wide),
+            "must have at most 512 items",
+        ),
+    ] {
+        let status = denial(
+            alice
+                .create(&PostParams::default(), &workspace("unbounded", values))
+                .await,
+        );
+        ensure!(status.message.contains(says), "{what}: {}", status.message);
+    }
     // What the installer records for it: attempt 2, refused for its seal.
     let rejected = json!({"status": {"attempt": 2, "attemptID": "forged-attempt-2",
                                      "jobResult": "Rejected", "phase": "Failed"}});

@@ -91,7 +91,7 @@ impl System {
         }
         platform::grant_install(&admin, "alice", "edge-1").await?;
 
-        let controller = start_controller(&hub_info, &dir)?;
+        let controller = start_controller(&hub_info, &dir).await?;
         eprintln!(
             "installer controller running (log: {})",
             dir.join("controller.log").display()
@@ -173,13 +173,15 @@ fn recipes(repository: &str) -> Vec<Recipe> {
     ]
 }
 
-/// `providers-webhook controller` as the platform admin, logging to the demo folder.
-fn start_controller(hub: &ControlPlaneInfo, dir: &Path) -> anyhow::Result<Child> {
+/// `providers-webhook controller` as its shipped ServiceAccount (manifests/controller/),
+/// logging to the demo folder.
+async fn start_controller(hub: &ControlPlaneInfo, dir: &Path) -> anyhow::Result<Child> {
+    let kubeconfig = installer::controller_kubeconfig(hub, dir).await?;
     let log = std::fs::File::create(dir.join("controller.log"))?;
     Command::new(binaries::cargo_bin("providers-webhook")?)
         .arg("controller")
         .arg("--kubeconfig")
-        .arg(hub.kubeconfig(User::PlatformAdmin))
+        .arg(&kubeconfig)
         .args([
             "--namespace",
             "providers-system",

@@ -71,7 +71,7 @@ fn catalog_yaml() -> String {
                 {"path": "ui.color", "type": "string", "pattern": "^#[0-9a-f]{6}$"},
                 {"path": "tier", "type": "string", "enum": ["small", "large"]}
             ],
-            "runtimeCredential": {"role": "podinfo-hub", "valuePath": "hub.secretName"}
+            "runtimeCredential": {"role": "provider-runtime-podinfo", "valuePath": "hub.secretName"}
         }}),
         json!({"apiVersion": "providers.platform.dev/v1alpha1", "kind": "Recipe",
         "metadata": {"name": "redis"},
