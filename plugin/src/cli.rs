@@ -224,10 +224,23 @@ Examples:
   kubectl provider delete monitoring
   kubectl provider delete monitoring --wait
 
+  # Platform team, edge-3 decommissioned: finish without cleaning up there
+  kubectl provider delete monitoring --abandon --reason \"edge-3 decommissioned, ticket 4711\"
+
 Deleting a Workspace stops future attempts and revokes the current attempt's runner. \
 It deliberately leaves the Helm release, its namespace (with PVCs) and the provider's \
 hub credential on the edge: remove those with Helm on the edge if you mean to.")]
     Delete(DeleteArgs),
+
+    /// Print the runner's log of a failed attempt (kept on the hub by the installer).
+    #[command(after_help = "\
+Examples:
+  # The log of the last failed attempt
+  kubectl provider logs monitoring
+
+  # Of attempt 2
+  kubectl provider logs monitoring --attempt 2")]
+    Logs(LogsArgs),
 
     /// Onboard or remove an organization (for the platform team).
     #[command(
@@ -271,6 +284,16 @@ Examples:
   kubectl provider version
   kubectl provider version -o json")]
     Version,
+}
+
+/// `logs`.
+#[derive(Args, Debug)]
+pub struct LogsArgs {
+    /// The Workspace.
+    pub name: String,
+    /// The attempt (default: the newest one with a log).
+    #[arg(long)]
+    pub attempt: Option<i64>,
 }
 
 /// `org` subcommands.
@@ -436,6 +459,13 @@ pub struct DeleteArgs {
     /// How long --wait waits.
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
     pub timeout: std::time::Duration,
+    /// For the platform team, when the edge is gone for good: finish the deletion without
+    /// cleaning up on the edge. Needs the `abandon` verb on workspaces; recorded in an Event.
+    #[arg(long)]
+    pub abandon: bool,
+    /// Why the edge's objects are abandoned (recorded with the deletion).
+    #[arg(long, requires = "abandon", value_name = "TEXT")]
+    pub reason: Option<String>,
 }
 
 #[cfg(test)]

@@ -177,6 +177,16 @@ pub fn next_steps(ws: &Workspace, name: &str, namespace_flag: Option<&str>) -> V
             attempt,
             result: JobResult::Rejected,
             ..
+        } if condition(ws, "Failed").is_some_and(|c| c.reason == "SealInvalid") => vec![
+            format!("The installer refused attempt {attempt}'s plan for its seal; nothing ran on the edge."),
+            format!(
+                "Such a plan is never run nor retried: change the recipe, edge, version or values (kubectl provider set {name}{ns} ...) to seal a new attempt."
+            ),
+        ],
+        State::Failed {
+            attempt,
+            result: JobResult::Rejected,
+            ..
         } => vec![
             format!("The installer refused to run attempt {attempt}; nothing ran on the edge."),
             format!(
@@ -193,6 +203,32 @@ pub fn next_steps(ws: &Workspace, name: &str, namespace_flag: Option<&str>) -> V
                 .to_owned(),
         ],
     }
+}
+
+/// What deleting the Workspace does on its edge, in a line: whether it waits for the
+/// edge, finishes without it, or was abandoned by the platform.
+pub fn on_delete(ws: &Workspace, name: &str, namespace_flag: Option<&str>) -> String {
+    let ns = namespace_flag
+        .map(|n| format!(" -n {n}"))
+        .unwrap_or_default();
+    let status = ws.status.clone().unwrap_or_default();
+    let edge = status
+        .target
+        .as_ref()
+        .map(|t| t.edge.clone())
+        .unwrap_or_else(|| ws.spec.edge.clone());
+    if let Some(reason) = providers::installer::delete::abandoned(ws) {
+        return format!(
+            "finishes without edge {edge}: abandoned by the platform ({})",
+            providers::text::shown(reason)
+        );
+    }
+    if !providers::installer::delete::edge_touched(&status) {
+        return format!("finishes at once: nothing was prepared on edge {edge}");
+    }
+    format!(
+        "finishes once the installer has cleaned up on edge {edge}, waiting while it is unreachable; if it is gone for good, a platform admin can abandon it (kubectl provider delete {name}{ns} --abandon)"
+    )
 }
 
 /// Whether `--wait` is done.

@@ -26,7 +26,7 @@ pub struct AttemptContext {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ResolveError {
     #[error(
-        "spec.version: recipe {recipe:?} does not offer version {version:?}; choose one of {allowed:?} or leave spec.version out for {default:?}"
+        "spec.version: recipe {recipe:?} does not offer version {version}; choose one of {allowed:?} or leave spec.version out for {default:?}"
     )]
     VersionNotAllowed {
         recipe: String,
@@ -42,6 +42,16 @@ pub enum ResolveError {
     RepositoryNotAllowed { recipe: String, repository: String },
     #[error("{0}")]
     Values(#[from] ValueError),
+    #[error(
+        "recipe {recipe:?} derives the {what} {resolved} for this Workspace, which is not a valid {what}: {why}; choose a shorter Workspace name, or ask the platform team to change the recipe's {what} template {template:?}"
+    )]
+    InvalidName {
+        recipe: String,
+        what: &'static str,
+        template: String,
+        resolved: String,
+        why: String,
+    },
 }
 
 impl ResolveError {
@@ -52,6 +62,7 @@ impl ResolveError {
             ResolveError::NoVersions { .. } | ResolveError::RepositoryNotAllowed { .. } => {
                 "spec.recipe".to_owned()
             }
+            ResolveError::InvalidName { .. } => "metadata.name".to_owned(),
             ResolveError::Values(error) => error.field(),
         }
     }
@@ -97,7 +108,7 @@ pub fn resolve(
         Some(version) => {
             return Err(ResolveError::VersionNotAllowed {
                 recipe: recipe_name.to_owned(),
-                version: version.clone(),
+                version: crate::text::quoted(version),
                 allowed: recipe.versions.clone(),
                 default: default.clone(),
             });
@@ -113,7 +124,20 @@ pub fn resolve(
             serde_json::Value::String(secret),
         );
     }
-    let job = job_name(&context.workspace, &recipe.release, context.attempt);
+    let names = Names {
+        recipe: recipe_name,
+        org: &context.workspace.namespace,
+        workspace: &context.workspace.name,
+    };
+    let namespace = names.derive(
+        "namespace",
+        recipe.namespace.as_deref().unwrap_or(DEFAULT_NAMESPACE),
+    )?;
+    let release = names.derive(
+        "release name",
+        recipe.release.as_deref().unwrap_or(DEFAULT_RELEASE),
+    )?;
+    let job = job_name(&context.workspace, &release, context.attempt);
     Ok(Plan {
         attempt: context.attempt,
         attempt_id: context.attempt_id,
@@ -124,8 +148,8 @@ pub fn resolve(
         owner: context.owner,
         chart: recipe.chart.clone(),
         version,
-        release: recipe.release.clone(),
-        namespace: recipe.namespace.clone(),
+        release,
+        namespace,
         values: merged,
         edge_name: intent.edge.clone(),
         cluster: edge.cluster_id.clone(),
@@ -136,6 +160,77 @@ pub fn resolve(
         sealed_at: Some(Time(context.sealed_at)),
         dry_run: context.dry_run,
     })
+}
+
+/// The namespace a Recipe installs into when it names none: one per organization.
+pub const DEFAULT_NAMESPACE: &str = "{org}-{recipe}";
+/// The release name a Recipe uses when it names none.
+pub const DEFAULT_RELEASE: &str = "{recipe}";
+
+/// What a Recipe's namespace and release templates are filled from.
+struct Names<'a> {
+    recipe: &'a str,
+    org: &'a str,
+    workspace: &'a str,
+}
+
+impl Names<'_> {
+    /// `template` with its placeholders replaced, checked as a namespace (a DNS label) or a
+    /// Helm release name (at most 53 characters, a DNS subdomain).
+    fn derive(&self, what: &'static str, template: &str) -> Result<String, ResolveError> {
+        let resolved = template
+            .replace("{org}", self.org)
+            .replace("{workspace}", self.workspace)
+            .replace("{recipe}", self.recipe);
+        let why = if resolved.contains(['{', '}']) {
+            Some("it names a placeholder other than {org}, {workspace} and {recipe}".to_owned())
+        } else if what == "namespace" {
+            dns_label(&resolved, 63).err()
+        } else {
+            dns_subdomain(&resolved, 53).err()
+        };
+        match why {
+            None => Ok(resolved),
+            Some(why) => Err(ResolveError::InvalidName {
+                recipe: self.recipe.to_owned(),
+                what,
+                template: template.to_owned(),
+                resolved: crate::text::quoted(&resolved),
+                why,
+            }),
+        }
+    }
+}
+
+/// Whether `name` is a DNS label of at most `max` characters (RFC 1123): what a namespace
+/// must be.
+pub fn dns_label(name: &str, max: usize) -> Result<(), String> {
+    if name.is_empty() || name.len() > max {
+        return Err(format!(
+            "it must be 1 to {max} characters long, not {}",
+            name.len()
+        ));
+    }
+    let alphanumeric = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
+    if !name.chars().all(|c| alphanumeric(c) || c == '-') {
+        return Err("only lowercase letters, digits and '-' are allowed".to_owned());
+    }
+    if !name.starts_with(alphanumeric) || !name.ends_with(alphanumeric) {
+        return Err("it must start and end with a letter or digit".to_owned());
+    }
+    Ok(())
+}
+
+/// Whether `name` is dot-separated DNS labels, at most `max` characters in all: what a Helm
+/// release name must be.
+pub fn dns_subdomain(name: &str, max: usize) -> Result<(), String> {
+    if name.is_empty() || name.len() > max {
+        return Err(format!(
+            "it must be 1 to {max} characters long, not {}",
+            name.len()
+        ));
+    }
+    name.split('.').try_for_each(|label| dns_label(label, 63))
 }
 
 /// A retry: the original plan, unchanged but for the attempt's identity, its Job, who
@@ -303,8 +398,8 @@ mod tests {
                 name: "demo".into(),
             },
             versions: vec!["1.2.0".into(), "1.1.0".into()],
-            namespace: "demo".into(),
-            release: "demo".into(),
+            namespace: Some("demo".into()),
+            release: Some("demo".into()),
             values: Some(json!({"replicaCount": 1, "image": {"tag": "v1"}})),
             values_schema: vec![ValueField {
                 path: "replicaCount".into(),
@@ -458,6 +553,77 @@ mod tests {
             (&retried.chart, &retried.version, &retried.values),
             (&original.chart, &original.version, &original.values)
         );
+    }
+
+    #[test]
+    fn the_default_namespace_is_per_organization() {
+        let mut per_org = recipe();
+        per_org.namespace = None;
+        per_org.release = None;
+        let plan = |org: &str| {
+            let mut context = context(1);
+            context.workspace.namespace = org.into();
+            resolve(
+                "demo",
+                &per_org,
+                &edge(),
+                &intent(None, None),
+                context,
+                &allow(),
+            )
+            .unwrap()
+        };
+        let (a, b) = (plan("org-a"), plan("org-b"));
+        assert_eq!(
+            (a.namespace.as_str(), a.release.as_str()),
+            ("org-a-demo", "demo")
+        );
+        assert_eq!(b.namespace, "org-b-demo");
+    }
+
+    #[test]
+    fn templates_are_filled_and_checked() {
+        let mut templated = recipe();
+        templated.namespace = Some("{org}-{workspace}-mon".into());
+        templated.release = Some("mon-{workspace}".into());
+        let plan = resolve(
+            "demo",
+            &templated,
+            &edge(),
+            &intent(None, None),
+            context(1),
+            &allow(),
+        )
+        .unwrap();
+        assert_eq!(
+            (plan.namespace.as_str(), plan.release.as_str()),
+            ("org-a-ws-mon", "mon-ws")
+        );
+        for (namespace, release, text) in [
+            (
+                "{org}-{nope}".to_owned(),
+                "r".to_owned(),
+                "placeholder other than",
+            ),
+            ("x".repeat(70), "r".to_owned(), "1 to 63 characters"),
+            ("{org}".to_owned(), "r".repeat(54), "1 to 53 characters"),
+            ("Upper".to_owned(), "r".to_owned(), "only lowercase"),
+        ] {
+            let mut bad = recipe();
+            bad.namespace = Some(namespace);
+            bad.release = Some(release);
+            let error = resolve(
+                "demo",
+                &bad,
+                &edge(),
+                &intent(None, None),
+                context(1),
+                &allow(),
+            )
+            .unwrap_err();
+            assert!(matches!(error, ResolveError::InvalidName { .. }), "{error}");
+            assert!(error.to_string().contains(text), "{error}");
+        }
     }
 
     #[test]

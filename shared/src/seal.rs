@@ -36,7 +36,7 @@ pub enum SealError {
     InvalidPublicKey { name: String, reason: String },
     #[error("the plan is sealed with key {key_id}, which is not among the published keys")]
     UnknownKey { key_id: String },
-    #[error("the plan's seal uses algorithm {0:?}; only Ed25519 is accepted")]
+    #[error("the plan's seal uses algorithm {0}; only Ed25519 is accepted")]
     UnsupportedAlgorithm(String),
     #[error("the plan's signature is not valid base64 of 64 bytes")]
     MalformedSignature,
@@ -161,15 +161,15 @@ impl Keyring {
     /// Checks a sealed plan's signature.
     pub fn verify(&self, sealed: &SealedPlan) -> Result<(), SealError> {
         if sealed.seal.algorithm != ALGORITHM {
-            return Err(SealError::UnsupportedAlgorithm(
-                sealed.seal.algorithm.clone(),
-            ));
+            return Err(SealError::UnsupportedAlgorithm(crate::text::quoted(
+                &sealed.seal.algorithm,
+            )));
         }
         let key = self
             .keys
             .get(&sealed.seal.key_id)
             .ok_or_else(|| SealError::UnknownKey {
-                key_id: sealed.seal.key_id.clone(),
+                key_id: crate::text::quoted(&sealed.seal.key_id),
             })?;
         let bytes: [u8; 64] = STANDARD
             .decode(&sealed.seal.signature)

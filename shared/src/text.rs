@@ -40,6 +40,46 @@ fn escaped(text: &str, limit: usize) -> (String, usize) {
     (out, 0)
 }
 
+/// Output of a program (helm's, from the edge) for a message a tenant reads: ANSI escapes
+/// and control characters other than line breaks removed, blank lines dropped, and at most
+/// the last `max` bytes kept — the end is where helm says what went wrong.
+pub fn sanitized_tail(output: &str, max: usize) -> String {
+    let mut clean = String::with_capacity(output.len().min(max * 2));
+    let mut chars = output.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\u{1b}' => {
+                // CSI: ESC [ parameters final-byte.
+                if chars.peek() == Some(&'[') {
+                    for c in chars.by_ref() {
+                        if c.is_ascii_alphabetic() {
+                            break;
+                        }
+                    }
+                }
+            }
+            '\n' => clean.push('\n'),
+            '\t' => clean.push(' '),
+            c if c.is_control() => {}
+            c => clean.push(c),
+        }
+    }
+    let lines: Vec<&str> = clean
+        .lines()
+        .map(str::trim_end)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let joined = lines.join("\n");
+    if joined.len() <= max {
+        return joined;
+    }
+    let mut start = joined.len() - max;
+    while !joined.is_char_boundary(start) {
+        start += 1;
+    }
+    format!("…{}", &joined[start..])
+}
+
 /// `text` cut to at most `max` bytes on a character boundary, with "…" when cut.
 pub fn truncated(text: &str, max: usize) -> String {
     if text.len() <= max {
@@ -68,6 +108,19 @@ mod tests {
         let shown = quoted(&text);
         assert!(shown.len() < QUOTE_LIMIT + 32, "{shown}");
         assert!(shown.ends_with("(9936 more bytes)"), "{shown}");
+    }
+
+    #[test]
+    fn program_output_is_cleaned_and_its_end_kept() {
+        let output = "\u{1b}[31mError:\u{1b}[0m INSTALLATION FAILED:\tchart \"x\" version \"9\" not found\r\n\n\u{7}";
+        assert_eq!(
+            sanitized_tail(output, 200),
+            "Error: INSTALLATION FAILED: chart \"x\" version \"9\" not found"
+        );
+        let long = format!("{}\nthe end", "x".repeat(5000));
+        let tail = sanitized_tail(&long, 100);
+        assert!(tail.starts_with('…') && tail.ends_with("the end"), "{tail}");
+        assert!(tail.len() <= 104);
     }
 
     #[test]

@@ -284,9 +284,10 @@ fn walk<'a>(
             return Err(not_allowed(recipe, tree, path, key));
         };
         match (value, child.field) {
-            // An empty object sets nothing.
-            (Value::Object(inner), _) if inner.is_empty() => {}
-            (Value::Object(inner), _) if !child.children.is_empty() => {
+            // An empty object below a path that leads to settable values sets nothing (the
+            // merge leaves what is there); where a value belongs it is checked as one.
+            (Value::Object(inner), None) if inner.is_empty() => {}
+            (Value::Object(inner), _) if !child.children.is_empty() && !inner.is_empty() => {
                 path.push(key);
                 walk(recipe, tree, child, inner, path)?;
                 path.pop();
@@ -471,6 +472,8 @@ pub fn merge(defaults: Option<&Value>, tenant: Option<&Value>) -> Value {
 
 fn merge_into(base: &mut Value, overlay: &Value) {
     match (base, overlay) {
+        // An empty object sets nothing: it never replaces a default.
+        (_, Value::Object(overlay)) if overlay.is_empty() => {}
         (Value::Object(base), Value::Object(overlay)) => {
             for (key, value) in overlay {
                 match base.get_mut(key) {

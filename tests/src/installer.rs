@@ -51,11 +51,18 @@ pub const CLUSTER: &str = "cluster-edge-1";
 pub const EDGE_WORKSPACE: &str = "0b7c2f0e-5d1a-4c59-9f3e-7a1d2c3b4a51";
 /// The platform namespace on the hub.
 pub const SYSTEM: &str = webhook::SYSTEM_NAMESPACE;
+/// Where the edges' kubeconfig Secrets live (manifests/namespace/), the only namespace where
+/// the installer reads Secrets.
+pub const EDGE_CREDENTIALS: &str = "providers-edges";
 /// The seed of the tests' sealing key.
 const SEED: [u8; 32] = [42; 32];
 
 /// The charts the repository serves: `(chart, versions)`.
-pub const CHARTS: &[(&str, &[&str])] = &[("hello", &["0.1.0", "0.2.0"]), ("hooked", &["0.1.0"])];
+pub const CHARTS: &[(&str, &[&str])] = &[
+    ("hello", &["0.1.0", "0.2.0"]),
+    ("hooked", &["0.1.0"]),
+    ("broken", &["0.1.0"]),
+];
 
 /// The runtime that runs the environment's servers.
 fn background() -> &'static Runtime {
@@ -324,10 +331,10 @@ pub async fn register_edge(
         kubeconfig = kubeconfig.replace(&edge.server, server);
     }
     let secret: Secret = serde_json::from_value(json!({
-        "metadata": {"name": format!("{name}-kubeconfig"), "namespace": SYSTEM},
+        "metadata": {"name": format!("{name}-kubeconfig"), "namespace": EDGE_CREDENTIALS},
         "stringData": {"kubeconfig": kubeconfig},
     }))?;
-    Api::<Secret>::namespaced(admin.clone(), SYSTEM)
+    Api::<Secret>::namespaced(admin.clone(), EDGE_CREDENTIALS)
         .create(&PostParams::default(), &secret)
         .await
         .context("the edge's kubeconfig Secret")?;
@@ -337,7 +344,7 @@ pub async fn register_edge(
             cluster_id: cluster.into(),
             workspace_uuid: workspace_uuid.into(),
             kubeconfig_secret_ref: SecretKeyRef {
-                namespace: SYSTEM.into(),
+                namespace: EDGE_CREDENTIALS.into(),
                 name: format!("{name}-kubeconfig"),
                 key: "kubeconfig".into(),
             },
@@ -527,10 +534,6 @@ impl ControllerProcess {
                 "30",
             ])
             .args(["--hub-server", &hub.server])
-            .args([
-                "--workspace-selector",
-                &format!("{CASE_LABEL}={}", options.case),
-            ])
             .args(&options.args)
             .env("RUST_LOG", "info,providers_webhook=debug,kube=warn")
             .env("NO_COLOR", "1")
@@ -538,6 +541,14 @@ impl ControllerProcess {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log)?);
+        // An empty case: every Workspace (Workspaces made through the webhook and the plugin
+        // carry no case label).
+        if !options.case.is_empty() {
+            command.args([
+                "--workspace-selector",
+                &format!("{CASE_LABEL}={}", options.case),
+            ]);
+        }
         if let Some(actions) = &options.exit_after {
             command.env(FAULT, actions);
         }

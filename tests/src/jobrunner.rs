@@ -24,6 +24,10 @@
 //!   `DeadlineExceeded` when `activeDeadlineSeconds` passes and the process is killed).
 //!   A Job deleted while it runs has its process killed and no status written.
 //!
+//! - **Pods and logs**: each run has the Pod a job controller would make, bound to a Node
+//!   this runner registers, with the container status and termination message a kubelet
+//!   writes, and its log served through the API server's `pods/log` (`kubelet.rs`).
+//!
 //! Tests can hold a Job (it is not started until released), kill a running one (SIGKILL,
 //! exit code 137, like a Pod killed mid-run), and read what each run did.
 
@@ -55,7 +59,7 @@ use kube::{
 use serde_json::json;
 use tokio::{io::AsyncReadExt, process::Command, sync::oneshot, task::JoinHandle, time::Instant};
 
-use crate::{binaries, controlplane::ControlPlaneInfo, kubeconfig, users::User};
+use crate::{binaries, controlplane::ControlPlaneInfo, kubeconfig, kubelet::Kubelet, users::User};
 
 /// The label selector of the Jobs the runner runs.
 pub const SELECTOR: &str = "app.kubernetes.io/managed-by=providers-installer";
@@ -87,6 +91,7 @@ struct Registry {
 struct Inner {
     edge: ControlPlaneInfo,
     admin: Client,
+    kubelet: Kubelet,
     helm: PathBuf,
     root: tempfile::TempDir,
     registry: Mutex<Registry>,
@@ -105,9 +110,11 @@ fn key(namespace: &str, name: &str) -> String {
 impl JobRunner {
     /// Starts watching the edge's Jobs. Call it inside the Tokio runtime that should run it.
     pub async fn start(edge: &ControlPlaneInfo) -> anyhow::Result<Self> {
+        let admin = edge.client(User::Admin).await?;
         let inner = Arc::new(Inner {
             edge: edge.clone(),
-            admin: edge.client(User::Admin).await?,
+            kubelet: Kubelet::start(&edge.name, admin.clone()).await?,
+            admin,
             helm: binaries::path("helm")?,
             root: tempfile::Builder::new()
                 .prefix("providers-jobrunner-")
@@ -309,11 +316,42 @@ async fn run_job(inner: &Arc<Inner>, job: Job) -> anyhow::Result<()> {
                 run.args = args.clone();
                 run.files = files.clone();
             });
-            execute(
+            let pod = match inner.kubelet.create_pod(&job).await {
+                Ok(pod) => Some(pod),
+                Err(error) => {
+                    eprintln!("jobrunner: Job {namespace}/{name}: {error:#}");
+                    None
+                }
+            };
+            let ending = execute(
                 inner, &namespace, &name, &uid, &args, &env, &run_root, &jobs, deadline, started,
                 kill_rx,
             )
-            .await?
+            .await?;
+            if let Some(pod) = pod {
+                let exit = match ending {
+                    Ending::Exited(code) => Some(code),
+                    Ending::Killed | Ending::DeadlineExceeded => Some(137),
+                    Ending::Deleted => None,
+                };
+                let output = inner
+                    .registry
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner())
+                    .runs
+                    .get(&key(&namespace, &name))
+                    .map(|run| run.output.clone())
+                    .unwrap_or_default();
+                if let Some(exit) = exit
+                    && let Err(error) = inner
+                        .kubelet
+                        .finish_pod(&namespace, &pod, exit, &output, started_at)
+                        .await
+                {
+                    eprintln!("jobrunner: Job {namespace}/{name}: {error:#}");
+                }
+            }
+            ending
         }
         Prepared::Gone => Ending::Deleted,
         Prepared::DeadlineExceeded => Ending::DeadlineExceeded,

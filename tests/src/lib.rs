@@ -14,6 +14,7 @@ pub mod installer;
 pub mod jobrunner;
 pub mod kubeconfig;
 pub mod kubectl;
+pub mod kubelet;
 pub mod pki;
 pub mod platform;
 pub mod plugin;

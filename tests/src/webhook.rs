@@ -24,6 +24,8 @@ pub const KEYS_CONFIGMAP: &str = "providers-sealing-keys";
 pub struct Webhook {
     child: Option<Child>,
     pub port: u16,
+    /// The plain-HTTP port of /healthz, /readyz and /metrics.
+    pub admin_port: u16,
     pub dir: tempfile::TempDir,
     /// The CA that signed the serving certificate: the webhook configurations' caBundle.
     pub ca_pem: String,
@@ -119,10 +121,13 @@ impl Webhook {
         publish_keys(plane, &key_id, &public_key_pem)?;
 
         let port = free_port()?;
+        let admin_port = free_port()?;
         let mut args = vec![
             "serve".to_owned(),
             "--listen".to_owned(),
             format!("127.0.0.1:{port}"),
+            "--admin-listen".to_owned(),
+            format!("127.0.0.1:{admin_port}"),
             "--tls-cert".to_owned(),
             path(&cert),
             "--tls-key".to_owned(),
@@ -143,6 +148,7 @@ impl Webhook {
         let mut webhook = Self {
             child: None,
             port,
+            admin_port,
             ca_pem: ca.cert_pem.clone(),
             key_id,
             public_key_pem,

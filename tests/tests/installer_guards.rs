@@ -7,7 +7,10 @@
 //! had been bypassed; the real `providers-webhook controller` runs as its shipped
 //! ServiceAccount, and the job runner runs the Jobs with the real helm.
 
-use std::{path::Path, time::Duration};
+use std::{
+    path::{Path, PathBuf},
+    time::Duration,
+};
 
 use anyhow::{Context, ensure};
 use k8s_openapi::{
@@ -32,8 +35,8 @@ use serde_json::json;
 use testbed::{
     User,
     installer::{
-        self, ControllerOptions, Environment, Options, PlanSpec, SYSTEM, eventually, has_condition,
-        status_of, wait_workspace,
+        self, ControllerOptions, EDGE_CREDENTIALS, Environment, Options, PlanSpec, eventually,
+        has_condition, status_of, wait_workspace,
     },
     platform,
 };
@@ -361,10 +364,10 @@ async fn an_edge_kubeconfig_that_runs_a_program_is_refused() -> anyhow::Result<(
         }}}],
     });
     let secret: Secret = serde_json::from_value(json!({
-        "metadata": {"name": "edge-exec-kubeconfig", "namespace": SYSTEM},
+        "metadata": {"name": "edge-exec-kubeconfig", "namespace": EDGE_CREDENTIALS},
         "stringData": {"kubeconfig": kubeconfig.to_string()},
     }))?;
-    Api::<Secret>::namespaced(hub.clone(), SYSTEM)
+    Api::<Secret>::namespaced(hub.clone(), EDGE_CREDENTIALS)
         .create(&PostParams::default(), &secret)
         .await?;
     let edge = Edge::new(
@@ -373,7 +376,7 @@ async fn an_edge_kubeconfig_that_runs_a_program_is_refused() -> anyhow::Result<(
             cluster_id: "cluster-exec".into(),
             workspace_uuid: "00000000-0000-4000-8000-00000000e7ec".into(),
             kubeconfig_secret_ref: SecretKeyRef {
-                namespace: SYSTEM.into(),
+                namespace: EDGE_CREDENTIALS.into(),
                 name: "edge-exec-kubeconfig".into(),
                 key: "kubeconfig".into(),
             },
@@ -480,5 +483,180 @@ async fn the_hubs_identity_on_an_edge_changes_only_what_it_created() -> anyhow::
         ],
         confined,
     )?;
+
+    // In a namespace of its own, only the shapes the installer makes.
+    let create = |name: &str, object: serde_json::Value| -> anyhow::Result<PathBuf> {
+        let file = dir.path().join(format!("{name}.json"));
+        std::fs::write(&file, object.to_string())?;
+        Ok(file)
+    };
+    let namespace = |name: &str, level: Option<&str>| {
+        let mut labels = json!({"app.kubernetes.io/managed-by": "providers-installer"});
+        if let Some(level) = level {
+            labels["pod-security.kubernetes.io/enforce"] = json!(level);
+        }
+        json!({"apiVersion": "v1", "kind": "Namespace",
+               "metadata": {"name": name, "labels": labels}})
+    };
+    let pod_security = "Pod Security Standard";
+    for (name, level) in [
+        ("ns-no-standard", None),
+        ("ns-privileged", Some("privileged")),
+    ] {
+        let file = create(name, namespace(name, level))?;
+        refused(&["create", "-f", &file.display().to_string()], pod_security)?;
+    }
+    let file = create("ns", namespace("confinement-check", Some("baseline")))?;
+    let as_hub = |args: &[&str]| -> anyhow::Result<()> {
+        let out = testbed::kubectl::run(&path, args)?;
+        ensure!(
+            out.status.success(),
+            "`kubectl {}`: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Ok(())
+    };
+    as_hub(&["create", "-f", &file.display().to_string()])?;
+    refused(
+        &[
+            "label",
+            "--overwrite",
+            "namespace",
+            "confinement-check",
+            "pod-security.kubernetes.io/enforce=privileged",
+        ],
+        pod_security,
+    )?;
+    let ns = ["-n", "confinement-check"];
+    let runner_only = "only runner identities";
+    refused(
+        &[&ns[..], &["create", "serviceaccount", "builder"]].concat(),
+        runner_only,
+    )?;
+    refused(
+        &[
+            &ns[..],
+            &["create", "role", "admin", "--verb=*", "--resource=*"],
+        ]
+        .concat(),
+        runner_only,
+    )?;
+    as_hub(&[&ns[..], &["create", "serviceaccount", "job-1-runner"]].concat())?;
+    as_hub(
+        &[
+            &ns[..],
+            &[
+                "create",
+                "role",
+                "job-1-runner",
+                "--verb=get",
+                "--resource=configmaps",
+            ],
+        ]
+        .concat(),
+    )?;
+    let own_role = "the runner's own Role";
+    // A ClusterRole with rights the identity holds, so that RBAC's escalation check lets
+    // the binding through to admission.
+    testbed::kubectl::ok(
+        env.edge.kubeconfig(User::Admin),
+        &[
+            "create",
+            "clusterrole",
+            "read-namespaces",
+            "--verb=get",
+            "--resource=namespaces",
+        ],
+    )?;
+    for (name, target) in [
+        ("job-2-runner", "--role=job-1-runner"),
+        ("job-1-runner", "--clusterrole=read-namespaces"),
+    ] {
+        refused(
+            &[
+                &ns[..],
+                &[
+                    "create",
+                    "rolebinding",
+                    name,
+                    target,
+                    "--serviceaccount=confinement-check:job-1-runner",
+                ],
+            ]
+            .concat(),
+            own_role,
+        )?;
+    }
+    refused(
+        &[
+            &ns[..],
+            &[
+                "create",
+                "rolebinding",
+                "job-1-runner",
+                "--role=job-1-runner",
+                "--serviceaccount=kube-system:job-1-runner",
+            ],
+        ]
+        .concat(),
+        own_role,
+    )?;
+    as_hub(
+        &[
+            &ns[..],
+            &[
+                "create",
+                "rolebinding",
+                "job-1-runner",
+                "--role=job-1-runner",
+                "--serviceaccount=confinement-check:job-1-runner",
+            ],
+        ]
+        .concat(),
+    )?;
+    let token = create(
+        "token",
+        json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/service-account-token",
+               "metadata": {"name": "t", "namespace": "confinement-check",
+                            "annotations": {"kubernetes.io/service-account.name": "job-1-runner"}}}),
+    )?;
+    refused(
+        &["create", "-f", &token.display().to_string()],
+        "token Secrets",
+    )?;
+    let job = |name: &str, pod: serde_json::Value| {
+        let mut spec = json!({"serviceAccountName": format!("{name}-runner"), "restartPolicy": "Never",
+                              "containers": [{"name": "helm", "image": "helm", "command": ["helm"]}]});
+        for (key, value) in pod.as_object().into_iter().flatten() {
+            spec[key] = value.clone();
+        }
+        json!({"apiVersion": "batch/v1", "kind": "Job",
+               "metadata": {"name": name, "namespace": "confinement-check"},
+               "spec": {"template": {"spec": spec}}})
+    };
+    let runner_jobs = "only runner Jobs";
+    for (what, pod) in [
+        ("host-network", json!({"hostNetwork": true})),
+        (
+            "shell",
+            json!({"containers": [{"name": "helm", "image": "helm", "command": ["sh", "-c", "id"]}]}),
+        ),
+        (
+            "privileged",
+            json!({"containers": [{"name": "helm", "image": "helm", "command": ["helm"],
+                                   "securityContext": {"privileged": true}}]}),
+        ),
+        (
+            "host-path",
+            json!({"volumes": [{"name": "root", "hostPath": {"path": "/"}}]}),
+        ),
+        ("other-account", json!({"serviceAccountName": "default"})),
+    ] {
+        let file = create(what, job("job-1", pod))?;
+        refused(&["create", "-f", &file.display().to_string()], runner_jobs)?;
+    }
+    let file = create("runner", job("job-1", json!({})))?;
+    as_hub(&["create", "-f", &file.display().to_string()])?;
     Ok(())
 }

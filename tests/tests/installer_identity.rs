@@ -1,7 +1,7 @@
 //! The installer's own identity, as shipped (manifests/controller/), tried with the real
 //! kubectl against the real API server: it mints tokens only for the provider credentials
 //! it makes, only in onboarded organizations, binds only the Roles Recipes may declare,
-//! reads Secrets only in its own namespace — and loses its rights in an organization that
+//! reads only the edges' kubeconfig Secrets, by name — and loses its rights in an organization that
 //! is removed.
 
 use std::{
@@ -116,11 +116,11 @@ fn the_installer_cannot_mint_tokens_or_bind_roles_outside_what_it_makes() -> any
     // In an organization it serves: only its own credentials...
     refused(
         "-n org-a create token builder",
-        "handles only the provider credentials it makes",
+        "handles only what it makes for providers",
     )?;
     refused(
         "-n org-a create serviceaccount builder-2",
-        "handles only the provider credentials it makes",
+        "handles only what it makes for providers",
     )?;
     as_installer("-n org-a create serviceaccount provider-identity-check")
         .map_err(anyhow::Error::msg)?;
@@ -150,17 +150,36 @@ fn the_installer_cannot_mint_tokens_or_bind_roles_outside_what_it_makes() -> any
     Ok(())
 }
 
-/// Issue 17.1: Secrets only in its own namespace.
+/// Issue 17.1: Secrets only in the edge credentials namespace, and there only by name:
+/// never the sealing key or the webhook's serving key in the platform namespace.
 #[test]
-fn the_installer_reads_secrets_only_in_its_own_namespace() -> anyhow::Result<()> {
+fn the_installer_reads_only_edge_credentials_by_name() -> anyhow::Result<()> {
     fixture();
-    for namespace in ["kube-system", "org-a", "default"] {
+    for namespace in ["kube-system", "org-a", "default", "providers-system"] {
         refused(
             &format!("-n {namespace} get secrets"),
             "cannot list resource",
         )?;
     }
-    as_installer("-n providers-system get secrets").map_err(anyhow::Error::msg)?;
+    refused(
+        "-n providers-system get secret providers-sealing-key",
+        "cannot get resource",
+    )?;
+    refused("-n providers-edges get secrets", "cannot list resource")?;
+    kubectl::ok(
+        fixture().plane.kubeconfig(User::Admin),
+        &[
+            "-n",
+            "providers-edges",
+            "create",
+            "secret",
+            "generic",
+            "edge-identity-check",
+            "--from-literal=kubeconfig=x",
+        ],
+    )?;
+    as_installer("-n providers-edges get secret edge-identity-check")
+        .map_err(anyhow::Error::msg)?;
     Ok(())
 }
 

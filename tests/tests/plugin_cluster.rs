@@ -791,7 +791,7 @@ fn plan_verify_fails_on_a_copied_plan_and_an_unknown_key() -> anyhow::Result<()>
     let unknown_id = Sealer::from_seed(UNKNOWN).key_id().to_owned();
     assert!(
         foreign.failed()?.starts_with(&format!(
-            "error: plan verification failed: the plan is sealed with key {unknown_id}, which is not among the published keys"
+            "error: plan verification failed: the plan is sealed with key \"{unknown_id}\", which is not among the published keys"
         )),
         "{foreign:?}"
     );

@@ -86,8 +86,8 @@ fn recipe() -> Recipe {
                 name: "demo".into(),
             },
             versions: vec!["0.2.0".into(), "0.1.0".into()],
-            namespace: "demo".into(),
-            release: "demo".into(),
+            namespace: Some("demo".into()),
+            release: Some("demo".into()),
             values: None,
             values_schema: vec![ValueField {
                 path: "replicaCount".into(),
@@ -177,8 +177,20 @@ async fn post(
     path: &str,
     body: &[u8],
 ) -> anyhow::Result<Reply> {
+    post_to(webhook.port, &webhook.ca_pem, client, path, body).await
+}
+
+/// POSTs `body` to the webhook on 127.0.0.1:`port`, whose serving certificate `ca_pem`
+/// signed.
+async fn post_to(
+    port: u16,
+    ca_pem: &str,
+    client: Option<(&Path, &Path)>,
+    path: &str,
+    body: &[u8],
+) -> anyhow::Result<Reply> {
     let mut roots = RootCertStore::empty();
-    for cert in CertificateDer::pem_slice_iter(webhook.ca_pem.as_bytes()) {
+    for cert in CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
         roots.add(cert?)?;
     }
     let builder =
@@ -193,7 +205,7 @@ async fn post(
         None => builder.with_no_client_auth(),
     };
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    let tcp = tokio::net::TcpStream::connect(("127.0.0.1", webhook.port)).await?;
+    let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
     let mut tls = match TlsConnector::from(Arc::new(config))
         .connect(ServerName::try_from("localhost")?, tcp)
         .await
@@ -500,6 +512,112 @@ async fn hostile_bodies_cost_the_webhook_little() -> anyhow::Result<()> {
         "the webhook's peak resident memory reached {peak} KiB (now {now} KiB)"
     );
     Ok(())
+}
+
+/// Issue 9.3: a crowd of strangers who open connections and stall in the TLS handshake,
+/// from two hundred addresses, then eight callers with the API server's certificate who send
+/// 3 MB reviews at once: the webhook stays up, answers the API server's certificate when
+/// the crowd is gone, answers every large review, and its peak resident memory grows by
+/// a few MiB for the crowd and by less than 24 MiB for the reviews. A webhook of its own, so the other tests' API server calls are not in the crowd.
+#[tokio::test]
+async fn a_crowd_of_strangers_and_large_bodies_cost_the_webhook_little() -> anyhow::Result<()> {
+    let Fixture { plane, .. } = fixture();
+    let webhook = tokio::task::spawn_blocking(|| Webhook::start(plane, &[REPOSITORY])).await??;
+    let pid = process::webhook_pid(webhook.port)?;
+    let (at_start, _) = process::memory_kib(pid)?;
+    let api_server = Some((
+        plane.webhook_client_cert_file.as_path(),
+        plane.webhook_client_key_file.as_path(),
+    ));
+
+    // 200 addresses × 20 connections, each sending the first bytes of a TLS record that
+    // announces 16 KiB and then nothing.
+    let target = std::net::SocketAddr::from(([127, 0, 0, 1], webhook.port));
+    let mut crowd = Vec::new();
+    for peer in 0..200u16 {
+        let source = [127, 0, 1 + (peer / 250) as u8, 1 + (peer % 250) as u8];
+        for _ in 0..20 {
+            let socket = tokio::net::TcpSocket::new_v4()?;
+            socket.bind(std::net::SocketAddr::from((source, 0)))?;
+            let Ok(mut tcp) = socket.connect(target).await else {
+                continue;
+            };
+            let _ = tcp.write_all(&[0x16, 0x03, 0x01, 0x40, 0x00, 0x01]).await;
+            crowd.push(tcp);
+        }
+    }
+    let (peak_in_crowd, _) = process::memory_kib(pid)?;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    drop(crowd);
+
+    // When the crowd has gone, the API server's certificate is answered again.
+    let mut answered = false;
+    for _ in 0..50 {
+        let reply = post(
+            &webhook,
+            api_server,
+            "/mutate",
+            &review("CREATE", "alice", &["tenants"], &workspace_json("{}")),
+        )
+        .await?;
+        if matches!(reply, Reply::Http { status: 200, .. }) {
+            answered = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    ensure!(
+        answered,
+        "the webhook should answer the API server after the crowd"
+    );
+
+    // Eight 3 MB reviews at once: each is answered (a denial: values too large), while at
+    // most --review-budget-mib of bodies are read and decoded at a time.
+    let large = object_with_values(&format!("{{\"a\":\"{}\"}}", "x".repeat(3 << 20)));
+    let mut sending = tokio::task::JoinSet::new();
+    for _ in 0..8 {
+        let webhook_port = webhook.port;
+        let body = large.clone();
+        let ca = webhook.ca_pem.clone();
+        let cert = plane.webhook_client_cert_file.clone();
+        let key = plane.webhook_client_key_file.clone();
+        sending.spawn(async move {
+            post_to(webhook_port, &ca, Some((&cert, &key)), "/mutate", &body).await
+        });
+    }
+    while let Some(sent) = sending.join_next().await {
+        match sent?? {
+            Reply::Http { status: 200, body } => {
+                let answer: Value = serde_json::from_str(&body)?;
+                ensure!(answer["response"]["allowed"] == false, "{answer}");
+                let message = answer["response"]["status"]["message"]
+                    .as_str()
+                    .unwrap_or_default();
+                ensure!(message.contains("spec.values"), "{message}");
+            }
+            other => bail!("a large review got {other:?}"),
+        }
+    }
+    let (peak, now) = process::memory_kib(pid)?;
+    eprintln!(
+        "the webhook's resident memory: peak at start {at_start} KiB, during the crowd \
+         {peak_in_crowd} KiB; after 8 concurrent 3 MB reviews peak {peak} KiB, now {now} KiB"
+    );
+    // The crowd costs its pending handshakes' buffers; the reviews, about three times the
+    // review budget (8 MiB) at the most.
+    ensure!(
+        peak_in_crowd < at_start + 8 * 1024,
+        "the crowd grew the webhook from {at_start} KiB to {peak_in_crowd} KiB"
+    );
+    ensure!(
+        peak < at_start + 24 * 1024,
+        "the large reviews grew the webhook from {at_start} KiB to {peak} KiB (now {now} KiB)"
+    );
+    Ok(())
+}
+
+fn object_with_values(values: &str) -> Vec<u8> {
+    review("CREATE", "alice", &["tenants"], &workspace_json(values))
 }
 
 // ---- retries ---------------------------------------------------------------------------------

@@ -41,9 +41,17 @@ pub enum Command {
 
 #[derive(Args, Clone, Debug)]
 pub struct ServeArgs {
-    /// Address to listen on.
+    /// Address to listen on (HTTPS: the admission reviews).
     #[arg(long, default_value = "0.0.0.0:8443", env = "PROVIDERS_LISTEN")]
     pub listen: SocketAddr,
+    /// Address of the plain-HTTP /healthz, /readyz and /metrics endpoints.
+    #[arg(long, default_value = "0.0.0.0:8080", env = "PROVIDERS_ADMIN_LISTEN")]
+    pub admin_listen: SocketAddr,
+    /// MiB of review bodies read and decided at once (each costs about three times its
+    /// size until it is decoded); more wait with their bodies unread. At least one review of
+    /// the largest size (6 MiB) always fits.
+    #[arg(long, default_value_t = 8)]
+    pub review_budget_mib: usize,
     /// Serving certificate (PEM); reloaded when the file changes.
     #[arg(long, env = "PROVIDERS_TLS_CERT")]
     pub tls_cert: PathBuf,

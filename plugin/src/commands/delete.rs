@@ -2,9 +2,10 @@
 
 use kube::{
     Api,
-    api::{ApiResource, DeleteParams, DynamicObject},
+    api::{ApiResource, DeleteParams, DynamicObject, Patch, PatchParams},
 };
-use providers::api::Workspace;
+use providers::{api::Workspace, installer::names};
+use serde_json::json;
 
 use crate::{
     cli::DeleteArgs, commands::Ctx, objects, output::Rendered, views::workspaces::name_of, wait,
@@ -19,10 +20,24 @@ pub async fn run(ctx: &Ctx, args: DeleteArgs) -> anyhow::Result<()> {
         namespace,
         &ApiResource::erase::<Workspace>(&()),
     );
+    if args.abandon {
+        let reason = args.reason.clone().unwrap_or_else(|| {
+            "the edge is gone for good (kubectl provider delete --abandon)".to_owned()
+        });
+        let mark = json!({"metadata": {"annotations": {names::ANNOTATION_ABANDON: reason}}});
+        api.patch(&args.name, &PatchParams::default(), &Patch::Merge(&mark))
+            .await?;
+    }
     api.delete(&args.name, &DeleteParams::default()).await?;
     let mut text = format!("{} deleted\n", name_of(&item.typed));
-    for line in left_in_place(&item.typed) {
-        text.push_str(&format!("  {line}\n"));
+    if args.abandon {
+        text.push_str(
+            "  Abandoned: the installer finishes the deletion without cleaning up on the edge; what remains there stays.\n",
+        );
+    } else {
+        for line in left_in_place(&item.typed) {
+            text.push_str(&format!("  {line}\n"));
+        }
     }
     ctx.print(&Rendered::text(
         item.raw.clone(),

@@ -5,6 +5,7 @@ mod delete;
 mod edges;
 mod history;
 mod install;
+mod logs;
 mod org;
 mod plan;
 mod recipes;
@@ -84,6 +85,7 @@ pub async fn run(cli: Cli, server: &mut Option<String>) -> anyhow::Result<()> {
         Command::Target { name } => target::run(&ctx, name).await,
         Command::Delete(args) => delete::run(&ctx, args).await,
         Command::Org(command) => org::run(&ctx, command).await,
+        Command::Logs(args) => logs::run(&ctx, args).await,
         Command::Completion { .. } | Command::Version => Ok(()),
     }
 }

@@ -41,8 +41,8 @@ pub fn recipe_list(recipes: &[Fetched<Recipe>]) -> Rendered {
                 paths.join(",")
             },
             r.spec.chart.repository.clone(),
-            r.spec.namespace.clone(),
-            r.spec.release.clone(),
+            namespace_of(&r.spec),
+            release_of(&r.spec),
         ]);
     }
     Rendered {
@@ -52,6 +52,20 @@ pub fn recipe_list(recipes: &[Fetched<Recipe>]) -> Rendered {
         names: recipes.iter().map(|r| name_of(&r.typed)).collect(),
         empty: Some("No recipes found: the platform has not published any yet.".to_owned()),
     }
+}
+
+/// The namespace template a Recipe installs into (`{org}` is your namespace).
+fn namespace_of(spec: &providers::api::RecipeSpec) -> String {
+    spec.namespace
+        .clone()
+        .unwrap_or_else(|| providers::plan::DEFAULT_NAMESPACE.to_owned())
+}
+
+/// The release name template of a Recipe.
+fn release_of(spec: &providers::api::RecipeSpec) -> String {
+    spec.release
+        .clone()
+        .unwrap_or_else(|| providers::plan::DEFAULT_RELEASE.to_owned())
 }
 
 /// One recipe in detail, with a table of the values a tenant may set and their bounds.
@@ -69,7 +83,8 @@ pub fn recipe_detail(recipe: &Fetched<Recipe>) -> Rendered {
             "Installs",
             format!(
                 "release {} in namespace {} on the edge",
-                r.spec.release, r.spec.namespace
+                release_of(&r.spec),
+                namespace_of(&r.spec)
             ),
         );
     if let Some(cred) = &r.spec.runtime_credential {

@@ -8,7 +8,7 @@ use serde_json::json;
 use crate::{
     objects::Fetched,
     output::{Rendered, list, resource_name},
-    state::{State, next_steps, state},
+    state::{State, next_steps, on_delete, state},
     table::{Fields, Table, col, or_dash, wide},
     views::{age, timestamp},
 };
@@ -143,6 +143,14 @@ pub fn status_detail(
                 "-".to_owned()
             },
         );
+    fields.add(
+        if ws.metadata.deletion_timestamp.is_some() {
+            "Deletion"
+        } else {
+            "On delete"
+        },
+        on_delete(ws, &ws.name_any(), namespace_flag),
+    );
     let mut text = fields.render();
     text.push_str("Conditions:\n");
     if status.conditions.is_empty() {
@@ -306,7 +314,7 @@ mod tests {
     fn failed() -> Value {
         json!({
             "phase": "Failed", "attempt": 1, "jobResult": "Failed", "job": "podinfo-demo-1",
-            "finishedAt": "2025-01-01T00:05:00Z",
+            "jobUID": "job-uid-1", "finishedAt": "2025-01-01T00:05:00Z",
             "conditions": [
                 {"type": "Ready", "status": "False", "reason": "JobFailed", "message": "helm exited 1",
                  "lastTransitionTime": "2025-01-01T00:05:00Z"},
@@ -355,6 +363,7 @@ Owner:      alice
 Job:        podinfo-demo-1
 Result:     Failed
 Finished:   2025-01-01T00:05:00Z
+On delete:  finishes once the installer has cleaned up on edge edge-1, waiting while it is unreachable; if it is gone for good, a platform admin can abandon it (kubectl provider delete demo -n org-a --abandon)
 Conditions:
   TYPE     STATUS   REASON      MESSAGE         AGE
   Ready    False    JobFailed   helm exited 1   5m

@@ -21,6 +21,9 @@ use crate::{
     verify::Binding,
 };
 
+/// The longest chart version accepted in a Workspace (the CRD says the same).
+pub const MAX_VERSION_BYTES: usize = 128;
+
 /// The operations the webhooks review.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Operation {
@@ -73,12 +76,39 @@ impl Request<'_> {
         )
     }
 
-    /// A Workspace needs a name at admission: the plan is sealed for it.
+    /// What both webhooks check first, before anything costs more than a glance: the
+    /// Workspace has a name (the plan is sealed for it) that the API server would accept,
+    /// and the tenant's intent is within its bounds. The mutating webhook sees the object
+    /// before the API server has validated it, so nothing here may be taken as bounded.
     pub fn require_name(&self) -> Result<(), Denial> {
-        match self.object.metadata.name.as_deref() {
-            Some(name) if !name.is_empty() => Ok(()),
-            _ => Err(Denial::NameRequired),
+        let name = match self.object.metadata.name.as_deref() {
+            Some(name) if !name.is_empty() => name,
+            _ => return Err(Denial::NameRequired),
+        };
+        if !mutate::is_object_name(name) {
+            return Err(Denial::InvalidName {
+                field: "metadata.name",
+                name: crate::text::quoted(name),
+            });
         }
+        let intent = &self.object.spec;
+        if let Some(version) = &intent.version
+            && version.len() > MAX_VERSION_BYTES
+        {
+            return Err(Denial::Resolve(
+                crate::plan::ResolveError::VersionNotAllowed {
+                    recipe: crate::text::quoted(&intent.recipe),
+                    version: crate::text::quoted(version),
+                    allowed: Vec::new(),
+                    default: String::new(),
+                },
+            ));
+        }
+        if let Some(serde_json::Value::Object(values)) = &intent.values {
+            crate::values::within_limits(values)
+                .map_err(|e| Denial::Resolve(crate::plan::ResolveError::Values(e)))?;
+        }
+        Ok(())
     }
 
     /// The Workspace a plan in this request must be bound to.

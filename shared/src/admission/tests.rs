@@ -71,8 +71,8 @@ fn recipe(chart: &str) -> RecipeSpec {
             name: chart.into(),
         },
         versions: vec!["1.2.0".into(), "1.1.0".into()],
-        namespace: "demo".into(),
-        release: "demo".into(),
+        namespace: Some("demo".into()),
+        release: Some("demo".into()),
         values: Some(json!({"replicaCount": 1})),
         values_schema: vec![ValueField {
             path: "replicaCount".into(),

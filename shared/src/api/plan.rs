@@ -114,10 +114,13 @@ pub struct Plan {
 pub struct Seal {
     /// The signing key's ID: the first 16 hex digits of the SHA-256 of its public key.
     #[serde(rename = "keyID")]
+    #[schemars(length(max = 64))]
     pub key_id: String,
     /// The algorithm; always `Ed25519`.
+    #[schemars(length(max = 16))]
     pub algorithm: String,
     /// The base64 Ed25519 signature over the plan's canonical JSON.
+    #[schemars(length(max = 128))]
     pub signature: String,
 }
 

@@ -27,6 +27,12 @@ use super::plan::ChartRef;
     ),
     printcolumn(name = "Versions", type_ = "string", json_path = ".spec.versions"),
     printcolumn(
+        name = "Namespace",
+        type_ = "string",
+        json_path = ".spec.namespace",
+        priority = "1"
+    ),
+    printcolumn(
         name = "Age",
         type_ = "date",
         json_path = ".metadata.creationTimestamp"
@@ -41,10 +47,26 @@ pub struct RecipeSpec {
     /// default when a Workspace names no version.
     #[schemars(length(min = 1))]
     pub versions: Vec<String>,
-    /// The namespace on the edge that the release is installed into.
-    pub namespace: String,
-    /// The Helm release name.
-    pub release: String,
+    /// The namespace on the edge that the release is installed into, as a template:
+    /// `{org}` (the Workspace's namespace), `{workspace}` (its name) and `{recipe}` (this
+    /// Recipe's name) are replaced when a plan is sealed. Default `{org}-{recipe}`: one
+    /// namespace per organization, so many organizations can install this Recipe on one
+    /// edge. A name without placeholders is shared by every Workspace that installs this
+    /// Recipe on an edge (the first one owns it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        length(max = 253),
+        regex(pattern = r"^([a-z0-9.-]|\{org\}|\{workspace\}|\{recipe\})+$")
+    )]
+    pub namespace: Option<String>,
+    /// The Helm release name, as a template like `namespace`. Default `{recipe}` (release
+    /// names are per namespace).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        length(max = 253),
+        regex(pattern = r"^([a-z0-9.-]|\{org\}|\{workspace\}|\{recipe\})+$")
+    )]
+    pub release: Option<String>,
     /// Default chart values. Tenant values for the paths in valuesSchema are merged over
     /// these; nothing else a tenant writes reaches the chart.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -53,6 +53,7 @@ pub struct WorkspaceSpec {
     pub edge: String,
     /// The chart version; one the Recipe allows. Defaults to the Recipe's first version.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 128))]
     pub version: Option<String>,
     /// Chart values, at the paths the Recipe's valuesSchema allows only. At most 8 levels
     /// deep, 512 keys of at most 128 bytes, 32 KiB in all; no lists.

@@ -74,6 +74,10 @@ pub enum Action {
         name: String,
         patch: json_patch::Patch,
     },
+    /// Keep the log of an attempt's runner Pod on the hub, for tenants who cannot see the
+    /// edge (`kubectl provider logs`). Best effort: a log that cannot be read is said in
+    /// the installer's log, and nothing waits for it.
+    KeepRunnerLog(RunnerLog),
     /// Mark a Helm release revision left pending by a killed Helm as failed, as Helm
     /// itself does when it is interrupted, so the next `helm upgrade` may proceed.
     MarkReleaseFailed {
@@ -121,6 +125,7 @@ impl Action {
                 Kind::Job => "delete-job",
             },
             Action::ReleaseJob { .. } => "release-job",
+            Action::KeepRunnerLog(_) => "keep-runner-log",
             Action::MarkReleaseFailed { .. } => "mark-release-failed",
         }
     }
@@ -138,6 +143,16 @@ impl Action {
                 | Action::MarkReleaseFailed { .. }
         )
     }
+}
+
+/// Where an attempt's runner log is, and where it goes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunnerLog {
+    /// The release namespace and the runner Pod on the edge.
+    pub namespace: String,
+    pub pod: String,
+    /// The attempt it belongs to.
+    pub attempt: i64,
 }
 
 /// Why a namespace's labels change.

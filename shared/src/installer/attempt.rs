@@ -4,7 +4,7 @@
 use crate::api::{AttemptRecord, JobResult, Plan, Target};
 
 use super::{
-    action::{Action, Next, Note},
+    action::{Action, Next, Note, RunnerLog},
     conditions::{Failure, Outlook, reason},
     focus::{self, Recorded},
     machine::Machine,
@@ -18,6 +18,37 @@ enum Verdict {
     Wait(String),
     /// Never run it: why, as a user reads it.
     Refuse(String),
+}
+
+/// How much of helm's own words a failure message carries.
+pub const HELM_MESSAGE_LIMIT: usize = 2048;
+
+/// Why a Job failed, for a tenant who cannot see the edge: helm's own words (the end of its
+/// output, from the runner's termination message), sanitized and bounded; the Job's
+/// condition when there are none.
+fn failure_text(
+    attempt: i64,
+    namespace: &str,
+    job_name: &str,
+    edge: &str,
+    job: &JobState,
+    why: &str,
+    message: &str,
+) -> String {
+    let helm = job
+        .runner
+        .as_ref()
+        .and_then(|pod| pod.message.as_deref())
+        .map(|words| crate::text::sanitized_tail(words, HELM_MESSAGE_LIMIT))
+        .filter(|words| !words.is_empty());
+    match helm {
+        Some(words) => format!(
+            "attempt {attempt}: helm failed on edge {edge} (Job {namespace}/{job_name}): {words}\nThe whole log: kubectl provider logs. To run the same plan again, raise spec.retry"
+        ),
+        None => format!(
+            "attempt {attempt}: Job {namespace}/{job_name} on edge {edge} failed ({why}: {message}); kubectl provider logs shows the runner's log when there is one. To run the same plan again, raise spec.retry"
+        ),
+    }
 }
 
 impl Machine<'_> {
@@ -301,9 +332,14 @@ impl Machine<'_> {
                 reason: why,
                 message,
             } => {
-                let text = format!(
-                    "attempt {attempt}: Job {namespace}/{name} failed ({why}: {message}); see its logs on edge {}, then raise spec.retry to run the same plan again",
-                    self.edge_name()
+                let text = failure_text(
+                    attempt,
+                    &namespace,
+                    &name,
+                    &self.edge_name(),
+                    job,
+                    why,
+                    message,
                 );
                 self.event(Note::warning("JobFailed", text.clone()));
                 self.record_result(
@@ -311,6 +347,13 @@ impl Machine<'_> {
                     job.finished_at.clone(),
                     Some(Failure::new(reason::JOB_FAILED, text)),
                 );
+                if let Some(pod) = &job.runner {
+                    self.actions.push(Action::KeepRunnerLog(RunnerLog {
+                        namespace: namespace.clone(),
+                        pod: pod.name.clone(),
+                        attempt,
+                    }));
+                }
                 self.cleanup()
             }
         }

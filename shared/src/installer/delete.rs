@@ -3,7 +3,7 @@
 //! Workspace go. The release, the namespace, PVCs and the provider's runtime credential
 //! stay on the edge.
 
-use crate::api::JobResult;
+use crate::api::{JobResult, Workspace, WorkspaceStatus};
 
 use super::{
     action::{Action, Deletion, Kind, NamespaceChange, Next, Note},
@@ -35,6 +35,33 @@ impl Machine<'_> {
             self.actions.push(Action::RemoveFinalizer);
             return Next::Idle;
         };
+        if let Some(reason) = abandoned(self.ws) {
+            self.event(Note::warning(
+                "Abandoned",
+                format!(
+                    "deletion abandons what may remain on edge {:?} (attempt {}'s runner identity and Job in namespace {}, the release and the provider's credential): {}",
+                    recorded.edge,
+                    recorded.attempt,
+                    recorded.namespace,
+                    crate::text::quoted_with(reason, 256)
+                ),
+            ));
+            self.flush();
+            self.actions.push(Action::RemoveFinalizer);
+            return Next::Idle;
+        }
+        if !edge_touched(&self.status) {
+            self.event(Note::normal(
+                "NothingToClean",
+                format!(
+                    "nothing was prepared on edge {:?} for this Workspace: deletion finishes without it",
+                    recorded.edge
+                ),
+            ));
+            self.flush();
+            self.actions.push(Action::RemoveFinalizer);
+            return Next::Idle;
+        }
         if self.o.edge == EdgeState::Missing {
             self.event(Note::warning(
                 "EdgeGone",
@@ -47,7 +74,9 @@ impl Machine<'_> {
             self.actions.push(Action::RemoveFinalizer);
             return Next::Idle;
         }
-        let remote = match self.reachable("revoke the runner's identity before deletion") {
+        let remote = match self.reachable(
+            "revoke the runner's identity before deletion (if the edge is gone for good, a platform admin can abandon it: kubectl provider delete --abandon)",
+        ) {
             Ok(remote) => remote,
             Err(next) => return next,
         };
@@ -110,4 +139,21 @@ impl Machine<'_> {
         self.actions.push(Action::RemoveFinalizer);
         Next::Idle
     }
+}
+
+/// The reason the platform gave for abandoning the edge's objects, when it did.
+pub fn abandoned(workspace: &Workspace) -> Option<&str> {
+    workspace
+        .metadata
+        .annotations
+        .as_ref()?
+        .get(names::ANNOTATION_ABANDON)
+        .map(String::as_str)
+}
+
+/// Whether the installer may have created anything on an edge for this Workspace: the
+/// current attempt has a preparation record (written before its first edge object) or a
+/// Job, or a release namespace was seen for an earlier one.
+pub fn edge_touched(status: &WorkspaceStatus) -> bool {
+    status.preparation.is_some() || status.job_uid.is_some() || status.namespace_uid.is_some()
 }

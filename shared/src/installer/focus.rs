@@ -84,6 +84,10 @@ pub fn focus(workspace: &Workspace) -> Option<Focus> {
         authorize: false,
     };
     if workspace.metadata.deletion_timestamp.is_some() {
+        // Deletion needs the edge only where something may be there to clean up.
+        if super::delete::abandoned(workspace).is_some() || !super::delete::edge_touched(&status) {
+            return None;
+        }
         return recorded.as_ref().map(|r| of_recorded(r, false));
     }
     if let Some(r) = &recorded {

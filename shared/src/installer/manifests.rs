@@ -123,6 +123,10 @@ pub fn namespace(plan: &Plan, marks: &Marks) -> Namespace {
         names::LABEL_PREPARATION_ID.into(),
         names::label_value(&marks.preparation_id),
     );
+    labels.insert(
+        names::LABEL_POD_SECURITY_ENFORCE.into(),
+        names::POD_SECURITY_LEVEL.into(),
+    );
     Namespace {
         metadata: ObjectMeta {
             labels: Some(labels),
@@ -261,6 +265,9 @@ pub fn job(plan: &Plan, names: &AttemptNames, marks: &Marks, settings: &Settings
     .collect();
     let container = Container {
         name: "helm".into(),
+        // The end of helm's output becomes the termination message when it fails: the
+        // installer carries it to the tenant, who cannot see the edge.
+        termination_message_policy: Some("FallbackToLogsOnError".into()),
         image: Some(settings.helm_image.clone()),
         command: Some(vec!["helm".into()]),
         args: Some(helm_args(plan, settings)),

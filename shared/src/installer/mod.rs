@@ -27,7 +27,7 @@ mod action;
 mod attempt;
 mod cleanup;
 pub mod conditions;
-mod delete;
+pub mod delete;
 pub mod focus;
 mod machine;
 pub mod manifests;
@@ -42,12 +42,13 @@ mod tests;
 
 pub use action::{
     Action, Decision, Deletion, EdgeObject, Kind, MintCredential, NamespaceChange, Next, Note,
+    RunnerLog,
 };
 pub use focus::{Focus, focus};
 pub use observed::{
     Authorization, EdgeRoute, EdgeState, HubObjects, JobOutcome, JobState, NamespaceState,
-    ObjectState, Observed, ReleaseRevision, Remote, SealCheck, job_state, newest_revision,
-    state_of,
+    ObjectState, Observed, ReleaseRevision, Remote, RunnerPod, SealCheck, job_state,
+    newest_revision, runner_pod, state_of,
 };
 
 /// The installer's settings, from its command line.

@@ -22,8 +22,18 @@ pub const LABEL_PREPARATION_ID: &str = "providers.platform.dev/preparation-id";
 /// Set on a release namespace by PrepareDelete: a later Workspace of the same organization
 /// and name may adopt it.
 pub const LABEL_RELEASED: &str = "providers.platform.dev/released";
+/// The Pod Security Standard a release namespace enforces: the edge's confinement policy
+/// admits no namespace from the installer without it, so neither the runner nor a chart
+/// runs a privileged Pod or reaches the node.
+pub const LABEL_POD_SECURITY_ENFORCE: &str = "pod-security.kubernetes.io/enforce";
+/// The level of [`LABEL_POD_SECURITY_ENFORCE`].
+pub const POD_SECURITY_LEVEL: &str = "baseline";
 /// `<organization>/<workspace name>` of the Workspace an object belongs to.
 pub const ANNOTATION_WORKSPACE: &str = "providers.platform.dev/workspace";
+/// Set on a Workspace by the platform (only callers allowed the `abandon` verb on
+/// workspaces may): its deletion goes on without cleaning up on the edge, which is gone
+/// for good. The value says why; it is repeated in the Event that records it.
+pub const ANNOTATION_ABANDON: &str = "providers.platform.dev/abandon";
 /// The attempt number, on Jobs, for people reading them.
 pub const ANNOTATION_ATTEMPT: &str = "providers.platform.dev/attempt";
 

@@ -188,6 +188,18 @@ pub struct JobState {
     pub outcome: JobOutcome,
     /// When it completed or failed.
     pub finished_at: Option<Time>,
+    /// Its runner Pod, read once the Job has failed (for helm's own words).
+    pub runner: Option<RunnerPod>,
+}
+
+/// The Pod that ran an attempt's Job.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RunnerPod {
+    /// The Pod's name: where the runner's log is read from.
+    pub name: String,
+    /// Its container's termination message: the end of helm's output when it failed
+    /// (`terminationMessagePolicy: FallbackToLogsOnError`).
+    pub message: Option<String>,
 }
 
 /// Where a Job stands, by its terminal conditions.
@@ -267,7 +279,27 @@ pub fn job_state(job: &Job) -> JobState {
         object: state_of(job),
         outcome,
         finished_at,
+        runner: None,
     }
+}
+
+/// The runner Pod of a Job, from the Pods labelled with the Job's name: the newest one,
+/// with its `helm` container's termination message.
+pub fn runner_pod(pods: &[k8s_openapi::api::core::v1::Pod]) -> Option<RunnerPod> {
+    let pod = pods
+        .iter()
+        .max_by_key(|p| p.metadata.creation_timestamp.as_ref().map(|t| t.0))?;
+    let message = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .and_then(|c| c.iter().find(|c| c.name == "helm"))
+        .and_then(|c| c.state.as_ref()?.terminated.as_ref()?.message.clone())
+        .filter(|m| !m.trim().is_empty());
+    Some(RunnerPod {
+        name: pod.metadata.name.clone().unwrap_or_default(),
+        message,
+    })
 }
 
 /// Helm's storage Secrets of one release → its newest revision.

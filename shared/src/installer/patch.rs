@@ -74,45 +74,90 @@ pub fn remove_finalizer(object: &ObjectState) -> Option<Patch> {
 
 /// Hands a released namespace to the Workspace with `uid`.
 pub fn adopt_namespace(namespace: &ObjectState, uid: &str) -> Patch {
-    Patch(vec![
-        test_uid(&namespace.uid),
-        test(
-            &["metadata", "labels", names::LABEL_WORKSPACE_UID],
-            json!(namespace.label(names::LABEL_WORKSPACE_UID)),
-        ),
-        test(
-            &["metadata", "labels", names::LABEL_RELEASED],
-            json!("true"),
-        ),
-        PatchOperation::Replace(ReplaceOperation {
-            path: pointer(["metadata", "labels", names::LABEL_WORKSPACE_UID]),
-            value: json!(uid),
-        }),
-        PatchOperation::Remove(RemoveOperation {
-            path: pointer(["metadata", "labels", names::LABEL_RELEASED]),
-        }),
-    ])
+    Patch(
+        vec![
+            test_uid(&namespace.uid),
+            test(
+                &["metadata", "labels", names::LABEL_WORKSPACE_UID],
+                json!(namespace.label(names::LABEL_WORKSPACE_UID)),
+            ),
+            test(
+                &["metadata", "labels", names::LABEL_RELEASED],
+                json!("true"),
+            ),
+            PatchOperation::Replace(ReplaceOperation {
+                path: pointer(["metadata", "labels", names::LABEL_WORKSPACE_UID]),
+                value: json!(uid),
+            }),
+            PatchOperation::Remove(RemoveOperation {
+                path: pointer(["metadata", "labels", names::LABEL_RELEASED]),
+            }),
+        ]
+        .into_iter()
+        .chain(pod_security(namespace))
+        .collect(),
+    )
+}
+
+/// Sets the namespace's Pod Security Standard to the installer's level when it enforces
+/// none or a looser one (a namespace from an earlier version): the edge's confinement
+/// policy admits no change from the installer to a namespace without it.
+fn pod_security(namespace: &ObjectState) -> Option<PatchOperation> {
+    let level = namespace.label(names::LABEL_POD_SECURITY_ENFORCE);
+    (level != names::POD_SECURITY_LEVEL && level != "restricted").then(|| {
+        PatchOperation::Add(AddOperation {
+            path: pointer(["metadata", "labels", names::LABEL_POD_SECURITY_ENFORCE]),
+            value: json!(names::POD_SECURITY_LEVEL),
+        })
+    })
 }
 
 /// Marks the namespace of the Workspace with `uid` as released, for a later Workspace of
 /// the same organization and name.
 pub fn release_namespace(namespace: &ObjectState, uid: &str) -> Patch {
-    Patch(vec![
-        test_uid(&namespace.uid),
-        test(
-            &["metadata", "labels", names::LABEL_WORKSPACE_UID],
-            json!(uid),
-        ),
-        PatchOperation::Add(AddOperation {
-            path: pointer(["metadata", "labels", names::LABEL_RELEASED]),
-            value: json!("true"),
-        }),
-    ])
+    Patch(
+        vec![
+            test_uid(&namespace.uid),
+            test(
+                &["metadata", "labels", names::LABEL_WORKSPACE_UID],
+                json!(uid),
+            ),
+            PatchOperation::Add(AddOperation {
+                path: pointer(["metadata", "labels", names::LABEL_RELEASED]),
+                value: json!("true"),
+            }),
+        ]
+        .into_iter()
+        .chain(pod_security(namespace))
+        .collect(),
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_namespace_without_the_pod_security_standard_gets_it_when_touched() {
+        let mut ns = ObjectState {
+            uid: "n1".into(),
+            ..Default::default()
+        };
+        let text = serde_json::to_string(&release_namespace(&ns, "w1")).unwrap();
+        assert!(
+            text.contains("pod-security.kubernetes.io~1enforce") && text.contains("baseline"),
+            "{text}"
+        );
+        ns.labels.insert(
+            names::LABEL_POD_SECURITY_ENFORCE.into(),
+            "restricted".into(),
+        );
+        let text = serde_json::to_string(&adopt_namespace(&ns, "w1")).unwrap();
+        assert!(
+            !text.contains("pod-security"),
+            "a stricter level stays: {text}"
+        );
+    }
 
     #[test]
     fn label_keys_are_escaped_in_pointers() {

@@ -186,6 +186,7 @@ fn job(attempt: i64, outcome: JobOutcome, finalized: bool) -> JobState {
         object: o,
         outcome,
         finished_at: Some(Time(now())),
+        runner: None,
     }
 }
 
@@ -308,6 +309,16 @@ fn new_attempt_binds_to_the_workspace() {
         ["add-finalizer", "write-status", "create-namespace"]
     );
     assert_eq!(events(&decision), ["AttemptStarted", "NamespaceCreated"]);
+    let created = decision
+        .actions
+        .iter()
+        .find_map(|a| match a {
+            Action::CreateNamespace(ns) => Some(ns.metadata.labels.clone().unwrap_or_default()),
+            _ => None,
+        })
+        .expect("a namespace");
+    // The edge's confinement policy admits no namespace from the installer without it.
+    assert_eq!(created["pod-security.kubernetes.io/enforce"], "baseline");
     let status = last_status(&decision);
     assert_eq!(status.attempt, Some(1));
     assert_eq!(status.workspace_uid.as_deref(), Some(UID));
@@ -729,6 +740,66 @@ fn crash_between_cleanup_steps_repeats_nothing_harmful() {
             "{row}: nothing is created again"
         );
     }
+}
+
+#[test]
+fn a_failure_says_why_in_helms_words() {
+    let ws = workspace(Some(plan(1)), Some(bound(1, Some("job-uid"))));
+    let mut case = Case::new(&ws);
+    let mut remote = prepared(1);
+    let mut failed_job = job(1, failed(), true);
+    failed_job.runner = Some(RunnerPod {
+        name: "hello-0a1b2c3d-1-x7k2p".into(),
+        message: Some(
+            "\u{1b}[1mError:\u{1b}[0m INSTALLATION FAILED: chart \"hello\" version \"9.9.9\" not found in http://127.0.0.1:1 repository\n".into(),
+        ),
+    });
+    remote.job = Some(failed_job);
+    case.remote = Some(remote);
+    let decision = case.decide();
+    let status = last_status(&decision);
+    let (_, _, message) = {
+        let c = status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == "Failed")
+            .unwrap();
+        (c.status.clone(), c.reason.clone(), c.message.clone())
+    };
+    assert!(
+        message.contains("Error: INSTALLATION FAILED: chart \"hello\" version \"9.9.9\" not found"),
+        "{message}"
+    );
+    assert!(!message.contains('\u{1b}'), "{message}");
+    assert!(!message.contains("see its logs on edge"), "{message}");
+    assert_eq!(
+        status.attempts[0].message.as_deref(),
+        Some(message.as_str()),
+        "the attempt's record says the same"
+    );
+    assert!(
+        decision.actions.iter().any(|a| matches!(
+            a,
+            Action::KeepRunnerLog(log) if log.pod == "hello-0a1b2c3d-1-x7k2p" && log.attempt == 1
+        )),
+        "the runner's log is kept"
+    );
+    // Bounded, whatever helm printed.
+    let mut remote = prepared(1);
+    let mut noisy = job(1, failed(), true);
+    noisy.runner = Some(RunnerPod {
+        name: "p".into(),
+        message: Some("x".repeat(100_000)),
+    });
+    remote.job = Some(noisy);
+    case.remote = Some(remote);
+    let status = last_status(&case.decide());
+    let failed = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Failed")
+        .unwrap();
+    assert!(failed.message.len() < 2_600, "{}", failed.message.len());
 }
 
 #[test]
@@ -1191,6 +1262,48 @@ fn deletion_waits_for_a_reachable_edge() {
 }
 
 #[test]
+fn deletion_with_nothing_prepared_finishes_without_the_edge() {
+    // Bound, but the edge never became Ready: no preparation, no Job, no namespace seen.
+    let mut status = bound(1, None);
+    status.preparation = None;
+    status.namespace_uid = None;
+    let mut ws = workspace(Some(plan(1)), Some(status));
+    ws.metadata.deletion_timestamp = Some(Time(now()));
+    assert!(focus(&ws).is_none(), "nothing is read from the edge");
+    let mut case = Case::new(&ws);
+    case.edge = EdgeState::Unreachable("connection refused".into());
+    case.remote = None;
+    let decision = case.decide();
+    assert_eq!(steps(&decision), ["write-status", "remove-finalizer"]);
+    assert!(events(&decision).contains(&"NothingToClean"));
+}
+
+#[test]
+fn deletion_abandoned_by_the_platform_finishes_without_the_edge() {
+    let mut ws = workspace(Some(plan(1)), Some(bound(1, Some("job-uid"))));
+    ws.metadata.deletion_timestamp = Some(Time(now()));
+    ws.metadata.annotations = Some(BTreeMap::from([(
+        names::ANNOTATION_ABANDON.to_owned(),
+        "edge-1 was decommissioned (ticket 42)".to_owned(),
+    )]));
+    assert!(focus(&ws).is_none(), "nothing is read from the edge");
+    let mut case = Case::new(&ws);
+    case.edge = EdgeState::Unreachable("connection refused".into());
+    case.remote = None;
+    let decision = case.decide();
+    assert_eq!(steps(&decision), ["write-status", "remove-finalizer"]);
+    let note = decision
+        .actions
+        .iter()
+        .find_map(|a| match a {
+            Action::Event(note) if note.reason == "Abandoned" => Some(note.message.clone()),
+            _ => None,
+        })
+        .expect("an Abandoned Event");
+    assert!(note.contains("ticket 42"), "{note}");
+}
+
+#[test]
 fn deletion_of_an_unregistered_edge_goes_on() {
     let mut ws = workspace(Some(plan(1)), Some(bound(1, Some("job-uid"))));
     ws.metadata.deletion_timestamp = Some(Time(now()));
@@ -1223,6 +1336,7 @@ fn another_workspaces_objects_are_never_touched() {
             object: object("job", OTHER_UID, "a1", "p1"),
             outcome: JobOutcome::Running,
             finished_at: None,
+            runner: None,
         }),
         ..Default::default()
     };

@@ -115,8 +115,8 @@ pub fn recipe() -> Recipe {
                 name: "demo".into(),
             },
             versions: vec!["0.2.0".into(), "0.1.0".into()],
-            namespace: "demo".into(),
-            release: "demo".into(),
+            namespace: Some("demo".into()),
+            release: Some("demo".into()),
             values: Some(json!({"replicaCount": 1, "image": {"tag": "stable"}})),
             values_schema: vec![ValueField {
                 path: "replicaCount".into(),

@@ -33,6 +33,8 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Clone)]
 pub struct Target {
     pub addr: SocketAddr,
+    /// The plain-HTTP address of /metrics.
+    pub admin: SocketAddr,
     http1: TlsConnector,
     http2: TlsConnector,
 }
@@ -58,6 +60,7 @@ impl Protocol {
 impl Target {
     pub fn new(
         port: u16,
+        admin_port: u16,
         ca_pem: &str,
         client_cert: &std::path::Path,
         client_key: &std::path::Path,
@@ -82,6 +85,7 @@ impl Target {
         };
         Ok(Self {
             addr: SocketAddr::from((Ipv4Addr::LOCALHOST, port)),
+            admin: SocketAddr::from((Ipv4Addr::LOCALHOST, admin_port)),
             http1: with_alpn(b"http/1.1"),
             http2: with_alpn(b"h2"),
         })
@@ -109,12 +113,13 @@ impl Target {
         Ok(TokioIo::new(tls))
     }
 
-    /// One GET on a fresh HTTP/1.1 connection, for /metrics.
+    /// One GET on a fresh plain HTTP/1.1 connection to the admin port, for /metrics.
     pub async fn get(&self, path: &str) -> anyhow::Result<String> {
-        let (mut sender, connection) = http1::handshake(self.tls(b"http/1.1").await?).await?;
+        let tcp = TcpStream::connect(self.admin).await?;
+        let (mut sender, connection) = http1::handshake(TokioIo::new(tcp)).await?;
         tokio::spawn(connection);
         let request = Request::get(path)
-            .header("host", self.addr.to_string())
+            .header("host", self.admin.to_string())
             .body(String::new())?;
         let response = sender.send_request(request).await?;
         let status = response.status();

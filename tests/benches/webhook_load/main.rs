@@ -94,6 +94,7 @@ async fn main() -> anyhow::Result<()> {
     let fixture = fixture::Fixture::start(bin).await?;
     let target = Target::new(
         fixture.webhook.port,
+        fixture.webhook.admin_port,
         &fixture.webhook.ca_pem,
         &fixture.plane.info.webhook_client_cert_file,
         &fixture.plane.info.webhook_client_key_file,

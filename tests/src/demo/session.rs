@@ -26,6 +26,7 @@ struct Shell {
 
 struct ControlPlaneUsers {
     alice: PathBuf,
+    bob: PathBuf,
     platform: PathBuf,
 }
 
@@ -46,6 +47,7 @@ impl Shell {
             path,
             hub: ControlPlaneUsers {
                 alice: system.hub.kubeconfig(User::Alice).to_path_buf(),
+                bob: system.hub.kubeconfig(User::Bob).to_path_buf(),
                 platform: system.hub.kubeconfig(User::PlatformAdmin).to_path_buf(),
             },
             edge_admin: system.edge.kubeconfig(User::PlatformAdmin).to_path_buf(),
@@ -90,6 +92,16 @@ impl Shell {
                 bail!("`{program} {}` was expected to be refused", args.join(" "))
             }
         }
+    }
+
+    fn bob(&self, args: &[&str], expect: Expect) -> anyhow::Result<String> {
+        self.run(
+            "bob",
+            &self.hub.bob,
+            "kubectl",
+            &[&["provider"], args].concat(),
+            expect,
+        )
     }
 
     fn alice(&self, args: &[&str], expect: Expect) -> anyhow::Result<String> {
@@ -157,7 +169,7 @@ pub async fn run(system: &System) -> anyhow::Result<()> {
         "platform",
         edge,
         "helm",
-        &["list", "--namespace", "hello"],
+        &["list", "--namespace", "org-a-hello"],
         Expect::Success,
     )?;
     let greeting = shell.run(
@@ -169,13 +181,41 @@ pub async fn run(system: &System) -> anyhow::Result<()> {
             "configmap",
             "hello-greeting",
             "--namespace",
-            "hello",
+            "org-a-hello",
             "-o",
             "jsonpath={.data.greeting}",
         ],
         Expect::Success,
     )?;
     ensure(&greeting, "hi from alice")?;
+
+    say(
+        "bob's organization installs the same recipe on the same edge: a namespace of its own (org-b-hello)",
+    );
+    shell.bob(
+        &[
+            "install",
+            "greeter",
+            "--recipe",
+            "hello",
+            "--edge",
+            "edge-1",
+            "--set",
+            "greeting=hi from bob",
+            "--wait",
+            "--timeout",
+            "180s",
+        ],
+        Expect::Success,
+    )?;
+    let releases = shell.run(
+        "platform",
+        edge,
+        "helm",
+        &["list", "--all-namespaces", "--filter", "^hello$"],
+        Expect::Success,
+    )?;
+    ensure(&releases, "org-b-hello")?;
 
     say("values outside the recipe's schema are refused, with the path named");
     let refused = shell.alice(
@@ -202,7 +242,10 @@ pub async fn run(system: &System) -> anyhow::Result<()> {
         ],
         Expect::Refusal,
     )?;
-    shell.alice(&["status", "canary"], Expect::Success)?;
+    let status = shell.alice(&["status", "canary"], Expect::Success)?;
+    ensure(&status, "helm failed on edge edge-1")?;
+    say("alice cannot see the edge; the installer kept the runner's log for her");
+    shell.alice(&["logs", "canary"], Expect::Success)?;
 
     say(
         "while the attempt was sealed, nothing a tenant edits changes what it runs; the platform now publishes 0.3.0",

@@ -90,6 +90,7 @@ impl System {
                 .await?;
         }
         platform::grant_install(&admin, "alice", "edge-1").await?;
+        platform::grant_install(&admin, "bob", "edge-1").await?;
 
         let controller = start_controller(&hub_info, &dir).await?;
         eprintln!(
@@ -132,7 +133,7 @@ impl Drop for System {
 const EDGE_WORKSPACE: &str = "8c6b7c1e-0000-4000-8000-000000000001";
 
 fn recipes(repository: &str) -> Vec<Recipe> {
-    let recipe = |name: &str, namespace: &str, versions: &[&str]| {
+    let recipe = |name: &str, versions: &[&str]| {
         Recipe::new(
             name,
             RecipeSpec {
@@ -141,8 +142,9 @@ fn recipes(repository: &str) -> Vec<Recipe> {
                     name: "hello".into(),
                 },
                 versions: versions.iter().map(|v| (*v).to_owned()).collect(),
-                namespace: namespace.into(),
-                release: "hello".into(),
+                // The defaults: namespace {org}-{recipe}, release {recipe}.
+                namespace: None,
+                release: None,
                 values: Some(json!({"greeting": "hello", "hub": {"credentialSecret": ""}})),
                 values_schema: vec![ValueField {
                     path: "greeting".into(),
@@ -168,8 +170,8 @@ fn recipes(repository: &str) -> Vec<Recipe> {
         )
     };
     vec![
-        recipe("hello", "hello", &["0.2.0", "0.1.0"]),
-        recipe("hello-next", "hello-next", &["0.3.0"]),
+        recipe("hello", &["0.2.0", "0.1.0"]),
+        recipe("hello-next", &["0.3.0"]),
     ]
 }
 

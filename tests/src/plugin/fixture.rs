@@ -9,7 +9,7 @@ use providers::{
 };
 use serde_json::{Value, json};
 
-use crate::{ControlPlaneInfo, User, kubectl, platform, plugin, webhook::SYSTEM_NAMESPACE};
+use crate::{ControlPlaneInfo, User, kubectl, platform, plugin};
 
 /// The chart repository every test recipe names (nothing is fetched from it).
 pub const REPOSITORY: &str = "http://127.0.0.1:1/charts";
@@ -89,7 +89,7 @@ fn catalog_yaml() -> String {
         docs.push(json!({"apiVersion": "providers.platform.dev/v1alpha1", "kind": "Edge",
                "metadata": {"name": edge},
                "spec": {"clusterID": format!("cluster-{edge}"), "workspaceUUID": EDGE_UUID,
-                        "kubeconfigSecretRef": {"namespace": SYSTEM_NAMESPACE, "name": format!("{edge}-kubeconfig")}}}));
+                        "kubeconfigSecretRef": {"namespace": "providers-edges", "name": format!("{edge}-kubeconfig")}}}));
         for user in users {
             let name = format!("plugin-tests-install-{edge}-{user}");
             docs.push(json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
@@ -269,7 +269,7 @@ pub const FAILURE: &str = "helm exited 1: context deadline exceeded";
 
 /// Attempt `attempt` runs.
 pub fn running(name: &str, attempt: i64) -> Value {
-    json!({"phase": "Progressing", "attempt": attempt, "job": format!("podinfo-{name}-{attempt}"),
+    json!({"phase": "Progressing", "attempt": attempt, "job": format!("podinfo-{name}-{attempt}"), "jobUID": format!("uid-{name}-{attempt}"),
            "conditions": [condition("Ready", "False", "JobRunning", "helm upgrade --install is running"),
                           condition("Progressing", "True", "JobRunning", "the Job runs on the edge")]})
 }
@@ -279,7 +279,7 @@ pub fn failed(name: &str, attempt: i64) -> Value {
     let attempts: Vec<Value> = (1..=attempt)
         .map(|a| record(name, a, "Failed", FAILURE))
         .collect();
-    json!({"phase": "Failed", "attempt": attempt, "job": format!("podinfo-{name}-{attempt}"),
+    json!({"phase": "Failed", "attempt": attempt, "job": format!("podinfo-{name}-{attempt}"), "jobUID": format!("uid-{name}-{attempt}"),
            "jobResult": "Failed", "finishedAt": FINISHED, "cleanedUp": true,
            "conditions": [condition("Ready", "False", "JobFailed", FAILURE),
                           condition("Failed", "True", "JobFailed", FAILURE)],
@@ -292,7 +292,7 @@ pub fn succeeded(name: &str, attempt: i64) -> Value {
         .map(|a| record(name, a, "Failed", FAILURE))
         .collect();
     attempts.push(record(name, attempt, "Succeeded", "installed"));
-    json!({"phase": "Succeeded", "attempt": attempt, "job": format!("podinfo-{name}-{attempt}"),
+    json!({"phase": "Succeeded", "attempt": attempt, "job": format!("podinfo-{name}-{attempt}"), "jobUID": format!("uid-{name}-{attempt}"),
            "jobResult": "Succeeded", "finishedAt": FINISHED, "cleanedUp": true,
            "runtimeCredentialSecret": format!("{name}-hub-kubeconfig"),
            "conditions": [condition("Ready", "True", "JobSucceeded", "podinfo 6.5.0 is installed"),

@@ -45,18 +45,22 @@ impl Endpoint {
 }
 
 pub async fn mutate(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
-    handle(&state, Endpoint::Mutate, &body).await
+    handle(&state, Endpoint::Mutate, body).await
 }
 
 pub async fn validate(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
-    handle(&state, Endpoint::Validate, &body).await
+    handle(&state, Endpoint::Validate, body).await
 }
 
 /// A 400 for what cannot be decoded, a refusal for what this webhook does not decide,
 /// otherwise the decision; every request is counted.
-async fn handle(state: &AppState, endpoint: Endpoint, body: &[u8]) -> Response {
+async fn handle(state: &AppState, endpoint: Endpoint, body: Bytes) -> Response {
     let started = Instant::now();
-    let answer = match review::decode(body) {
+    let decoded = review::decode(&body);
+    // Everything needed is decoded: the body's memory goes before the decision, which may
+    // wait on the API server.
+    drop(body);
+    let answer = match decoded {
         Err(error) => {
             state
                 .metrics

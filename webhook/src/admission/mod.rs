@@ -1,5 +1,6 @@
 //! The admission webhook: decode AdmissionReviews, decide with `providers::admission`, encode.
 
+mod budget;
 mod handlers;
 mod keys;
 mod review;
@@ -26,16 +27,21 @@ use crate::{
 };
 pub use state::AppState;
 
-/// The largest AdmissionReview accepted: an object and its old version, each up to the
-/// API server's 3 MiB request limit, with room for the envelope.
-pub const BODY_LIMIT: usize = 8 * 1024 * 1024;
+/// The largest AdmissionReview accepted: an object up to the API server's 3 MiB request
+/// limit, its stored version (etcd keeps at most 1.5 MiB), and the envelope.
+pub const BODY_LIMIT: usize = 6 * 1024 * 1024;
 
-/// The admission routes.
-pub fn router(state: Arc<AppState>) -> Router {
+/// The admission routes. Reviews whose bodies add up to more than `budget_bytes` wait with
+/// their bodies unread (see [`budget`]).
+pub fn router(state: Arc<AppState>, budget_bytes: usize) -> Router {
     Router::new()
         .route("/mutate", post(handlers::mutate))
         .route("/validate", post(handlers::validate))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(axum::middleware::from_fn_with_state(
+            budget::ReviewBudget::new(budget_bytes, BODY_LIMIT),
+            budget::within_budget,
+        ))
         .with_state(state)
 }
 
@@ -104,9 +110,19 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         edges,
         metrics: metrics.clone(),
     });
-    let app = router(state)
-        .merge(health_router(ready))
-        .merge(metrics_router(metrics));
+    // Probes and metrics on a plain-HTTP port of their own: the kubelet and Prometheus
+    // present no client certificate, and they need no signing webhook to answer them.
+    let admin = tokio::net::TcpListener::bind(args.admin_listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.admin_listen))?;
+    tracing::info!(address = %args.admin_listen, "serving /healthz, /readyz and /metrics over plain HTTP");
+    let admin_app = health_router(ready).merge(metrics_router(metrics));
+    tokio::spawn(async move {
+        if let Err(error) = axum::serve(admin, admin_app).await {
+            tracing::error!(%error, "the admin server stopped");
+        }
+    });
+    let app = router(state, args.review_budget_mib.saturating_mul(1 << 20));
     let tls = TlsFiles {
         cert: args.tls_cert.clone(),
         key: args.tls_key.clone(),

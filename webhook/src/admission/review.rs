@@ -9,12 +9,15 @@ use k8s_openapi::api::authentication::v1::UserInfo;
 use providers::{
     admission::{Denial, Operation},
     api::{GROUP, Workspace},
-    text::quoted,
+    text::{quoted, shown},
 };
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use super::shape;
+
+/// The longest request UID accepted (the API server sends a UUID).
+const MAX_UID_BYTES: usize = 128;
 
 /// The only AdmissionReview version the webhook configurations ask for.
 pub const API_VERSION: &str = "admission.k8s.io/v1";
@@ -85,16 +88,14 @@ pub struct WorkspaceReview {
 }
 
 impl WorkspaceReview {
-    /// `namespace/name` of the object.
+    /// `namespace/name` of the object, bounded for logs (the mutating webhook sees names
+    /// before the API server has checked them).
     pub fn key(&self) -> String {
+        let meta = &self.object.metadata;
         format!(
             "{}/{}",
-            self.object
-                .metadata
-                .namespace
-                .as_deref()
-                .unwrap_or_default(),
-            self.object.metadata.name.as_deref().unwrap_or_default()
+            shown(meta.namespace.as_deref().unwrap_or_default()),
+            shown(meta.name.as_deref().unwrap_or_default())
         )
     }
 }
@@ -102,11 +103,16 @@ impl WorkspaceReview {
 /// Decodes the body of a POST to /mutate or /validate.
 pub fn decode(body: &[u8]) -> Result<Review, ReviewError> {
     let review: ReviewIn<'_> =
-        serde_json::from_slice(body).map_err(|e| ReviewError::NotJson(e.to_string()))?;
+        serde_json::from_slice(body).map_err(|e| ReviewError::NotJson(bounded_error(&e)))?;
     if review.api_version != API_VERSION {
         return Err(ReviewError::WrongVersion(quoted(&review.api_version)));
     }
     let request = review.request.ok_or(ReviewError::NoRequest)?;
+    if request.uid.len() > MAX_UID_BYTES {
+        return Err(ReviewError::NotJson(format!(
+            "request.uid is longer than {MAX_UID_BYTES} bytes"
+        )));
+    }
     Ok(match workspace_review(&request) {
         Ok(review) => Review::Workspace(Box::new(review)),
         Err(message) => Review::Refused {
@@ -169,7 +175,13 @@ fn workspace_review(request: &RequestIn<'_>) -> Result<WorkspaceReview, String> 
 /// A Workspace from raw JSON, once its shape is within bounds.
 fn workspace(raw: &RawValue) -> Result<Workspace, String> {
     shape::check(raw, shape::WORKSPACE).map_err(|e| e.to_string())?;
-    serde_json::from_str(raw.get()).map_err(|e| e.to_string())
+    serde_json::from_str(raw.get()).map_err(|e| bounded_error(&e))
+}
+
+/// A decoding error for a message: serde quotes the input it could not take (a string of
+/// any length, say), so only the start of the text is kept.
+fn bounded_error(error: &serde_json::Error) -> String {
+    providers::text::truncated(&error.to_string(), 256)
 }
 
 /// The answer to a review.

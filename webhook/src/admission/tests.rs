@@ -36,7 +36,10 @@ async fn post(path: &str, body: Vec<u8>) -> (StatusCode, Vec<u8>) {
         .header("content-type", "application/json")
         .body(Body::from(body))
         .expect("request");
-    let response = router(state()).oneshot(request).await.expect("infallible");
+    let response = router(state(), 8 << 20)
+        .oneshot(request)
+        .await
+        .expect("infallible");
     let status = response.status();
     let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
         .await

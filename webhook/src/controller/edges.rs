@@ -345,11 +345,12 @@ async fn probe_loop(ctx: Arc<Context>, wake: Waker, name: String, spec: EdgeSpec
 
 async fn kubeconfig_of(ctx: &Context, spec: &EdgeSpec) -> Result<String, String> {
     let r = &spec.kubeconfig_secret_ref;
-    if r.namespace != ctx.args.namespace {
-        // The installer may read Secrets in its own namespace only.
+    if r.namespace != ctx.args.edge_credentials_namespace {
+        // The installer reads Secrets in that one namespace only (docs/security.md).
         return Err(format!(
-            "its kubeconfig Secret must be in the installer's namespace {:?}, not {:?}",
-            ctx.args.namespace, r.namespace
+            "its kubeconfig Secret must be in the edge credentials namespace {:?}, not {}: move the Secret there and point spec.kubeconfigSecretRef at it",
+            ctx.args.edge_credentials_namespace,
+            providers::text::quoted(&r.namespace)
         ));
     }
     let api: Api<Secret> = Api::namespaced(ctx.hub.clone(), &r.namespace);

@@ -30,6 +30,7 @@ use super::{
     fault, helm_release,
     metrics::ReasonLabels,
     observe::Observation,
+    runner_log,
 };
 
 pub async fn execute(ctx: &Context, observation: &Observation, actions: &[Action]) -> Result<()> {
@@ -248,6 +249,9 @@ async fn run(
                 Err(kube::Error::Api(s)) if s.is_not_found() => {}
                 Err(e) => return Err(edge_write(edge, "release-job", e)),
             }
+        }
+        Action::KeepRunnerLog(log) => {
+            runner_log::keep(ctx, o.client.as_ref(), ws, log).await;
         }
         Action::MarkReleaseFailed {
             namespace,

@@ -17,6 +17,7 @@ mod lease;
 mod metrics;
 mod observe;
 mod reconcile;
+mod runner_log;
 mod sweep;
 mod term;
 
@@ -38,6 +39,14 @@ pub struct ControllerArgs {
     /// The controller's namespace on the hub: its Lease and the sealing keys ConfigMap.
     #[arg(long, env = "PROVIDERS_NAMESPACE", default_value = "providers-system")]
     pub namespace: String,
+    /// The namespace of the edges' kubeconfig Secrets: the only one where the installer
+    /// reads Secrets. An Edge whose Secret is elsewhere is not connected.
+    #[arg(
+        long,
+        env = "PROVIDERS_EDGE_CREDENTIALS_NAMESPACE",
+        default_value = "providers-edges"
+    )]
+    pub edge_credentials_namespace: String,
     /// The ConfigMap of published sealing public keys (entries `<keyID>.pem`).
     #[arg(long, default_value = "providers-sealing-keys")]
     pub keys_config_map: String,
@@ -71,6 +80,9 @@ pub struct ControllerArgs {
     /// How many attempt records each Workspace's status keeps.
     #[arg(long, default_value_t = 20)]
     pub attempt_history: usize,
+    /// Of how many failed attempts per Workspace the runner's log is kept on the hub.
+    #[arg(long, default_value_t = 5)]
+    pub runner_log_history: usize,
     /// Address of the plain-HTTP /metrics, /healthz and /readyz endpoints.
     #[arg(long, env = "PROVIDERS_METRICS_LISTEN", default_value = "0.0.0.0:8080")]
     pub metrics_listen: SocketAddr,

@@ -5,12 +5,12 @@ use futures::try_join;
 use k8s_openapi::{
     api::{
         batch::v1::Job,
-        core::v1::{Namespace, Secret, ServiceAccount},
+        core::v1::{Namespace, Pod, Secret, ServiceAccount},
         rbac::v1::{Role, RoleBinding},
     },
     jiff::Timestamp,
 };
-use kube::{Api, Client, Resource};
+use kube::{Api, Client, Resource, api::ListParams};
 use providers::{
     api::{Plan, Workspace},
     installer::{
@@ -182,16 +182,38 @@ async fn read_remote(edge: &str, client: &Client, focus: &Focus) -> Result<Remot
         credential,
         release,
     )?;
+    let mut job = job.as_ref().map(job_state);
+    if let Some(job) = job.as_mut()
+        && matches!(job.outcome, JobOutcome::Failed { .. })
+    {
+        // Helm's own words are in the runner Pod's termination message.
+        job.runner = runner_of(edge, client, ns, &names.job).await?;
+    }
     Ok(Remote {
         namespace: namespace.as_ref().map(state_of),
         service_account: service_account.as_ref().map(state_of),
         role: role.as_ref().map(state_of),
         role_binding: role_binding.as_ref().map(state_of),
         values: values.as_ref().map(state_of),
-        job: job.as_ref().map(job_state),
+        job,
         runtime_credential: credential.as_ref().map(state_of),
         release: newest_revision(&release),
     })
+}
+
+/// The Pod the job controller made for the Job `job`, found by the label it sets.
+async fn runner_of(
+    edge: &str,
+    client: &Client,
+    namespace: &str,
+    job: &str,
+) -> Result<Option<installer::RunnerPod>> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let listed = pods
+        .list(&ListParams::default().labels(&format!("batch.kubernetes.io/job-name={job}")))
+        .await
+        .map_err(|e| error::edge(edge, e))?;
+    Ok(installer::runner_pod(&listed.items))
 }
 
 async fn read_hub(hub: &Client, names: &CredentialNames) -> Result<HubObjects> {

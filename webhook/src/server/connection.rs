@@ -22,11 +22,13 @@ use hyper_util::{
 };
 use tokio::{
     net::TcpStream,
-    sync::{Notify, watch},
+    sync::{Notify, OwnedSemaphorePermit, watch},
     time::Instant,
 };
 use tokio_rustls::TlsAcceptor;
 use tower::Service as _;
+
+use super::handshakes::HandshakeSlots;
 
 /// How long a connection with nothing in flight may take to close gracefully (flush a GOAWAY,
 /// let the peer hang up) before it is dropped.
@@ -42,6 +44,8 @@ pub(super) struct Context {
     pub http2: auto::Builder<TokioExecutor>,
     pub handshake_timeout: Duration,
     pub idle_timeout: Duration,
+    /// Slots for TLS handshakes in progress.
+    pub handshakes: Arc<HandshakeSlots>,
 }
 
 /// Serves one connection. `stop` changes (or closes) when the server shuts down: a pending
@@ -51,11 +55,17 @@ pub(super) async fn serve(
     peer: SocketAddr,
     context: Arc<Context>,
     mut stop: watch::Receiver<()>,
+    // Held for as long as the connection is open.
+    _open: OwnedSemaphorePermit,
 ) {
     // Admission reviews are small request/response exchanges; do not delay them.
     if let Err(error) = tcp.set_nodelay(true) {
         tracing::debug!(%peer, %error, "cannot set TCP_NODELAY");
     }
+    let Some(handshaking) = context.handshakes.try_acquire(peer.ip()) else {
+        tracing::debug!(%peer, "too many TLS handshakes in progress: closed");
+        return;
+    };
     let handshake = tokio::time::timeout(context.handshake_timeout, context.acceptor.accept(tcp));
     let tls = tokio::select! {
         result = handshake => match result {
@@ -71,6 +81,7 @@ pub(super) async fn serve(
         },
         _ = stop.changed() => return,
     };
+    drop(handshaking);
 
     // The protocol comes from ALPN rather than from sniffing the first bytes, because sniffing
     // waits for the client without any deadline. Without ALPN, HTTP/1.1 (as Go servers do).

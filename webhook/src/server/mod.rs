@@ -6,6 +6,7 @@
 
 pub mod callers;
 mod connection;
+mod handshakes;
 pub mod health;
 pub mod metrics;
 pub mod tls;
@@ -23,7 +24,11 @@ use hyper_util::{
     server::conn::auto,
 };
 use rustls::crypto::CryptoProvider;
-use tokio::{net::TcpListener, sync::watch, task::JoinSet};
+use tokio::{
+    net::TcpListener,
+    sync::{Semaphore, watch},
+    task::JoinSet,
+};
 use tokio_rustls::TlsAcceptor;
 use tower_http::timeout::TimeoutLayer;
 
@@ -50,12 +55,23 @@ pub struct ServeOptions {
     pub reload_poll_interval: Duration,
     /// Who may call: without it, any TLS client is answered.
     pub client_auth: Option<callers::ClientAuth>,
+    /// Connections open at once; more are closed as they are accepted. Each costs a TLS
+    /// session's buffers: the bound keeps anyone who can reach the port from growing the
+    /// process without limit. The API server keeps a few connections, not hundreds.
+    pub max_connections: usize,
+    /// TLS handshakes in progress at once; a connection beyond them is closed. A caller
+    /// without a certificate never gets past the handshake, so this is what unauthenticated
+    /// callers can hold.
+    pub max_handshakes: usize,
+    /// TLS handshakes in progress at once from one peer address, so that one stranger
+    /// cannot take every handshake slot from the API server.
+    pub max_handshakes_per_peer: usize,
 }
 
 impl Default for ServeOptions {
     fn default() -> Self {
         Self {
-            handshake_timeout: Duration::from_secs(10),
+            handshake_timeout: Duration::from_secs(5),
             header_read_timeout: Duration::from_secs(5),
             // Longer than the API server waits for a webhook with the usual timeoutSeconds
             // (10 s), so its own deadline decides, while a stuck request is still bounded.
@@ -66,6 +82,11 @@ impl Default for ServeOptions {
             drain_timeout: Duration::from_secs(20),
             reload_poll_interval: Duration::from_secs(10),
             client_auth: None,
+            max_connections: 256,
+            // A pending handshake holds a few tens of KiB of TLS buffers: 128 of them cost
+            // a few MiB at most.
+            max_handshakes: 128,
+            max_handshakes_per_peer: 8,
         }
     }
 }
@@ -132,7 +153,12 @@ pub async fn serve_on(
         http2: http2_builder(),
         handshake_timeout: options.handshake_timeout,
         idle_timeout: options.idle_timeout,
+        handshakes: handshakes::HandshakeSlots::new(
+            options.max_handshakes,
+            options.max_handshakes_per_peer,
+        ),
     });
+    let open = Arc::new(Semaphore::new(options.max_connections.max(1)));
 
     let local = listener
         .local_addr()
@@ -151,9 +177,13 @@ pub async fn serve_on(
                 report_panic(finished);
             }
             accepted = listener.accept() => match accepted {
-                Ok((tcp, peer)) => {
-                    connections.spawn(connection::serve(tcp, peer, context.clone(), stopped.clone()));
-                }
+                Ok((tcp, peer)) => match open.clone().try_acquire_owned() {
+                    Ok(permit) => {
+                        connections.spawn(connection::serve(tcp, peer, context.clone(), stopped.clone(), permit));
+                    }
+                    // Full: close at once rather than queue what the client sends.
+                    Err(_) => tracing::debug!(%peer, "too many connections: closed"),
+                },
                 Err(error) => {
                     tracing::warn!(%error, "cannot accept a connection");
                     tokio::time::sleep(ACCEPT_BACKOFF).await;
@@ -245,6 +275,9 @@ mod tests {
             drain_timeout: Duration::from_secs(10),
             reload_poll_interval: Duration::from_millis(200),
             client_auth: None,
+            max_connections: 64,
+            max_handshakes: 16,
+            max_handshakes_per_peer: 16,
         }
     }
 
@@ -493,6 +526,102 @@ mod tests {
         let took = started.elapsed();
         assert!(took >= Duration::from_millis(450), "closed after {took:?}");
         assert!(matches!(closed, Ok(0) | Err(_)), "{closed:?}");
+    }
+
+    /// Reads until the server closes the connection; how long that took.
+    async fn closed_within(tcp: &mut tokio::net::TcpStream, limit: Duration) -> Duration {
+        let started = Instant::now();
+        let mut received = Vec::new();
+        let _ = tokio::time::timeout(limit, tcp.read_to_end(&mut received))
+            .await
+            .expect("the server should close the connection");
+        started.elapsed()
+    }
+
+    #[tokio::test]
+    async fn handshakes_beyond_the_limit_are_closed_at_once_and_the_port_recovers() {
+        let options = ServeOptions {
+            handshake_timeout: Duration::from_secs(1),
+            max_handshakes: 2,
+            ..quick()
+        };
+        let server = TestServer::start(options).await;
+        // Two callers that never say anything hold both handshake slots...
+        let mut stalled = Vec::new();
+        for _ in 0..2 {
+            stalled.push(tokio::net::TcpStream::connect(server.addr).await.unwrap());
+        }
+        // ...(the server takes them in order; give it a moment to reach them)...
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        // ...so a third is closed at once, long before the handshake deadline.
+        let mut third = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+        let took = closed_within(&mut third, Duration::from_secs(5)).await;
+        assert!(took < Duration::from_millis(500), "closed after {took:?}");
+        // The stalled ones are cut at the deadline, and the slots are free again.
+        for mut tcp in stalled {
+            closed_within(&mut tcp, Duration::from_secs(5)).await;
+        }
+        let mut http1 = server.http1().await;
+        assert_eq!(http1.get("/hello").await.await.unwrap(), ok("hello"));
+    }
+
+    /// A connection to `server` from the loopback address `source` (any 127.x.y.z works on
+    /// Linux), so the server sees another peer.
+    async fn connect_from(source: [u8; 4], server: SocketAddr) -> tokio::net::TcpStream {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind(SocketAddr::from((source, 0))).unwrap();
+        socket.connect(server).await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn one_peer_cannot_take_the_handshake_slots_of_another() {
+        let options = ServeOptions {
+            handshake_timeout: Duration::from_secs(3),
+            max_handshakes: 8,
+            max_handshakes_per_peer: 2,
+            ..quick()
+        };
+        let server = TestServer::start(options).await;
+        let mut stalled = Vec::new();
+        for _ in 0..2 {
+            stalled.push(connect_from([127, 0, 0, 2], server.addr).await);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let mut third = connect_from([127, 0, 0, 2], server.addr).await;
+        let took = closed_within(&mut third, Duration::from_secs(5)).await;
+        assert!(took < Duration::from_millis(500), "closed after {took:?}");
+        // Another peer still gets its handshake while the first one's stall.
+        let mut http1 = server.http1().await;
+        assert_eq!(http1.get("/hello").await.await.unwrap(), ok("hello"));
+        drop(stalled);
+    }
+
+    #[tokio::test]
+    async fn connections_beyond_the_limit_are_closed_at_once() {
+        let options = ServeOptions {
+            max_connections: 2,
+            ..quick()
+        };
+        let server = TestServer::start(options).await;
+        let mut first = server.http1().await;
+        let mut second = server.http2().await;
+        assert_eq!(first.get("/hello").await.await.unwrap(), ok("hello"));
+        assert_eq!(second.get("/hello").await.unwrap(), ok("hello"));
+        let mut third = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+        let took = closed_within(&mut third, Duration::from_secs(5)).await;
+        assert!(took < Duration::from_millis(500), "closed after {took:?}");
+        // The open ones are untouched; when one leaves, its slot is free again.
+        assert_eq!(first.get("/hello").await.await.unwrap(), ok("hello"));
+        drop(second);
+        assert!(
+            eventually(Duration::from_secs(5), || async {
+                tokio::time::timeout(Duration::from_secs(1), server.try_connect(&[b"http/1.1"]))
+                    .await
+                    .is_ok_and(|connected| connected.is_ok())
+            })
+            .await,
+            "a new connection should be served once one has left"
+        );
     }
 
     #[tokio::test]

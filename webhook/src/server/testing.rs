@@ -185,6 +185,14 @@ impl TestServer {
             .unwrap()
     }
 
+    /// A TLS connection, or why there is none (the server may close it during the handshake).
+    pub async fn try_connect(&self, alpn: &[&[u8]]) -> std::io::Result<TlsStream<TcpStream>> {
+        let tcp = TcpStream::connect(self.addr).await?;
+        TlsConnector::from(self.pki.client_config(alpn))
+            .connect(ServerName::try_from("localhost").unwrap(), tcp)
+            .await
+    }
+
     pub async fn http1(&self) -> Http1 {
         let tls = self.connect(&[b"http/1.1"]).await;
         let leaf = presented_leaf(&tls);

@@ -1,0 +1,98 @@
+//! A memory budget for the reviews being read and decided at once.
+//!
+//! A review's cost is about three times its body while it is read and decoded (the
+//! collected body, its chunks while they are gathered, and the decoded object). Each request
+//! takes its body's size (from Content-Length; the body limit when it does not say) out of a
+//! fixed budget before its body is read, and gives it back when its answer is ready; the
+//! others wait with their bodies unread. So memory stays bounded however many large reviews
+//! arrive together, while small ones — nearly all of them — go through many at a time, and
+//! the ones that wait on the API server do not hold up the rest. The API server's own
+//! deadline ends a wait that is too long.
+
+use std::sync::Arc;
+
+use axum::{
+    extract::{Request, State},
+    middleware::Next,
+    response::Response,
+};
+use http::header::CONTENT_LENGTH;
+use tokio::sync::Semaphore;
+
+/// The budget is counted in units of this many bytes.
+const UNIT: usize = 1024;
+/// The least a review costs: its envelope, the decision, the answer.
+const MIN_COST: usize = 16 * UNIT;
+
+/// Bytes of request bodies admitted at once.
+#[derive(Clone, Debug)]
+pub struct ReviewBudget {
+    units: Arc<Semaphore>,
+    total_units: usize,
+    body_limit: usize,
+}
+
+impl ReviewBudget {
+    /// A budget of `bytes` (at least one body of `body_limit`, so every acceptable review
+    /// can run).
+    pub fn new(bytes: usize, body_limit: usize) -> Self {
+        let total_units = bytes.max(body_limit).div_ceil(UNIT);
+        Self {
+            units: Arc::new(Semaphore::new(total_units)),
+            total_units,
+            body_limit,
+        }
+    }
+
+    /// The units a request with this Content-Length takes.
+    fn cost(&self, content_length: Option<usize>) -> u32 {
+        let bytes = content_length
+            .unwrap_or(self.body_limit)
+            .clamp(MIN_COST, self.body_limit);
+        // Both bounds are small (MiB), far below u32::MAX units.
+        u32::try_from(bytes.div_ceil(UNIT).min(self.total_units)).unwrap_or(u32::MAX)
+    }
+}
+
+/// Waits for the request's share of the budget, then reads and decides it.
+pub async fn within_budget(
+    State(budget): State<ReviewBudget>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let content_length = request
+        .headers()
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    // The semaphore is never closed, so acquiring only waits.
+    let _permit = budget
+        .units
+        .clone()
+        .acquire_many_owned(budget.cost(content_length))
+        .await
+        .ok();
+    next.run(request).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_reviews_cost_the_minimum_and_large_ones_their_size() {
+        let budget = ReviewBudget::new(8 << 20, 6 << 20);
+        assert_eq!(budget.cost(Some(2_000)), 16);
+        assert_eq!(budget.cost(Some(3 << 20)), 3 * 1024);
+        // Unknown or over the limit: the limit (the body limit refuses the rest).
+        assert_eq!(budget.cost(None), 6 * 1024);
+        assert_eq!(budget.cost(Some(usize::MAX)), 6 * 1024);
+    }
+
+    #[test]
+    fn the_budget_holds_at_least_one_review_of_the_largest_size() {
+        let budget = ReviewBudget::new(1, 6 << 20);
+        assert_eq!(budget.total_units, 6 * 1024);
+        assert_eq!(budget.cost(None), 6 * 1024);
+    }
+}
