@@ -130,6 +130,24 @@ impl Action {
         }
     }
 
+    /// Whether the action revokes or deletes something (or releases what holds it): the
+    /// shell decides such actions only from a Workspace read live, never from a watch
+    /// cache alone.
+    pub fn revokes_or_deletes(&self) -> bool {
+        matches!(
+            self,
+            Action::RemoveFinalizer
+                | Action::DeleteOnHub(_)
+                | Action::Delete(_)
+                | Action::ReleaseJob { .. }
+                | Action::MarkReleaseFailed { .. }
+                | Action::PatchNamespace {
+                    what: NamespaceChange::Release,
+                    ..
+                }
+        )
+    }
+
     /// Whether the action writes to the edge.
     pub fn touches_edge(&self) -> bool {
         matches!(
@@ -175,7 +193,7 @@ pub enum EdgeObject {
 }
 
 /// The kinds of attempt objects.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Kind {
     ServiceAccount,
     Role,

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::{
-    api::{batch::v1::Job, core::v1::Secret},
+    api::batch::v1::Job,
     apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time},
     jiff::Timestamp,
 };
@@ -302,15 +302,15 @@ pub fn runner_pod(pods: &[k8s_openapi::api::core::v1::Pod]) -> Option<RunnerPod>
     })
 }
 
-/// Helm's storage Secrets of one release → its newest revision.
-pub fn newest_revision(secrets: &[Secret]) -> Option<ReleaseRevision> {
-    secrets
+/// The metadata of Helm's storage Secrets of one release → its newest revision.
+pub fn newest_revision(records: &[ObjectMeta]) -> Option<ReleaseRevision> {
+    records
         .iter()
-        .filter_map(|secret| {
-            let labels = secret.metadata.labels.as_ref()?;
+        .filter_map(|meta| {
+            let labels = meta.labels.as_ref()?;
             Some(ReleaseRevision {
-                secret: secret.metadata.name.clone()?,
-                uid: secret.metadata.uid.clone().unwrap_or_default(),
+                secret: meta.name.clone()?,
+                uid: meta.uid.clone().unwrap_or_default(),
                 revision: labels.get("version")?.parse().ok()?,
                 status: labels.get("status").cloned().unwrap_or_default(),
             })

@@ -2,7 +2,7 @@
 
 use std::{
     collections::HashMap,
-    sync::{Arc, Mutex},
+    sync::{Arc, Mutex, PoisonError},
 };
 
 use kube::{
@@ -24,6 +24,9 @@ pub struct Context {
     pub recorder: Recorder,
     /// Consecutive backoffs per Workspace (`namespace/name`).
     backoff: Mutex<HashMap<String, u32>>,
+    /// The resourceVersion of each Workspace as the installer's last write of it left it,
+    /// until the watch cache has it too.
+    written: Mutex<HashMap<String, String>>,
 }
 
 impl Context {
@@ -52,6 +55,34 @@ impl Context {
             endpoint,
             recorder,
             backoff: Mutex::new(HashMap::new()),
+            written: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Whether the watch cache's copy of a Workspace may be older than the installer's own
+    /// last write of it; forgets the write once the cache has it.
+    pub fn cache_behind(&self, key: &str, cached_version: Option<&str>) -> bool {
+        let mut written = self.written.lock().unwrap_or_else(PoisonError::into_inner);
+        match written.get(key) {
+            None => false,
+            Some(version) if Some(version.as_str()) == cached_version => {
+                written.remove(key);
+                false
+            }
+            Some(_) => true,
+        }
+    }
+
+    /// Remembers the resourceVersion the installer's last write of a Workspace left.
+    pub fn wrote(&self, key: &str, version: Option<&str>) {
+        let mut written = self.written.lock().unwrap_or_else(PoisonError::into_inner);
+        match version {
+            Some(version) => {
+                written.insert(key.to_owned(), version.to_owned());
+            }
+            None => {
+                written.remove(key);
+            }
         }
     }
 

@@ -11,10 +11,7 @@ use std::{
 
 use futures::{StreamExt, channel::mpsc::UnboundedSender};
 use k8s_openapi::{
-    api::{
-        batch::v1::Job,
-        core::v1::{Namespace, Secret},
-    },
+    api::core::v1::{Namespace, Secret},
     apimachinery::pkg::apis::meta::v1::Time,
     jiff::Timestamp,
 };
@@ -30,18 +27,34 @@ use kube::{
 };
 use providers::{
     api::{Edge, EdgeSpec, Workspace},
-    installer::{EdgeRoute, EdgeState, names},
+    installer::{EdgeRoute, EdgeState},
 };
 use serde_json::json;
 
-use super::{context::Context, error::is_transport, metrics::EdgeLabels, term::Task};
+use super::{
+    context::Context,
+    edge_cache::{EdgeCache, Watches},
+    error::is_transport,
+    metrics::EdgeLabels,
+    term::Task,
+};
 
 /// What the reconciler needs of an edge.
 #[derive(Clone)]
 struct Entry {
     state: EdgeState,
     client: Option<Client>,
+    cache: Option<EdgeCache>,
     since: Timestamp,
+}
+
+/// An edge as a decision sees it: its state, and while it is Ready a client for writes and
+/// the caches for reads.
+#[derive(Clone)]
+pub struct EdgeView {
+    pub state: EdgeState,
+    pub client: Option<Client>,
+    pub cache: Option<EdgeCache>,
 }
 
 /// The edges known in this term.
@@ -58,18 +71,26 @@ struct Registry {
 }
 
 impl Edges {
-    /// The state of an edge and a client for it when it is Ready.
-    pub fn lookup(&self, name: &str) -> (EdgeState, Option<Client>) {
+    /// The state of an edge, with a client and its caches when it is Ready.
+    pub fn lookup(&self, name: &str) -> EdgeView {
+        let view = |state| EdgeView {
+            state,
+            client: None,
+            cache: None,
+        };
         let Ok(registry) = self.inner.read() else {
-            return (
-                EdgeState::NotReady("the edge registry is unavailable".into()),
-                None,
-            );
+            return view(EdgeState::NotReady(
+                "the edge registry is unavailable".into(),
+            ));
         };
         match registry.entries.get(name) {
-            Some(entry) => (entry.state.clone(), entry.client.clone()),
-            None if registry.synced => (EdgeState::Missing, None),
-            None => (EdgeState::Unprobed, None),
+            Some(entry) => EdgeView {
+                state: entry.state.clone(),
+                client: entry.client.clone(),
+                cache: entry.cache.clone(),
+            },
+            None if registry.synced => view(EdgeState::Missing),
+            None => view(EdgeState::Unprobed),
         }
     }
 
@@ -100,7 +121,12 @@ impl Edges {
     }
 
     /// Records a probe; returns the time of the last change of state.
-    fn record(&self, name: &str, state: EdgeState, client: Option<Client>) -> (bool, Timestamp) {
+    fn record(
+        &self,
+        name: &str,
+        state: EdgeState,
+        client: Option<(Client, EdgeCache)>,
+    ) -> (bool, Timestamp) {
         let Ok(mut registry) = self.inner.write() else {
             return (false, Timestamp::now());
         };
@@ -110,11 +136,13 @@ impl Edges {
             Some(p) if !changed => p.since,
             _ => Timestamp::now(),
         };
+        let (client, cache) = client.unzip();
         registry.entries.insert(
             name.to_owned(),
             Entry {
                 state,
                 client,
+                cache,
                 since,
             },
         );
@@ -258,12 +286,13 @@ impl Waker {
     }
 }
 
-/// The clients of one kubeconfig: short timeouts for requests, none for the watch.
+/// The clients of one kubeconfig: short timeouts for requests, none for the watches that
+/// fill the edge's caches.
 struct Clients {
     kubeconfig: String,
     request: Client,
     server: String,
-    _jobs: Task,
+    watches: Watches,
 }
 
 async fn probe_loop(ctx: Arc<Context>, wake: Waker, name: String, spec: EdgeSpec) {
@@ -282,7 +311,7 @@ async fn probe_loop(ctx: Arc<Context>, wake: Waker, name: String, spec: EdgeSpec
                 let mut refused = None;
                 if clients.as_ref().is_none_or(|c| c.kubeconfig != text) {
                     let allow_exec = ctx.args.allow_edge_kubeconfig_exec;
-                    clients = match connect(&text, allow_exec, &wake, &name).await {
+                    clients = match connect(&text, allow_exec, &wake).await {
                         Ok(c) => Some(c),
                         Err(why) => {
                             tracing::warn!(edge = %name, %why, "cannot use the edge's kubeconfig");
@@ -303,7 +332,11 @@ async fn probe_loop(ctx: Arc<Context>, wake: Waker, name: String, spec: EdgeSpec
             }
         };
         let client = match (&state, &clients) {
-            (EdgeState::Ready(_), Some(c)) => Some(c.request.clone()),
+            (EdgeState::Ready(_), Some(c)) => {
+                // The edge answered: whatever a failed write or watch said before is over.
+                c.watches.cache.set_unreachable(None);
+                Some((c.request.clone(), c.watches.cache.clone()))
+            }
             _ => None,
         };
         let (changed, since) = ctx.edges.record(&name, state.clone(), client);
@@ -386,12 +419,7 @@ async fn kubeconfig_of(ctx: &Context, spec: &EdgeSpec) -> Result<String, String>
     })
 }
 
-async fn connect(
-    text: &str,
-    allow_exec: bool,
-    wake: &Waker,
-    edge: &str,
-) -> Result<Clients, String> {
+async fn connect(text: &str, allow_exec: bool, wake: &Waker) -> Result<Clients, String> {
     let kubeconfig = Kubeconfig::from_yaml(text).map_err(|e| e.to_string())?;
     if !allow_exec {
         refuse_programs(&kubeconfig)?;
@@ -410,12 +438,16 @@ async fn connect(
     request.reset_reader_on_write = true;
     let request = Client::try_from(request).map_err(|e| e.to_string())?;
     let watch = Client::try_from(config).map_err(|e| e.to_string())?;
-    let jobs = Task::spawn(watch_jobs(watch, wake.clone(), edge.to_owned()));
+    let waker = wake.clone();
+    let watches = Watches::start(
+        &watch,
+        Arc::new(move |workspace: &str| waker.workspace(workspace)),
+    );
     Ok(Clients {
         kubeconfig: text.to_owned(),
         request,
         server,
-        _jobs: jobs,
+        watches,
     })
 }
 
@@ -456,32 +488,6 @@ async fn probe(client: &Client, spec: &EdgeSpec, server: &str) -> EdgeState {
             status.message, status.code
         )),
         Err(error) => EdgeState::NotReady(format!("{server}: {error}")),
-    }
-}
-
-/// Triggers the Workspace of every installer Job that changes on the edge.
-async fn watch_jobs(client: Client, wake: Waker, edge: String) {
-    let api: Api<Job> = Api::all(client);
-    let config = watcher::Config::default().labels(&format!(
-        "{}={}",
-        names::LABEL_MANAGED_BY,
-        names::MANAGED_BY
-    ));
-    let mut events = watcher(api, config).default_backoff().boxed();
-    while let Some(event) = events.next().await {
-        match event {
-            Ok(
-                watcher::Event::Apply(job)
-                | watcher::Event::InitApply(job)
-                | watcher::Event::Delete(job),
-            ) => {
-                if let Some(key) = job.annotations().get(names::ANNOTATION_WORKSPACE) {
-                    wake.workspace(key);
-                }
-            }
-            Ok(_) => {}
-            Err(error) => tracing::debug!(%edge, %error, "watching Jobs on the edge"),
-        }
     }
 }
 

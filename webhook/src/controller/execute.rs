@@ -26,6 +26,7 @@ use serde::{Serialize, de::DeserializeOwned};
 use super::{
     context::Context,
     credential,
+    edge_cache::{Cached, EdgeCache},
     error::{self, Error, Result},
     fault, helm_release,
     metrics::ReasonLabels,
@@ -33,10 +34,29 @@ use super::{
     runner_log,
 };
 
-pub async fn execute(ctx: &Context, observation: &Observation, actions: &[Action]) -> Result<()> {
+/// What running a decision's actions came to.
+pub struct Executed {
+    /// The Workspace as the last of the actions' own writes left it, if one wrote it (also
+    /// when a later action failed).
+    pub written: Option<Workspace>,
+    pub result: Result<()>,
+}
+
+/// Runs `actions` in order, stopping at the first that fails.
+pub async fn execute(ctx: &Context, observation: &Observation, actions: &[Action]) -> Executed {
     let mut status = observation.workspace.status.clone().unwrap_or_default();
+    let mut written = None;
     for action in actions {
-        run(ctx, observation, action, &mut status).await?;
+        match run(ctx, observation, action, &mut status).await {
+            Ok(Some(workspace)) => written = Some(workspace),
+            Ok(None) => {}
+            Err(error) => {
+                return Executed {
+                    written,
+                    result: Err(error),
+                };
+            }
+        }
         ctx.metrics
             .actions
             .get_or_create(&super::metrics::ActionLabels {
@@ -50,7 +70,10 @@ pub async fn execute(ctx: &Context, observation: &Observation, actions: &[Action
         );
         fault::after(action.name());
     }
-    Ok(())
+    Executed {
+        written,
+        result: Ok(()),
+    }
 }
 
 fn key(workspace: &Workspace) -> String {
@@ -104,7 +127,7 @@ async fn run(
     o: &Observation,
     action: &Action,
     status: &mut WorkspaceStatus,
-) -> Result<()> {
+) -> Result<Option<Workspace>> {
     let ws = &o.workspace;
     let name = ws.metadata.name.clone().unwrap_or_default();
     let namespace = ws.metadata.namespace.clone().unwrap_or_default();
@@ -114,10 +137,11 @@ async fn run(
     match action {
         Action::AddFinalizer => {
             let p = patch::add_finalizer(&state_of(ws));
-            workspaces
+            let written = workspaces
                 .patch(&name, &params, &Patch::Json::<()>(p))
                 .await
                 .map_err(|e| hub_write("add-finalizer", e))?;
+            return Ok(Some(written));
         }
         Action::RemoveFinalizer => {
             if let Some(p) = patch::remove_finalizer(&state_of(ws)) {
@@ -137,12 +161,13 @@ async fn run(
                 what: "the Workspace status",
                 source,
             })?;
-            workspaces
+            let written = workspaces
                 .patch_status(&name, &params, &Patch::Json::<()>(p))
                 .await
                 .map_err(|e| hub_write("write-status", e))?;
             count_results(ctx, status, next);
             *status = (**next).clone();
+            return Ok(Some(written));
         }
         Action::Event(note) => {
             let event = Event {
@@ -194,30 +219,38 @@ async fn run(
             .map_err(Error::Hub)?;
             let mut secret = mint.secret.clone();
             secret.string_data = Some([("kubeconfig".to_owned(), kubeconfig)].into());
-            create_in(&client, &secret)
-                .await
-                .map_err(|e| edge_write(edge, "mint-runtime-credential", e))?;
+            let created = create_in(&client, &secret).await;
+            let api = Api::namespaced(
+                client.clone(),
+                secret.metadata.namespace.as_deref().unwrap_or_default(),
+            );
+            let created = learn(o, Cached::Attempt(Kind::Secret), api, &secret, created).await;
+            created.map_err(|e| edge_write(edge, "mint-runtime-credential", e))?;
         }
         Action::CreateNamespace(ns) => {
             let api: Api<Namespace> = Api::all(edge_client(o)?);
-            api.create(&PostParams::default(), ns)
-                .await
-                .map_err(|e| edge_write(edge, "create-namespace", e))?;
+            let created = api.create(&PostParams::default(), ns).await;
+            let created = learn(o, Cached::Namespace, api, ns.as_ref(), created).await;
+            created.map_err(|e| edge_write(edge, "create-namespace", e))?;
         }
         Action::PatchNamespace { name, patch, .. } => {
             let api: Api<Namespace> = Api::all(edge_client(o)?);
-            api.patch(name, &params, &Patch::Json::<()>(patch.clone()))
+            let patched = api
+                .patch(name, &params, &Patch::Json::<()>(patch.clone()))
                 .await
                 .map_err(|e| edge_write(edge, action.name(), e))?;
+            if let Some(cache) = &o.cache {
+                cache.wrote(Cached::Namespace, &patched);
+            }
         }
         Action::Create(object) => {
             let client = edge_client(o)?;
             let result = match &**object {
-                EdgeObject::ServiceAccount(x) => create_in(&client, x).await,
-                EdgeObject::Role(x) => create_in(&client, x).await,
-                EdgeObject::RoleBinding(x) => create_in(&client, x).await,
-                EdgeObject::Secret(x) => create_in(&client, x).await,
-                EdgeObject::Job(x) => create_in(&client, x.as_ref()).await,
+                EdgeObject::ServiceAccount(x) => create_learning(o, &client, x).await,
+                EdgeObject::Role(x) => create_learning(o, &client, x).await,
+                EdgeObject::RoleBinding(x) => create_learning(o, &client, x).await,
+                EdgeObject::Secret(x) => create_learning(o, &client, x).await,
+                EdgeObject::Job(x) => create_learning(o, &client, x.as_ref()).await,
             };
             result.map_err(|e| edge_write(edge, action.name(), e))?;
             if matches!(**object, EdgeObject::Job(_)) {
@@ -234,6 +267,14 @@ async fn run(
                 Kind::Job => delete::<Job>(&client, deletion).await,
             };
             result.map_err(|e| edge_write(edge, action.name(), e))?;
+            if let Some(cache) = &o.cache {
+                cache.deleted(
+                    Cached::Attempt(deletion.kind),
+                    &deletion.namespace,
+                    &deletion.name,
+                    &deletion.uid,
+                );
+            }
         }
         Action::ReleaseJob {
             namespace,
@@ -245,7 +286,11 @@ async fn run(
                 .patch(name, &params, &Patch::Json::<()>(patch.clone()))
                 .await
             {
-                Ok(_) => {}
+                Ok(job) => {
+                    if let Some(cache) = &o.cache {
+                        cache.wrote_job(&job);
+                    }
+                }
                 Err(kube::Error::Api(s)) if s.is_not_found() => {}
                 Err(e) => return Err(edge_write(edge, "release-job", e)),
             }
@@ -264,7 +309,7 @@ async fn run(
             helm_release::mark_failed(edge, &client, namespace, secret, uid, description).await?;
         }
     }
-    Ok(())
+    Ok(None)
 }
 
 fn edge_client(o: &Observation) -> Result<Client> {
@@ -274,7 +319,7 @@ fn edge_client(o: &Observation) -> Result<Client> {
     })
 }
 
-async fn create_in<K>(client: &Client, object: &K) -> Result<(), kube::Error>
+async fn create_in<K>(client: &Client, object: &K) -> Result<K, kube::Error>
 where
     K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>
         + Clone
@@ -284,7 +329,75 @@ where
 {
     let namespace = object.meta().namespace.clone().unwrap_or_default();
     let api: Api<K> = Api::namespaced(client.clone(), &namespace);
-    api.create(&PostParams::default(), object).await.map(|_| ())
+    api.create(&PostParams::default(), object).await
+}
+
+/// Creates an attempt object on the edge and records what came of it in the edge's cache.
+async fn create_learning<K>(o: &Observation, client: &Client, object: &K) -> Result<(), kube::Error>
+where
+    K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + Serialize
+        + DeserializeOwned
+        + Debug
+        + 'static,
+{
+    let created = create_in(client, object).await;
+    let api = Api::namespaced(
+        client.clone(),
+        object.meta().namespace.as_deref().unwrap_or_default(),
+    );
+    learn(o, Cached::Attempt(kind_of::<K>()), api, object, created).await
+}
+
+/// The kind of an attempt object's type.
+fn kind_of<K: Resource<DynamicType = ()>>() -> Kind {
+    match K::kind(&()).as_ref() {
+        "ServiceAccount" => Kind::ServiceAccount,
+        "Role" => Kind::Role,
+        "RoleBinding" => Kind::RoleBinding,
+        "Job" => Kind::Job,
+        _ => Kind::Secret,
+    }
+}
+
+/// Records a create's result in the edge's cache. A create that finds the object already
+/// there is how the installer learns it exists (it never probes first): it reads that one
+/// object live, so the next decision sees whose it is, and the pass is interrupted.
+async fn learn<K>(
+    o: &Observation,
+    kind: Cached,
+    api: Api<K>,
+    object: &K,
+    created: Result<K, kube::Error>,
+) -> Result<(), kube::Error>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + 'static,
+{
+    let Some(cache) = &o.cache else {
+        return created.map(|_| ());
+    };
+    match created {
+        Ok(created) => {
+            record(cache, kind, &created);
+            Ok(())
+        }
+        Err(kube::Error::Api(status)) if status.is_already_exists() => {
+            let name = object.meta().name.clone().unwrap_or_default();
+            if let Some(found) = api.get_opt(&name).await? {
+                record(cache, kind, &found);
+            }
+            Err(kube::Error::Api(status))
+        }
+        Err(other) => Err(other),
+    }
+}
+
+fn record<K: Resource + 'static>(cache: &EdgeCache, kind: Cached, object: &K) {
+    match (object as &dyn std::any::Any).downcast_ref::<Job>() {
+        Some(job) => cache.wrote_job(job),
+        None => cache.wrote(kind, object),
+    }
 }
 
 pub async fn delete<K>(client: &Client, deletion: &Deletion) -> Result<(), kube::Error>

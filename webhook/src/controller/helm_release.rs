@@ -1,6 +1,7 @@
 //! Helm's release records (Secrets `sh.helm.release.v1.<release>.v<revision>`, labelled
-//! `owner=helm`), read to find a revision left pending by a killed Helm, and rewritten to
-//! mark it failed — what Helm does itself when it is interrupted gracefully.
+//! `owner=helm`; the edge's cache holds their labels, which name a revision left pending by
+//! a killed Helm): one is rewritten to mark it failed — what Helm does itself when it is
+//! interrupted gracefully.
 //!
 //! A record's `release` entry is base64 of the gzipped JSON release; its `status` label
 //! mirrors `info.status`. Both change together in one guarded write.
@@ -10,31 +11,9 @@ use std::io::{Read, Write};
 use base64::{Engine, engine::general_purpose::STANDARD};
 use flate2::{Compression, read::GzDecoder, write::GzEncoder};
 use k8s_openapi::{ByteString, api::core::v1::Secret, jiff::Timestamp};
-use kube::{
-    Api, Client,
-    api::{ListParams, PostParams},
-};
+use kube::{Api, Client, api::PostParams};
 
 use super::error::{self, Error, Result};
-
-/// The label selector of one release's records.
-pub fn selector(release: &str) -> String {
-    format!("owner=helm,name={release}")
-}
-
-/// The release's records in `namespace` (the newest is picked by the state machine).
-pub async fn records(
-    edge: &str,
-    client: &Client,
-    namespace: &str,
-    release: &str,
-) -> Result<Vec<Secret>> {
-    let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
-    api.list(&ListParams::default().labels(&selector(release)))
-        .await
-        .map(|list| list.items)
-        .map_err(|e| error::edge(edge, e))
-}
 
 /// Marks the record `secret` failed, if it is still the observed object and pending.
 pub async fn mark_failed(

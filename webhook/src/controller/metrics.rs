@@ -57,6 +57,9 @@ pub struct Metrics {
     pub reconcile_duration: Histogram,
     /// Actions taken, by name.
     pub actions: Family<ActionLabels, Counter>,
+    /// Live reads of a Workspace: before revoking or deleting, after an interrupted write,
+    /// or when the watch cache had not yet seen the installer's own last write.
+    pub workspace_reads: Counter,
     /// 1 while this replica leads.
     pub leader: Gauge,
     /// 1 while an edge answered its last probe.
@@ -102,6 +105,12 @@ impl Metrics {
         );
         let actions = Family::<ActionLabels, Counter>::default();
         registry.register("actions", "Actions taken, by name", actions.clone());
+        let workspace_reads = Counter::default();
+        registry.register(
+            "workspace_reads",
+            "Live reads of a Workspace (before revoking or deleting, after an interrupted write, or when the watch cache lagged the installer's own write)",
+            workspace_reads.clone(),
+        );
         let leader = Gauge::default();
         registry.register("leader", "1 while this replica leads", leader.clone());
         let edge_ready = Family::<EdgeLabels, Gauge>::default();
@@ -125,6 +134,7 @@ impl Metrics {
             reconcile_errors,
             reconcile_duration,
             actions,
+            workspace_reads,
             leader,
             edge_ready,
         }

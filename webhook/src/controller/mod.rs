@@ -7,6 +7,7 @@
 
 mod context;
 mod credential;
+mod edge_cache;
 mod edges;
 mod error;
 mod execute;

@@ -1,31 +1,31 @@
 //! Reads what a decision needs: the seal check, the edge's state, and the attempt's
-//! objects on the edge and the hub — fresh from the APIs, never from a watch cache.
+//! objects on the edge (from the edge's watch caches and the installer's own writes) and on
+//! the hub (the provider credential, read live while an attempt prepares).
 
 use futures::try_join;
 use k8s_openapi::{
     api::{
-        batch::v1::Job,
-        core::v1::{Namespace, Pod, Secret, ServiceAccount},
-        rbac::v1::{Role, RoleBinding},
+        core::v1::{Namespace, Pod, ServiceAccount},
+        rbac::v1::RoleBinding,
     },
     jiff::Timestamp,
 };
-use kube::{Api, Client, Resource, api::ListParams};
+use kube::{Api, Client, api::ListParams};
 use providers::{
     api::{Plan, Workspace},
     installer::{
-        self, Authorization, EdgeState, Focus, HubObjects, JobOutcome, Observed, Remote, SealCheck,
-        job_state, names::CredentialNames, newest_revision, state_of,
+        self, Authorization, EdgeState, Focus, HubObjects, JobOutcome, Kind, Observed, Remote,
+        SealCheck, names::CredentialNames, state_of,
     },
 };
-use serde::de::DeserializeOwned;
 
 use crate::authz;
 
 use super::{
     context::Context,
+    edge_cache::{self, Cached, EdgeCache},
+    edges::EdgeView,
     error::{self, Error, Result},
-    helm_release,
 };
 
 /// One observation of a Workspace.
@@ -35,6 +35,8 @@ pub struct Observation {
     pub edge_name: String,
     pub edge: EdgeState,
     pub client: Option<Client>,
+    /// The edge's caches, where the installer's writes are recorded as they are made.
+    pub cache: Option<EdgeCache>,
     pub remote: Option<Remote>,
     pub hub: Option<HubObjects>,
     pub authorization: Authorization,
@@ -69,13 +71,30 @@ pub async fn observe(ctx: &Context, workspace: Workspace) -> Result<Observation>
                 .map(|p| p.plan.edge_name.clone())
         })
         .unwrap_or_else(|| workspace.spec.edge.clone());
-    let (mut edge, client) = ctx.edges.lookup(&edge_name);
+    let EdgeView {
+        state: mut edge,
+        client,
+        cache,
+    } = ctx.edges.lookup(&edge_name);
     let mut remote = None;
-    if let (Some(focus), EdgeState::Ready(_), Some(client)) = (&focus, &edge, &client) {
-        match read_remote(&edge_name, client, focus).await {
-            Ok(objects) => remote = Some(objects),
-            Err(Error::EdgeUnreachable { message, .. }) => edge = EdgeState::Unreachable(message),
-            Err(other) => return Err(other),
+    if let (Some(focus), EdgeState::Ready(_), Some(client), Some(cache)) =
+        (&focus, &edge, &client, &cache)
+    {
+        if let Some(why) = cache.unreachable() {
+            edge = EdgeState::Unreachable(why);
+        } else if !cache.ready().await {
+            edge = EdgeState::Unreachable(format!(
+                "its watches did not list the installer's objects within {} s",
+                edge_cache::SYNC_TIMEOUT.as_secs()
+            ));
+        } else {
+            match read_remote(&edge_name, client, cache, focus).await {
+                Ok(objects) => remote = Some(objects),
+                Err(Error::EdgeUnreachable { message, .. }) => {
+                    edge = EdgeState::Unreachable(message)
+                }
+                Err(other) => return Err(other),
+            }
         }
     }
     let hub = match focus.as_ref().and_then(|f| f.credential.as_ref()) {
@@ -95,6 +114,7 @@ pub async fn observe(ctx: &Context, workspace: Workspace) -> Result<Observation>
         edge_name,
         edge,
         client,
+        cache,
         remote,
         hub,
         authorization,
@@ -115,74 +135,37 @@ async fn authorize(ctx: &Context, plan: &Plan) -> Authorization {
     }
 }
 
-async fn get<K>(edge: &str, api: Api<K>, name: &str) -> Result<Option<K>>
-where
-    K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
-{
-    api.get_opt(name).await.map_err(|e| error::edge(edge, e))
-}
-
-async fn read_remote(edge: &str, client: &Client, focus: &Focus) -> Result<Remote> {
+/// The attempt's objects on the edge, from the caches; only a failed Job's runner Pod is
+/// read live (its termination message is helm's own words, needed once).
+async fn read_remote(
+    edge: &str,
+    client: &Client,
+    cache: &EdgeCache,
+    focus: &Focus,
+) -> Result<Remote> {
     let ns = focus.namespace.as_str();
     let names = &focus.names;
-    if focus.job_first {
-        let job = get(edge, Api::<Job>::namespaced(client.clone(), ns), &names.job).await?;
-        if let Some(job) = job.as_ref().map(job_state)
-            && job.outcome == JobOutcome::Running
-            && !job.object.deleting
-        {
-            return Ok(Remote {
-                job: Some(job),
-                ..Remote::default()
-            });
+    if focus.authorize {
+        // The first use of the edge for this attempt: one live read of its namespace, so
+        // that nothing is recorded as prepared for an edge that does not answer, and a
+        // namespace that is not the installer's (outside its caches) is seen at once.
+        let api: Api<Namespace> = Api::all(client.clone());
+        if let Some(found) = api.get_opt(ns).await.map_err(|e| error::edge(edge, e))? {
+            cache.wrote(Cached::Namespace, &found);
         }
     }
-    let credential = async {
-        match &focus.credential {
-            Some(c) => {
-                get(
-                    edge,
-                    Api::<Secret>::namespaced(client.clone(), ns),
-                    &c.edge_secret,
-                )
-                .await
-            }
-            None => Ok(None),
-        }
-    };
-    let release = async {
-        match &focus.release {
-            Some(release) => helm_release::records(edge, client, ns, release).await,
-            None => Ok(Vec::new()),
-        }
-    };
-    let (namespace, service_account, role, role_binding, values, job, credential, release) = try_join!(
-        get(edge, Api::<Namespace>::all(client.clone()), ns),
-        get(
-            edge,
-            Api::<ServiceAccount>::namespaced(client.clone(), ns),
-            &names.runner
-        ),
-        get(
-            edge,
-            Api::<Role>::namespaced(client.clone(), ns),
-            &names.runner
-        ),
-        get(
-            edge,
-            Api::<RoleBinding>::namespaced(client.clone(), ns),
-            &names.runner
-        ),
-        get(
-            edge,
-            Api::<Secret>::namespaced(client.clone(), ns),
-            &names.values
-        ),
-        get(edge, Api::<Job>::namespaced(client.clone(), ns), &names.job),
-        credential,
-        release,
-    )?;
-    let mut job = job.as_ref().map(job_state);
+    let object = |kind: Kind, name: &str| cache.object(Cached::Attempt(kind), ns, name);
+    let mut job = cache.job(ns, &names.job);
+    if focus.job_first
+        && job
+            .as_ref()
+            .is_some_and(|j| j.outcome == JobOutcome::Running && !j.object.deleting)
+    {
+        return Ok(Remote {
+            job,
+            ..Remote::default()
+        });
+    }
     if let Some(job) = job.as_mut()
         && matches!(job.outcome, JobOutcome::Failed { .. })
     {
@@ -190,14 +173,20 @@ async fn read_remote(edge: &str, client: &Client, focus: &Focus) -> Result<Remot
         job.runner = runner_of(edge, client, ns, &names.job).await?;
     }
     Ok(Remote {
-        namespace: namespace.as_ref().map(state_of),
-        service_account: service_account.as_ref().map(state_of),
-        role: role.as_ref().map(state_of),
-        role_binding: role_binding.as_ref().map(state_of),
-        values: values.as_ref().map(state_of),
+        namespace: cache.object(Cached::Namespace, "", ns),
+        service_account: object(Kind::ServiceAccount, &names.runner),
+        role: object(Kind::Role, &names.runner),
+        role_binding: object(Kind::RoleBinding, &names.runner),
+        values: object(Kind::Secret, &names.values),
         job,
-        runtime_credential: credential.as_ref().map(state_of),
-        release: newest_revision(&release),
+        runtime_credential: focus
+            .credential
+            .as_ref()
+            .and_then(|c| object(Kind::Secret, &c.edge_secret)),
+        release: focus
+            .release
+            .as_ref()
+            .and_then(|release| cache.release(ns, release)),
     })
 }
 

@@ -37,52 +37,104 @@ async fn passes(cached: &Workspace, ctx: &Context) -> Result<Requeue> {
     let key = format!("{namespace}/{name}");
     let api: Api<Workspace> = Api::namespaced(ctx.hub.clone(), &namespace);
     let resync = Requeue::requeue(Duration::from_secs(ctx.args.resync.max(1)));
-    for _ in 0..PASSES {
-        // Decisions come from the Workspace itself, never from the watch cache alone.
-        let Some(fresh) = api.get_opt(&name).await.map_err(Error::Hub)? else {
-            ctx.reset_backoff(&key);
-            return Ok(Requeue::await_change());
-        };
-        let observation = observe(ctx, fresh).await?;
-        let decision = installer::decide(&observation.observed(), &ctx.settings);
-        tracing::debug!(
-            workspace = %key,
-            actions = ?decision.actions.iter().map(|a| a.name()).collect::<Vec<_>>(),
-            next = ?decision.next,
-            "decided"
-        );
-        match execute(ctx, &observation, &decision.actions).await {
-            Ok(()) => {}
-            Err(Error::Interrupted { action, message }) => {
-                tracing::debug!(workspace = %key, action, %message, "interrupted; observing again");
-                continue;
-            }
-            Err(Error::EdgeUnreachable { edge, message }) => {
-                tracing::info!(workspace = %key, %edge, %message, "the edge is unreachable; observing again");
-                continue;
-            }
-            Err(other) => return Err(other),
+    let live = || async {
+        ctx.metrics.workspace_reads.inc();
+        api.get_opt(&name).await.map_err(Error::Hub)
+    };
+    // The watch cache's copy, unless it has not yet seen the installer's own last write.
+    let mut current = if ctx.cache_behind(&key, cached.resource_version().as_deref()) {
+        match live().await? {
+            Some(workspace) => workspace,
+            None => return Ok(gone(ctx, &key)),
         }
-        match decision.next {
-            Next::Continue => continue,
-            Next::Idle => {
-                ctx.reset_backoff(&key);
-                return Ok(resync);
+    } else {
+        cached.clone()
+    };
+    // Whether `current` was read live, or returned by a write, during this reconcile.
+    let mut fresh = false;
+    let mut wrote = false;
+    let outcome = 'passes: {
+        for _ in 0..PASSES {
+            let mut observation = observe(ctx, current.clone()).await?;
+            let mut decision = installer::decide(&observation.observed(), &ctx.settings);
+            // Revoking and deleting are decided from the Workspace itself, never from a
+            // watch cache alone.
+            if !fresh && decision.actions.iter().any(|a| a.revokes_or_deletes()) {
+                let Some(workspace) = live().await? else {
+                    break 'passes Ok(gone(ctx, &key));
+                };
+                fresh = true;
+                observation = observe(ctx, workspace).await?;
+                decision = installer::decide(&observation.observed(), &ctx.settings);
             }
-            Next::After(seconds) => {
-                ctx.reset_backoff(&key);
-                return Ok(Requeue::requeue(Duration::from_secs(
-                    seconds.min(ctx.args.resync.max(1)),
-                )));
+            tracing::debug!(
+                workspace = %key,
+                actions = ?decision.actions.iter().map(|a| a.name()).collect::<Vec<_>>(),
+                next = ?decision.next,
+                "decided"
+            );
+            let executed = execute(ctx, &observation, &decision.actions).await;
+            match executed.written {
+                Some(written) => {
+                    current = written;
+                    fresh = true;
+                    wrote = true;
+                }
+                None => current = observation.workspace.clone(),
             }
-            Next::Backoff => {
-                let delay = ctx.backoff(&key);
-                tracing::info!(workspace = %key, retry_in = ?delay, "waiting for the edge; backing off");
-                return Ok(Requeue::requeue(delay));
+            match executed.result {
+                Ok(()) => {}
+                Err(Error::Interrupted { action, message }) => {
+                    tracing::debug!(workspace = %key, action, %message, "interrupted; observing again");
+                    match live().await? {
+                        Some(workspace) => current = workspace,
+                        None => break 'passes Ok(gone(ctx, &key)),
+                    }
+                    fresh = true;
+                    continue;
+                }
+                Err(Error::EdgeUnreachable { edge, message }) => {
+                    tracing::info!(workspace = %key, %edge, %message, "the edge is unreachable; observing again");
+                    // Until it answers again, decisions see it unreachable, not its caches.
+                    if let Some(cache) = &observation.cache {
+                        cache.set_unreachable(Some(message));
+                    }
+                    continue;
+                }
+                Err(other) => break 'passes Err(other),
+            }
+            match decision.next {
+                Next::Continue => continue,
+                Next::Idle => {
+                    ctx.reset_backoff(&key);
+                    break 'passes Ok(resync);
+                }
+                Next::After(seconds) => {
+                    ctx.reset_backoff(&key);
+                    break 'passes Ok(Requeue::requeue(Duration::from_secs(
+                        seconds.min(ctx.args.resync.max(1)),
+                    )));
+                }
+                Next::Backoff => {
+                    let delay = ctx.backoff(&key);
+                    tracing::info!(workspace = %key, retry_in = ?delay, "waiting for the edge; backing off");
+                    break 'passes Ok(Requeue::requeue(delay));
+                }
             }
         }
+        Ok(Requeue::requeue(Duration::from_millis(500)))
+    };
+    if wrote {
+        ctx.wrote(&key, current.resource_version().as_deref());
     }
-    Ok(Requeue::requeue(Duration::from_millis(500)))
+    outcome
+}
+
+/// The Workspace is gone from the hub: nothing more to do for it.
+fn gone(ctx: &Context, key: &str) -> Requeue {
+    ctx.reset_backoff(key);
+    ctx.wrote(key, None);
+    Requeue::await_change()
 }
 
 pub fn error_policy(cached: Arc<Workspace>, error: &Error, ctx: Arc<Context>) -> Requeue {

@@ -1,0 +1,561 @@
+//! What the installer knows of one edge without asking it: watch caches of the objects it
+//! makes there (selected by its `managed-by` label) and of Helm's release records
+//! (metadata only), plus what its own writes did since, until the watches catch up.
+//!
+//! Decisions read from here, so a reconcile costs the edge's API server nothing but the
+//! writes it decides. The caches can lag; that is safe because every write is guarded
+//! (creates fail with AlreadyExists, deletions carry the observed UID, patches test it),
+//! and a create that finds the object already there reads it once, live, to learn whose
+//! it is (`learned`).
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex, PoisonError},
+    time::{Duration, Instant},
+};
+
+use futures::{Stream, StreamExt};
+use k8s_openapi::{
+    api::{
+        batch::v1::Job,
+        core::v1::{Namespace, Secret, ServiceAccount},
+        rbac::v1::{Role, RoleBinding},
+    },
+    apimachinery::pkg::apis::meta::v1::ObjectMeta,
+};
+use kube::{
+    Api, Client, Resource, ResourceExt,
+    core::PartialObjectMeta,
+    runtime::{
+        WatchStreamExt,
+        reflector::{self, ObjectRef, Store, reflector},
+        watcher,
+    },
+};
+use providers::installer::{
+    JobState, Kind, ObjectState, ReleaseRevision, job_state, names, newest_revision, state_of,
+};
+use serde::de::DeserializeOwned;
+
+use super::term::Task;
+
+/// How long the installer trusts what its own write returned over a watch cache that has
+/// not seen it yet. Far longer than a watch lags; short enough that a cache that never
+/// sees the object (one without the installer's label) is asked again soon.
+const OWN_WRITES_TTL: Duration = Duration::from_secs(60);
+
+/// How long a decision waits for an edge's caches to be filled after (re)connecting.
+pub const SYNC_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The kinds of edge objects a decision reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Cached {
+    Namespace,
+    Attempt(Kind),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Key {
+    kind: Cached,
+    namespace: String,
+    name: String,
+}
+
+/// What a write of the installer's own said about an object.
+#[derive(Clone, Debug)]
+enum Own {
+    Present(Box<Seen>, Instant),
+    Gone { uid: String, at: Instant },
+}
+
+#[derive(Clone, Debug)]
+enum Seen {
+    Object(ObjectState),
+    Job(JobState),
+}
+
+/// The caches of one edge. Cloning shares them.
+#[derive(Clone)]
+pub struct EdgeCache {
+    namespaces: Store<PartialObjectMeta<Namespace>>,
+    service_accounts: Store<PartialObjectMeta<ServiceAccount>>,
+    roles: Store<PartialObjectMeta<Role>>,
+    role_bindings: Store<PartialObjectMeta<RoleBinding>>,
+    secrets: Store<PartialObjectMeta<Secret>>,
+    helm_records: Store<PartialObjectMeta<Secret>>,
+    jobs: Store<Job>,
+    own: Arc<Mutex<HashMap<Key, Own>>>,
+    /// Why the edge's API is thought unreachable: a watch or a write failed to connect,
+    /// and nothing has answered since. The caches then hold what was last seen, which no
+    /// decision should act on.
+    unreachable: Arc<Mutex<Option<String>>>,
+}
+
+/// Who to wake when an object on the edge changes: the Workspace named in its annotation.
+pub type Wake = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// The caches and the tasks that fill them; the tasks stop when this is dropped.
+pub struct Watches {
+    pub cache: EdgeCache,
+    _tasks: Vec<Task>,
+}
+
+impl Watches {
+    /// Starts the watches of `client`'s edge. Changes of the installer's Jobs, and
+    /// namespaces that go away, wake their Workspace.
+    pub fn start(client: &Client, wake: Wake) -> Self {
+        let managed = watcher::Config::default().labels(&format!(
+            "{}={}",
+            names::LABEL_MANAGED_BY,
+            names::MANAGED_BY
+        ));
+        let helm = watcher::Config::default().labels("owner=helm");
+        let unreachable = Arc::new(Mutex::new(None));
+        let health = Health(unreachable.clone());
+        let mut tasks = Vec::new();
+        let (namespaces, task) = watch_metadata::<Namespace>(
+            Api::all(client.clone()),
+            managed.clone(),
+            &health,
+            Some(wake.clone()),
+        );
+        tasks.push(task);
+        let (service_accounts, task) = watch_metadata::<ServiceAccount>(
+            Api::all(client.clone()),
+            managed.clone(),
+            &health,
+            None,
+        );
+        tasks.push(task);
+        let (roles, task) =
+            watch_metadata::<Role>(Api::all(client.clone()), managed.clone(), &health, None);
+        tasks.push(task);
+        let (role_bindings, task) =
+            watch_metadata::<RoleBinding>(Api::all(client.clone()), managed.clone(), &health, None);
+        tasks.push(task);
+        let (secrets, task) =
+            watch_metadata::<Secret>(Api::all(client.clone()), managed.clone(), &health, None);
+        tasks.push(task);
+        let (helm_records, task) =
+            watch_metadata::<Secret>(Api::all(client.clone()), helm, &health, None);
+        tasks.push(task);
+        let (jobs, task) = watch_jobs(Api::all(client.clone()), managed, &health, wake);
+        tasks.push(task);
+        Self {
+            cache: EdgeCache {
+                namespaces,
+                service_accounts,
+                roles,
+                role_bindings,
+                secrets,
+                helm_records,
+                jobs,
+                own: Arc::new(Mutex::new(HashMap::new())),
+                unreachable,
+            },
+            _tasks: tasks,
+        }
+    }
+}
+
+/// The objects' metadata, without managed fields: all a decision reads of them.
+fn watch_metadata<K>(
+    api: Api<PartialObjectMeta<K>>,
+    config: watcher::Config,
+    health: &Health,
+    wake_on_delete: Option<Wake>,
+) -> (Store<PartialObjectMeta<K>>, Task)
+where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    let (store, writer) = reflector::store();
+    let stream = reflector(
+        writer,
+        watcher(api, config)
+            .default_backoff()
+            .modify(|o| o.managed_fields_mut().clear()),
+    );
+    let task = Task::spawn(drive(stream, health.clone(), move |event| {
+        if let (Some(wake), watcher::Event::Delete(object)) = (&wake_on_delete, event) {
+            wake_owner(wake, object.meta());
+        }
+    }));
+    (store, task)
+}
+
+/// The installer's Jobs, their spec dropped (a decision reads their metadata and status).
+fn watch_jobs(
+    api: Api<Job>,
+    config: watcher::Config,
+    health: &Health,
+    wake: Wake,
+) -> (Store<Job>, Task) {
+    let (store, writer) = reflector::store();
+    let stream = reflector(
+        writer,
+        watcher(api, config).default_backoff().modify(|job| {
+            job.managed_fields_mut().clear();
+            job.spec = None;
+        }),
+    );
+    let task = Task::spawn(drive(stream, health.clone(), move |event| match event {
+        watcher::Event::Apply(job) | watcher::Event::Delete(job) => {
+            wake_owner(&wake, &job.metadata)
+        }
+        _ => {}
+    }));
+    (store, task)
+}
+
+fn wake_owner(wake: &Wake, meta: &ObjectMeta) {
+    if let Some(key) = meta
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(names::ANNOTATION_WORKSPACE))
+    {
+        wake(key);
+    }
+}
+
+/// Whether the edge's watches connect: shared by the watches of one edge.
+#[derive(Clone)]
+struct Health(Arc<Mutex<Option<String>>>);
+
+impl Health {
+    fn set(&self, why: Option<String>) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = why;
+    }
+}
+
+async fn drive<K, S>(stream: S, health: Health, mut on_event: impl FnMut(&watcher::Event<K>))
+where
+    S: Stream<Item = Result<watcher::Event<K>, watcher::Error>>,
+{
+    let mut stream = std::pin::pin!(stream);
+    while let Some(event) = stream.next().await {
+        match event {
+            Ok(event) => {
+                health.set(None);
+                on_event(&event);
+            }
+            Err(error) => {
+                tracing::debug!(%error, "watching the edge");
+                health.set(Some(format!("its watch failed: {error}")));
+            }
+        }
+    }
+}
+
+impl EdgeCache {
+    /// Waits until every cache holds its first list.
+    pub async fn ready(&self) -> bool {
+        let all = async {
+            self.namespaces.wait_until_ready().await.is_ok()
+                && self.service_accounts.wait_until_ready().await.is_ok()
+                && self.roles.wait_until_ready().await.is_ok()
+                && self.role_bindings.wait_until_ready().await.is_ok()
+                && self.secrets.wait_until_ready().await.is_ok()
+                && self.helm_records.wait_until_ready().await.is_ok()
+                && self.jobs.wait_until_ready().await.is_ok()
+        };
+        tokio::time::timeout(SYNC_TIMEOUT, all)
+            .await
+            .unwrap_or(false)
+    }
+
+    /// Why the edge is thought unreachable, when it is.
+    pub fn unreachable(&self) -> Option<String> {
+        self.unreachable
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// A write or a probe found the edge unreachable (`Some`) or answering (`None`).
+    pub fn set_unreachable(&self, why: Option<String>) {
+        Health(self.unreachable.clone()).set(why);
+    }
+
+    /// An object's state: the installer's own latest write where the cache has not seen
+    /// it yet, otherwise the cache.
+    pub fn object(&self, kind: Cached, namespace: &str, name: &str) -> Option<ObjectState> {
+        let cached = match kind {
+            Cached::Namespace => meta_of(&self.namespaces, name, None),
+            Cached::Attempt(Kind::ServiceAccount) => {
+                meta_of(&self.service_accounts, name, Some(namespace))
+            }
+            Cached::Attempt(Kind::Role) => meta_of(&self.roles, name, Some(namespace)),
+            Cached::Attempt(Kind::RoleBinding) => {
+                meta_of(&self.role_bindings, name, Some(namespace))
+            }
+            Cached::Attempt(Kind::Secret) => meta_of(&self.secrets, name, Some(namespace)),
+            Cached::Attempt(Kind::Job) => {
+                return self.job(namespace, name).map(|job| job.object);
+            }
+        };
+        match self.own_write(
+            kind,
+            namespace,
+            name,
+            cached.as_ref().map(|o| o.uid.as_str()),
+        ) {
+            Mine::Present(seen) => match *seen {
+                Seen::Object(object) => Some(object),
+                Seen::Job(job) => Some(job.object),
+            },
+            Mine::Gone => None,
+            Mine::Cache => cached,
+        }
+    }
+
+    /// The attempt's Job.
+    pub fn job(&self, namespace: &str, name: &str) -> Option<JobState> {
+        let cached = self
+            .jobs
+            .get(&ObjectRef::new(name).within(namespace))
+            .map(|job| job_state(&job));
+        let kind = Cached::Attempt(Kind::Job);
+        match self.own_write(
+            kind,
+            namespace,
+            name,
+            cached.as_ref().map(|j| j.object.uid.as_str()),
+        ) {
+            Mine::Present(seen) => match *seen {
+                Seen::Job(job) => Some(job),
+                Seen::Object(_) => cached,
+            },
+            Mine::Cache => cached,
+            Mine::Gone => None,
+        }
+    }
+
+    /// The newest revision of `release` in `namespace`, from Helm's records.
+    pub fn release(&self, namespace: &str, release: &str) -> Option<ReleaseRevision> {
+        let records: Vec<ObjectMeta> = self
+            .helm_records
+            .state()
+            .iter()
+            .filter(|r| {
+                r.metadata.namespace.as_deref() == Some(namespace)
+                    && r.labels().get("name").map(String::as_str) == Some(release)
+            })
+            .map(|r| r.metadata.clone())
+            .collect();
+        newest_revision(&records)
+    }
+
+    /// The installer created or changed `object` (the API server's answer).
+    pub fn wrote<K: Resource>(&self, kind: Cached, object: &K) {
+        let seen = Seen::Object(state_of(object));
+        self.remember(
+            kind,
+            object.meta(),
+            Own::Present(Box::new(seen), Instant::now()),
+        );
+    }
+
+    /// The installer created or changed a Job (the API server's answer).
+    pub fn wrote_job(&self, job: &Job) {
+        let seen = Seen::Job(job_state(job));
+        self.remember(
+            Cached::Attempt(Kind::Job),
+            &job.metadata,
+            Own::Present(Box::new(seen), Instant::now()),
+        );
+    }
+
+    /// The installer deleted the object with `uid` (or found it gone).
+    pub fn deleted(&self, kind: Cached, namespace: &str, name: &str, uid: &str) {
+        self.lock().insert(
+            Key {
+                kind,
+                namespace: namespace.to_owned(),
+                name: name.to_owned(),
+            },
+            Own::Gone {
+                uid: uid.to_owned(),
+                at: Instant::now(),
+            },
+        );
+    }
+
+    fn remember(&self, kind: Cached, meta: &ObjectMeta, own: Own) {
+        let key = Key {
+            kind,
+            namespace: meta.namespace.clone().unwrap_or_default(),
+            name: meta.name.clone().unwrap_or_default(),
+        };
+        self.lock().insert(key, own);
+    }
+
+    /// What the installer's own writes say of an object the cache holds with
+    /// `cached_uid`; forgets what the cache has caught up with, or what is too old.
+    fn own_write(
+        &self,
+        kind: Cached,
+        namespace: &str,
+        name: &str,
+        cached_uid: Option<&str>,
+    ) -> Mine {
+        let namespace = match kind {
+            Cached::Namespace => String::new(),
+            Cached::Attempt(_) => namespace.to_owned(),
+        };
+        let key = Key {
+            kind,
+            namespace,
+            name: name.to_owned(),
+        };
+        let mut own = self.lock();
+        let Some(entry) = own.get(&key) else {
+            return Mine::Cache;
+        };
+        let answer = match entry {
+            Own::Present(seen, at) => {
+                let uid = match seen.as_ref() {
+                    Seen::Object(o) => o.uid.as_str(),
+                    Seen::Job(j) => j.object.uid.as_str(),
+                };
+                if cached_uid == Some(uid) || at.elapsed() > OWN_WRITES_TTL {
+                    None
+                } else {
+                    Some(Mine::Present(seen.clone()))
+                }
+            }
+            Own::Gone { uid, at } => {
+                if cached_uid != Some(uid.as_str()) || at.elapsed() > OWN_WRITES_TTL {
+                    None
+                } else {
+                    Some(Mine::Gone)
+                }
+            }
+        };
+        match answer {
+            Some(mine) => mine,
+            None => {
+                own.remove(&key);
+                Mine::Cache
+            }
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Own>> {
+        // Nothing panics while holding the lock, so a poisoned map is still whole.
+        self.own.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+enum Mine {
+    Present(Box<Seen>),
+    Gone,
+    Cache,
+}
+
+fn meta_of<K>(
+    store: &Store<PartialObjectMeta<K>>,
+    name: &str,
+    namespace: Option<&str>,
+) -> Option<ObjectState>
+where
+    K: Resource<DynamicType = ()> + Clone + 'static,
+{
+    let key = match namespace {
+        Some(ns) => ObjectRef::new(name).within(ns),
+        None => ObjectRef::new(name),
+    };
+    store.get(&key).map(|o| ObjectState::from_meta(&o.metadata))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::runtime::reflector::store::Writer;
+
+    fn meta(name: &str, namespace: &str, uid: &str) -> PartialObjectMeta<ServiceAccount> {
+        PartialObjectMeta::<ServiceAccount> {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                namespace: Some(namespace.into()),
+                uid: Some(uid.into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    fn service_account(name: &str, namespace: &str, uid: &str) -> ServiceAccount {
+        ServiceAccount {
+            metadata: meta(name, namespace, uid).metadata,
+            ..Default::default()
+        }
+    }
+
+    /// A cache of ServiceAccounts fed by hand, the other stores empty and never ready.
+    fn cache() -> (EdgeCache, Writer<PartialObjectMeta<ServiceAccount>>) {
+        let (service_accounts, writer) = reflector::store();
+        let cache = EdgeCache {
+            namespaces: reflector::store().0,
+            service_accounts,
+            roles: reflector::store().0,
+            role_bindings: reflector::store().0,
+            secrets: reflector::store().0,
+            helm_records: reflector::store().0,
+            jobs: reflector::store().0,
+            own: Arc::new(Mutex::new(HashMap::new())),
+            unreachable: Arc::new(Mutex::new(None)),
+        };
+        (cache, writer)
+    }
+
+    const SA: Cached = Cached::Attempt(Kind::ServiceAccount);
+
+    #[test]
+    fn an_own_create_is_seen_before_the_watch_brings_it_and_forgotten_after() {
+        let (cache, mut writer) = cache();
+        assert!(cache.object(SA, "ns", "r").is_none());
+        cache.wrote(SA, &service_account("r", "ns", "u1"));
+        assert_eq!(cache.object(SA, "ns", "r").unwrap().uid, "u1");
+        writer.apply_watcher_event(&watcher::Event::Apply(meta("r", "ns", "u1")));
+        assert_eq!(cache.object(SA, "ns", "r").unwrap().uid, "u1");
+        assert!(
+            cache.lock().is_empty(),
+            "caught up: the own write is forgotten"
+        );
+    }
+
+    #[test]
+    fn an_own_deletion_hides_the_deleted_object_not_a_newer_one() {
+        let (cache, mut writer) = cache();
+        writer.apply_watcher_event(&watcher::Event::Apply(meta("r", "ns", "u1")));
+        cache.deleted(SA, "ns", "r", "u1");
+        assert!(cache.object(SA, "ns", "r").is_none());
+        // A replacement with another UID is not hidden by the deletion of the first.
+        writer.apply_watcher_event(&watcher::Event::Apply(meta("r", "ns", "u2")));
+        assert_eq!(cache.object(SA, "ns", "r").unwrap().uid, "u2");
+    }
+
+    #[test]
+    fn an_object_outside_the_caches_is_learned_from_the_live_read() {
+        let (cache, _writer) = cache();
+        // Someone else's object, unlabelled, never in the label-selected cache.
+        cache.wrote(SA, &service_account("r", "ns", "theirs"));
+        assert_eq!(cache.object(SA, "ns", "r").unwrap().uid, "theirs");
+    }
+
+    #[test]
+    fn a_failed_write_marks_the_edge_unreachable_until_it_answers() {
+        let (cache, _writer) = cache();
+        assert!(cache.unreachable().is_none());
+        cache.set_unreachable(Some("connection refused".into()));
+        assert_eq!(cache.unreachable().as_deref(), Some("connection refused"));
+        cache.set_unreachable(None);
+        assert!(cache.unreachable().is_none());
+    }
+}
