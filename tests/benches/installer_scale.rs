@@ -5,8 +5,18 @@
 //!
 //! A measurement, not a check of behaviour, so it is a benchmark target:
 //! `cargo build --release --workspace --bins && cargo bench -p providers-tests --bench
-//! installer_scale` (`PROVIDERS_SCALE_WORKSPACES` changes the count). The Jobs' terminal status is set directly, as a job controller would: the
-//! measurement is of the controller, not of helm.
+//! installer_scale` (`PROVIDERS_SCALE_WORKSPACES` changes the count,
+//! `PROVIDERS_SCALE_EDGES` the number of edges). The Jobs' terminal status is set
+//! directly, as a job controller would: the measurement is of the controller, not of helm.
+//!
+//! The API requests per attempt are the `apiserver_request_total` of the hub and every
+//! edge (without watches, leases and non-resource requests: `testbed::apimetrics`) from
+//! before the first create to the end, minus the requests this benchmark makes itself
+//! (counted where it makes them), divided by the count. The last line, on stdout, sums it
+//! all up for scripts (CPU times over the same window, memory the controller's peak):
+//! `installer_scale workspaces=N edges=E jobs_s=.. recorded_s=.. cleanup_s=.. rss_mb=..
+//! controller_cpu_s=.. planes_cpu_s=.. writes_per_attempt=.. reads_per_attempt=..`.
+//! `tests/benches/peer_helm_controller.rs` measures a peer the same way.
 
 use std::{
     path::Path,
@@ -31,16 +41,24 @@ use providers::{
 use serde_json::json;
 use testbed::{
     Supervised, User,
+    apimetrics::{OwnRequests, RequestCounts},
     installer::{self, CASE_LABEL, ControllerOptions, ControllerProcess},
     platform, webhook,
 };
 
-const EDGES: usize = 3;
 const ORGS: usize = 10;
 const IN_FLIGHT: usize = 32;
 
+/// The API requests this benchmark makes itself, to subtract from the API servers' counts.
+static OWN: OwnRequests = OwnRequests::new();
+
 fn edge_name(i: usize) -> String {
     format!("edge-{}", i + 1)
+}
+
+/// The workspace UUID edge `i` is registered with.
+fn edge_uuid(i: usize) -> String {
+    format!("00000000-0000-4000-8000-{i:012x}")
 }
 
 #[tokio::main]
@@ -49,10 +67,14 @@ async fn main() -> anyhow::Result<()> {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(1000);
+    let edge_count: usize = std::env::var("PROVIDERS_SCALE_EDGES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3);
     let bin = Path::new(env!("CARGO_BIN_EXE_providers-controlplane")).to_path_buf();
     let started = Instant::now();
     let mut planes = Vec::new();
-    for name in std::iter::once("hub".to_owned()).chain((0..EDGES).map(edge_name)) {
+    for name in std::iter::once("hub".to_owned()).chain((0..edge_count).map(edge_name)) {
         let bin = bin.clone();
         planes.push(tokio::task::spawn_blocking(move || {
             Supervised::start(&bin, &name)
@@ -78,18 +100,22 @@ async fn main() -> anyhow::Result<()> {
         .await??;
     }
     for (i, edge) in edges.iter().enumerate() {
-        let uuid = format!("00000000-0000-4000-8000-00000000000{i}");
         installer::register_edge(
             &hub,
             edge,
             &edge_name(i),
             &format!("cluster-{}", i + 1),
-            &uuid,
+            &edge_uuid(i),
             None,
         )
         .await?;
     }
     let admin = hub.client(User::Admin).await?;
+    // The plans' owner may install onto every edge: the installer asks RBAC again before
+    // each attempt starts.
+    for i in 0..edge_count {
+        platform::grant_install(&admin, "alice", &edge_name(i)).await?;
+    }
     for org in 0..ORGS {
         let ns: Namespace =
             serde_json::from_value(json!({"metadata": {"name": format!("org-scale-{org}")}}))?;
@@ -97,7 +123,11 @@ async fn main() -> anyhow::Result<()> {
             .create(&PostParams::default(), &ns)
             .await?;
     }
-    eprintln!("setup (4 control planes) took {:?}", started.elapsed());
+    eprintln!(
+        "setup ({} control planes) took {:?}",
+        edge_count + 1,
+        started.elapsed()
+    );
 
     let mut controller = ControllerProcess::start(
         &hub,
@@ -109,6 +139,7 @@ async fn main() -> anyhow::Result<()> {
     .await?;
     let pid = controller.pid().context("the controller runs")?;
     installer::eventually("the edges Ready", Duration::from_secs(60), || async {
+        OWN.read();
         let list = Api::<Edge>::all(admin.clone())
             .list(&ListParams::default())
             .await?;
@@ -117,20 +148,40 @@ async fn main() -> anyhow::Result<()> {
             .iter()
             .filter(|e| e.status.as_ref().is_some_and(|s| s.ready))
             .count();
-        Ok((ready == EDGES).then_some(()))
+        Ok((ready == edge_count).then_some(()))
     })
     .await
     .with_context(|| controller.log_tail())?;
 
     let workspaces: Vec<Workspace> = (0..count)
-        .map(|i| workspace(&sealer, i))
+        .map(|i| workspace(&sealer, i, edge_count))
         .collect::<anyhow::Result<_>>()?;
+    let edge_clients = {
+        let mut clients = Vec::new();
+        for edge in &edges {
+            clients.push(edge.client(User::Admin).await?);
+        }
+        clients
+    };
+    // Every API server's counts, the benchmark's own requests and the CPU times before
+    // the first create.
+    let plane_clients: Vec<Client> = std::iter::once(admin.clone())
+        .chain(edge_clients.iter().cloned())
+        .collect();
+    let plane_dirs: Vec<String> = std::iter::once(&hub)
+        .chain(edges.iter())
+        .map(|p| p.dir.display().to_string())
+        .collect();
+    let requests_before = RequestCounts::scrape_all(&plane_clients).await?;
+    let own_before = (OWN.reads(), OWN.writes());
+    let cpu_before = (cpu_seconds(pid), planes_cpu_seconds(&plane_dirs));
     let t0 = Instant::now();
     stream::iter(workspaces)
         .map(|ws| {
             let admin = admin.clone();
             async move {
                 let org = ws.namespace().unwrap_or_default();
+                OWN.write();
                 Api::<Workspace>::namespaced(admin, &org)
                     .create(&PostParams::default(), &ws)
                     .await
@@ -143,13 +194,6 @@ async fn main() -> anyhow::Result<()> {
     let created = t0.elapsed();
     eprintln!("created {count} Workspaces in {created:?}");
 
-    let edge_clients = {
-        let mut clients = Vec::new();
-        for edge in &edges {
-            clients.push(edge.client(User::Admin).await?);
-        }
-        clients
-    };
     let all_jobs =
         installer::eventually("every attempt's Job", Duration::from_secs(1800), || async {
             let jobs = count_jobs(&edge_clients).await?;
@@ -161,6 +205,7 @@ async fn main() -> anyhow::Result<()> {
     eprintln!("every attempt had its Job {jobs_at:?} after the first create");
     let recorded =
         installer::eventually("every Job recorded", Duration::from_secs(600), || async {
+            OWN.read();
             let list = Api::<Workspace>::all(admin.clone()).list(&scale()).await?;
             let n = list
                 .items
@@ -177,6 +222,7 @@ async fn main() -> anyhow::Result<()> {
     // The job controller's verdict for every Job.
     let t1 = Instant::now();
     for client in &edge_clients {
+        OWN.read();
         let jobs = Api::<Job>::all(client.clone())
             .list(&ListParams::default().labels(testbed::jobrunner::SELECTOR))
             .await?;
@@ -195,6 +241,7 @@ async fn main() -> anyhow::Result<()> {
         "every Workspace cleaned up",
         Duration::from_secs(1800),
         || async {
+            OWN.read();
             let list = Api::<Workspace>::all(admin.clone()).list(&scale()).await?;
             let n = list
                 .items
@@ -208,14 +255,11 @@ async fn main() -> anyhow::Result<()> {
     let cleaned = t1.elapsed();
     eprintln!("every Workspace was cleaned up {cleaned:?} after the first Job was set Complete");
 
-    let planes: Vec<String> = std::iter::once(&hub)
-        .chain(edges.iter())
-        .map(|p| p.dir.display().to_string())
-        .collect();
     eprintln!(
-        "CPU time: controller {:.1} s; the 4 kube-apiservers and etcds {:.1} s; wall {:.1} s since the first create",
+        "CPU time: controller {:.1} s; the {} kube-apiservers and etcds {:.1} s; wall {:.1} s since the first create",
         cpu_seconds(pid),
-        planes_cpu_seconds(&planes),
+        edge_count + 1,
+        planes_cpu_seconds(&plane_dirs),
         t0.elapsed().as_secs_f64()
     );
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
@@ -231,6 +275,7 @@ async fn main() -> anyhow::Result<()> {
         field("VmHWM:"),
         field("VmRSS:")
     );
+    OWN.read();
     let list = Api::<Workspace>::all(admin.clone()).list(&scale()).await?;
     let ready = list
         .items
@@ -252,7 +297,37 @@ async fn main() -> anyhow::Result<()> {
     }) {
         eprintln!("{line}");
     }
+
+    // The end of the measured window.
+    let requests = RequestCounts::scrape_all(&plane_clients)
+        .await?
+        .delta(&requests_before);
+    let own = (OWN.reads() - own_before.0, OWN.writes() - own_before.1);
+    let cpu = (
+        cpu_seconds(pid) - cpu_before.0,
+        planes_cpu_seconds(&plane_dirs) - cpu_before.1,
+    );
+    let rss_mb = status_kb(pid, "VmHWM:") as f64 / 1024.0;
+    eprintln!(
+        "API requests to the hub and the edges from the first create to the end: {} reads and {} writes ({} of the writes failed), of which the benchmark's own {} and {}; by verb and resource (the benchmark's own included):\n{requests}",
+        requests.reads(),
+        requests.writes(),
+        requests.failed_writes(),
+        own.0,
+        own.1
+    );
     controller.kill();
+    let per_attempt = |n: u64, own: u64| n.saturating_sub(own) as f64 / count as f64;
+    println!(
+        "installer_scale workspaces={count} edges={edge_count} jobs_s={:.1} recorded_s={:.1} cleanup_s={:.1} rss_mb={rss_mb:.1} controller_cpu_s={:.1} planes_cpu_s={:.1} writes_per_attempt={:.1} reads_per_attempt={:.1}",
+        jobs_at.as_secs_f64(),
+        recorded_at.as_secs_f64(),
+        cleaned.as_secs_f64(),
+        cpu.0,
+        cpu.1,
+        per_attempt(requests.writes(), own.1),
+        per_attempt(requests.reads(), own.0),
+    );
     Ok(())
 }
 
@@ -260,8 +335,8 @@ fn scale() -> ListParams {
     ListParams::default().labels(&format!("{CASE_LABEL}=scale"))
 }
 
-fn workspace(sealer: &Sealer, i: usize) -> anyhow::Result<Workspace> {
-    let edge = i % EDGES;
+fn workspace(sealer: &Sealer, i: usize, edges: usize) -> anyhow::Result<Workspace> {
+    let edge = i % edges;
     let org = format!("org-scale-{}", i % ORGS);
     let name = format!("ws-{i:04}");
     let identity = WorkspaceIdentity {
@@ -291,7 +366,7 @@ fn workspace(sealer: &Sealer, i: usize) -> anyhow::Result<Workspace> {
         values: json!({"greeting": name}),
         edge_name: edge_name(edge),
         cluster: format!("cluster-{}", edge + 1),
-        edge_workspace_uuid: format!("00000000-0000-4000-8000-00000000000{edge}"),
+        edge_workspace_uuid: edge_uuid(edge),
         execution: vec![installer::rule("", "configmaps")],
         runtime_credential: None,
         sealed_at: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
@@ -318,6 +393,7 @@ fn workspace(sealer: &Sealer, i: usize) -> anyhow::Result<Workspace> {
 async fn count_jobs(edges: &[Client]) -> anyhow::Result<usize> {
     let mut total = 0;
     for client in edges {
+        OWN.read();
         let list = Api::<Job>::all(client.clone())
             .list_metadata(&ListParams::default().labels(testbed::jobrunner::SELECTOR))
             .await?;
@@ -333,6 +409,7 @@ async fn complete(client: &Client, job: &Job) -> anyhow::Result<()> {
                "message": "Reached expected number of succeeded pods",
                "lastProbeTime": now, "lastTransitionTime": now})
     };
+    OWN.write();
     Api::<Job>::namespaced(client.clone(), &job.namespace().unwrap_or_default())
         .patch_status(
             &job.name_any(),
@@ -342,6 +419,16 @@ async fn complete(client: &Client, job: &Job) -> anyhow::Result<()> {
         )
         .await?;
     Ok(())
+}
+
+/// A field of /proc/<pid>/status in kB (`VmHWM:`, `VmRSS:`).
+fn status_kb(pid: u32, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.split_whitespace().next().and_then(|n| n.parse().ok()))
+        .unwrap_or(0)
 }
 
 /// User and system CPU time of a process, in seconds (from /proc, at 100 ticks a second).

@@ -6,6 +6,7 @@
 //! test process ends, however it ends (its stdin closes and it cleans up).
 #![forbid(unsafe_code)]
 
+pub mod apimetrics;
 pub mod binaries;
 pub mod chartrepo;
 pub mod controlplane;

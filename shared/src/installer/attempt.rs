@@ -178,21 +178,10 @@ impl Machine<'_> {
             let drop = s.attempts.len() - keep;
             s.attempts.drain(..drop);
         }
+        // No Event here: the Ready and Progressing conditions say an attempt runs, and the
+        // Event of its result (JobSucceeded, JobFailed, ...) names what ran. One Event per
+        // attempt keeps the writes per attempt low.
         self.failure = None;
-        self.event(Note::normal(
-            "AttemptStarted",
-            format!(
-                "attempt {} ({}): {} {} from {} into namespace {} on edge {}, requested by {}",
-                plan.attempt,
-                plan.attempt_id,
-                plan.chart.name,
-                plan.version,
-                plan.chart.repository,
-                plan.namespace,
-                plan.edge_name,
-                plan.owner.username
-            ),
-        ));
     }
 
     /// The sealed attempt, recorded: follow its Job, or prepare it.
@@ -324,7 +313,11 @@ impl Machine<'_> {
                 self.record_result(JobResult::Succeeded, job.finished_at.clone(), None);
                 self.event(Note::normal(
                     "JobSucceeded",
-                    format!("attempt {attempt}: Job {namespace}/{name} completed"),
+                    format!(
+                        "attempt {attempt}{}: Job {namespace}/{name} on edge {} completed; the runner's identity is revoked",
+                        self.attempt_summary(attempt),
+                        self.edge_name()
+                    ),
                 ));
                 self.cleanup()
             }
@@ -376,6 +369,17 @@ impl Machine<'_> {
             Some(Failure::new(reason::JOB_LOST, text)),
         );
         self.cleanup()
+    }
+
+    /// ` (version V, requested by U)` for the recorded attempt `attempt`, when recorded.
+    fn attempt_summary(&self, attempt: i64) -> String {
+        self.status
+            .attempts
+            .iter()
+            .rev()
+            .find(|r| r.attempt == attempt)
+            .map(|r| format!(" (version {}, requested by {})", r.version, r.owner))
+            .unwrap_or_default()
     }
 
     /// The outlook of a finished and cleaned-up attempt.

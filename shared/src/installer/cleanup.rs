@@ -3,7 +3,7 @@
 //! credential stays.
 
 use super::{
-    action::{Action, Deletion, Kind, Next, Note},
+    action::{Action, Deletion, Kind, Next},
     conditions::{Outlook, reason},
     machine::Machine,
     names::AttemptNames,
@@ -31,20 +31,12 @@ impl Machine<'_> {
                 self.status.attempt.unwrap_or_default()
             ),
         );
-        let revoking = self.revoke_identity(&remote);
-        let releasing = self.release_job(&remote);
-        if revoking || releasing {
-            return Next::Continue;
-        }
+        // The result is written before the first of these (Machine::edge), and the
+        // cleanup is recorded after the last: the shell stops at the first that fails, so
+        // `cleanedUp` is only ever written once all of them are done.
+        self.revoke_identity(&remote);
+        self.release_job(&remote);
         self.status.cleaned_up = true;
-        self.event(Note::normal(
-            "CleanedUp",
-            format!(
-                "attempt {}: the runner's identity is revoked and Job {} is released",
-                self.status.attempt.unwrap_or_default(),
-                self.status.job.clone().unwrap_or_default()
-            ),
-        ));
         self.outlook = self.done_outlook();
         Next::Idle
     }
@@ -83,17 +75,6 @@ impl Machine<'_> {
                     uid: o.uid.clone(),
                 }));
             }
-        }
-        if any {
-            self.event(Note::normal(
-                "IdentityRevoked",
-                format!(
-                    "attempt {}: deleted the runner's ServiceAccount, Role, RoleBinding and values Secret {namespace}/{} on edge {}",
-                    self.status.attempt.unwrap_or_default(),
-                    names.runner,
-                    self.edge_name()
-                ),
-            ));
         }
         any
     }

@@ -161,19 +161,6 @@ impl Machine<'_> {
         self.edge(Action::Create(Box::new(EdgeObject::Job(Box::new(
             manifests::job(plan, &names, &marks, self.settings),
         )))));
-        self.event(Note::normal(
-            "JobCreated",
-            format!(
-                "attempt {}: created Job {}/{} on edge {} (helm upgrade --install {} {} --version {})",
-                plan.attempt,
-                plan.namespace,
-                plan.job,
-                plan.edge_name,
-                plan.release,
-                plan.chart.name,
-                plan.version
-            ),
-        ));
         Next::Continue
     }
 
@@ -276,17 +263,13 @@ impl Machine<'_> {
         marks: &Marks,
     ) -> Admission {
         let Some(ns) = namespace else {
+            // Prepared in the same pass: if the create fails, nothing after it runs, and the
+            // next pass decides from what is there. The namespace is recorded in status
+            // with the Job, once it is observed.
             self.edge(Action::CreateNamespace(Box::new(manifests::namespace(
                 plan, marks,
             ))));
-            self.event(Note::normal(
-                "NamespaceCreated",
-                format!(
-                    "created namespace {} on edge {}",
-                    plan.namespace, plan.edge_name
-                ),
-            ));
-            return Admission::Pending(Next::Continue);
+            return Admission::Admitted;
         };
         if ns.deleting {
             self.outlook = Outlook::idle(

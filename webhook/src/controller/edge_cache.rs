@@ -112,6 +112,7 @@ impl Watches {
         let helm = watcher::Config::default().labels("owner=helm");
         let unreachable = Arc::new(Mutex::new(None));
         let health = Health(unreachable.clone());
+        let own = Arc::new(Mutex::new(HashMap::new()));
         let mut tasks = Vec::new();
         let (namespaces, task) = watch_metadata::<Namespace>(
             Api::all(client.clone()),
@@ -139,7 +140,13 @@ impl Watches {
         let (helm_records, task) =
             watch_metadata::<Secret>(Api::all(client.clone()), helm, &health, None);
         tasks.push(task);
-        let (jobs, task) = watch_jobs(Api::all(client.clone()), managed, &health, wake);
+        let (jobs, task) = watch_jobs(
+            Api::all(client.clone()),
+            managed,
+            &health,
+            own.clone(),
+            wake,
+        );
         tasks.push(task);
         Self {
             cache: EdgeCache {
@@ -150,7 +157,7 @@ impl Watches {
                 secrets,
                 helm_records,
                 jobs,
-                own: Arc::new(Mutex::new(HashMap::new())),
+                own,
                 unreachable,
             },
             _tasks: tasks,
@@ -194,6 +201,7 @@ fn watch_jobs(
     api: Api<Job>,
     config: watcher::Config,
     health: &Health,
+    own: Arc<Mutex<HashMap<Key, Own>>>,
     wake: Wake,
 ) -> (Store<Job>, Task) {
     let (store, writer) = reflector::store();
@@ -205,12 +213,32 @@ fn watch_jobs(
         }),
     );
     let task = Task::spawn(drive(stream, health.clone(), move |event| match event {
+        // The installer's own create or patch, coming back: nothing new to decide on.
+        watcher::Event::Apply(job) if is_own_write(&own, job) => {}
         watcher::Event::Apply(job) | watcher::Event::Delete(job) => {
             wake_owner(&wake, &job.metadata)
         }
         _ => {}
     }));
     (store, task)
+}
+
+/// Whether `job` is exactly what the installer's own last write of it returned.
+fn is_own_write(own: &Mutex<HashMap<Key, Own>>, job: &Job) -> bool {
+    let key = Key {
+        kind: Cached::Attempt(Kind::Job),
+        namespace: job.metadata.namespace.clone().unwrap_or_default(),
+        name: job.metadata.name.clone().unwrap_or_default(),
+    };
+    let own = own.lock().unwrap_or_else(PoisonError::into_inner);
+    matches!(
+        own.get(&key),
+        Some(Own::Present(seen, _)) if matches!(
+            seen.as_ref(),
+            Seen::Job(mine) if Some(&mine.object.resource_version) == job.metadata.resource_version.as_ref()
+                && Some(&mine.object.uid) == job.metadata.uid.as_ref()
+        )
+    )
 }
 
 fn wake_owner(wake: &Wake, meta: &ObjectMeta) {
