@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the peer controllers that the peer benchmarks run (tests/benches/peer_*.rs) from
 # their Go modules: today k3s-io/helm-controller (helm-controller/, a wrapper module whose
-# main.go repeats upstream's main program).
+# main.go runs helm-controller's own application package).
 #
 # As in tests/controlplane/build.sh, the binaries are cached outside the work tree, keyed
 # by a hash of each wrapper module's files, the flags and the Go version, so a fresh clone
