@@ -6,6 +6,7 @@ pub mod admission;
 pub mod api;
 pub mod canonical;
 pub mod crd;
+pub mod execution;
 pub mod installer;
 pub mod organization;
 pub mod plan;

@@ -43,7 +43,11 @@ pub enum ResolveError {
     #[error("{0}")]
     Values(#[from] ValueError),
     #[error(
-        "recipe {recipe:?} derives the {what} {resolved} for this Workspace, which is not a valid {what}: {why}; choose a shorter Workspace name, or ask the platform team to change the recipe's {what} template {template:?}"
+        "recipe {recipe:?} grants the runner a rule the installer never grants ({why}); ask the platform team to fix the recipe's spec.execution"
+    )]
+    ForbiddenRule { recipe: String, why: String },
+    #[error(
+        "recipe {recipe:?} derives the {what} {resolved} for this Workspace, which cannot be used: {why}; choose another Workspace name, or ask the platform team to change the recipe's {what} template {template:?}"
     )]
     InvalidName {
         recipe: String,
@@ -59,9 +63,9 @@ impl ResolveError {
     pub fn field(&self) -> String {
         match self {
             ResolveError::VersionNotAllowed { .. } => "spec.version".to_owned(),
-            ResolveError::NoVersions { .. } | ResolveError::RepositoryNotAllowed { .. } => {
-                "spec.recipe".to_owned()
-            }
+            ResolveError::NoVersions { .. }
+            | ResolveError::RepositoryNotAllowed { .. }
+            | ResolveError::ForbiddenRule { .. } => "spec.recipe".to_owned(),
             ResolveError::InvalidName { .. } => "metadata.name".to_owned(),
             ResolveError::Values(error) => error.field(),
         }
@@ -137,6 +141,16 @@ pub fn resolve(
         "release name",
         recipe.release.as_deref().unwrap_or(DEFAULT_RELEASE),
     )?;
+    if let Some(why) = recipe
+        .execution
+        .iter()
+        .find_map(crate::execution::forbidden)
+    {
+        return Err(ResolveError::ForbiddenRule {
+            recipe: recipe_name.to_owned(),
+            why,
+        });
+    }
     let job = job_name(&context.workspace, &release, context.attempt);
     Ok(Plan {
         attempt: context.attempt,
@@ -184,6 +198,15 @@ impl Names<'_> {
             .replace("{recipe}", self.recipe);
         let why = if resolved.contains(['{', '}']) {
             Some("it names a placeholder other than {org}, {workspace} and {recipe}".to_owned())
+        } else if what == "namespace"
+            && template.contains("{workspace}")
+            && !template.contains("{org}")
+        {
+            // Workspace names are the tenants' to choose: without the organization in it, a
+            // tenant could name a Workspace after another organization's namespace.
+            Some("the template names {workspace} without {org}, so a tenant could claim another organization's namespace".to_owned())
+        } else if what == "namespace" && is_reserved_namespace(&resolved) {
+            Some("the name is reserved for the cluster (default, kube-*, providers-*)".to_owned())
         } else if what == "namespace" {
             dns_label(&resolved, 63).err()
         } else {
@@ -200,6 +223,12 @@ impl Names<'_> {
             }),
         }
     }
+}
+
+/// Namespaces no Workspace installs into, whatever a template derives: the cluster's own
+/// and the platform's.
+pub fn is_reserved_namespace(name: &str) -> bool {
+    name == "default" || name.starts_with("kube-") || name.starts_with("providers-")
 }
 
 /// Whether `name` is a DNS label of at most `max` characters (RFC 1123): what a namespace
@@ -298,11 +327,10 @@ pub fn check_retry(
             repository: original.chart.repository.clone(),
         });
     }
-    if let Some(rule) = original
-        .execution
-        .iter()
-        .find(|pinned| !recipe.execution.iter().any(|rule| covers(rule, pinned)))
-    {
+    if let Some(rule) = original.execution.iter().find(|pinned| {
+        crate::execution::forbidden(pinned).is_some()
+            || !recipe.execution.iter().any(|rule| covers(rule, pinned))
+    }) {
         return Err(Withdrawn::Execution {
             recipe: original.provider.clone(),
             rule: format!(
@@ -494,6 +522,59 @@ mod tests {
         );
         assert_eq!(plan.edge_workspace_uuid, "uuid-1");
         assert!(plan.job.starts_with("demo-") && plan.job.ends_with("-1") && plan.job.len() <= 63);
+    }
+
+    #[test]
+    fn refuses_a_recipe_that_grants_the_runner_its_own_namespace() {
+        let mut recipe = recipe();
+        recipe.execution = vec![ExecutionRule {
+            api_groups: vec![String::new()],
+            resources: vec!["namespaces".into()],
+            verbs: vec!["patch".into()],
+        }];
+        let error = resolve(
+            "demo",
+            &recipe,
+            &edge(),
+            &intent(None, None),
+            context(1),
+            &allow(),
+        )
+        .unwrap_err();
+        assert!(
+            matches!(error, ResolveError::ForbiddenRule { .. }),
+            "{error}"
+        );
+        assert!(error.to_string().contains("\"namespaces\""), "{error}");
+        assert_eq!(error.field(), "spec.recipe");
+    }
+
+    #[test]
+    fn a_namespace_template_keeps_tenants_inside_their_organization() {
+        let derive = |template: &str, workspace: &str| {
+            let mut recipe = recipe();
+            recipe.namespace = Some(template.into());
+            let mut context = context(1);
+            context.workspace.name = workspace.into();
+            resolve(
+                "demo",
+                &recipe,
+                &edge(),
+                &intent(None, None),
+                context,
+                &allow(),
+            )
+            .map(|plan| plan.namespace)
+        };
+        assert_eq!(derive("{org}-{workspace}", "web").unwrap(), "org-a-web");
+        let error = derive("{workspace}", "org-b-hello").unwrap_err();
+        assert!(error.to_string().contains("without {org}"), "{error}");
+        for reserved in ["kube-system", "default", "providers-system"] {
+            let error = derive("{workspace}-x", reserved).unwrap_err();
+            assert!(error.to_string().contains("without {org}"), "{error}");
+            let error = derive(reserved, "web").unwrap_err();
+            assert!(error.to_string().contains("reserved"), "{error}");
+        }
     }
 
     #[test]

@@ -44,26 +44,7 @@ fn escaped(text: &str, limit: usize) -> (String, usize) {
 /// and control characters other than line breaks removed, blank lines dropped, and at most
 /// the last `max` bytes kept — the end is where helm says what went wrong.
 pub fn sanitized_tail(output: &str, max: usize) -> String {
-    let mut clean = String::with_capacity(output.len().min(max * 2));
-    let mut chars = output.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\u{1b}' => {
-                // CSI: ESC [ parameters final-byte.
-                if chars.peek() == Some(&'[') {
-                    for c in chars.by_ref() {
-                        if c.is_ascii_alphabetic() {
-                            break;
-                        }
-                    }
-                }
-            }
-            '\n' => clean.push('\n'),
-            '\t' => clean.push(' '),
-            c if c.is_control() => {}
-            c => clean.push(c),
-        }
-    }
+    let clean = for_terminal(output).replace('\t', " ");
     let lines: Vec<&str> = clean
         .lines()
         .map(str::trim_end)
@@ -78,6 +59,47 @@ pub fn sanitized_tail(output: &str, max: usize) -> String {
         start += 1;
     }
     format!("…{}", &joined[start..])
+}
+
+/// Text from elsewhere (a program's output, a chart's message built from tenant values)
+/// made safe to print on a terminal: escape sequences (CSI `ESC [ … final`, OSC
+/// `ESC ] … BEL` or `ESC \\`, and any other `ESC x`) and control characters other than
+/// line breaks and tabs are removed, so nothing can set a title, write the clipboard or
+/// move the cursor.
+pub fn for_terminal(text: &str) -> String {
+    let mut clean = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\u{1b}' => match chars.next() {
+                Some('[') => {
+                    for c in chars.by_ref() {
+                        if ('\u{40}'..='\u{7e}').contains(&c) {
+                            break;
+                        }
+                    }
+                }
+                Some(']' | 'P' | '^' | '_' | 'X') => {
+                    // A string: until BEL or ST (ESC \\).
+                    while let Some(c) = chars.next() {
+                        if c == '\u{7}' {
+                            break;
+                        }
+                        if c == '\u{1b}' {
+                            chars.next_if_eq(&'\\');
+                            break;
+                        }
+                    }
+                }
+                _ => {}
+            },
+            // The C1 control introducers and every other control character.
+            '\n' | '\t' => clean.push(c),
+            c if c.is_control() => {}
+            c => clean.push(c),
+        }
+    }
+    clean
 }
 
 /// `text` cut to at most `max` bytes on a character boundary, with "…" when cut.
@@ -108,6 +130,18 @@ mod tests {
         let shown = quoted(&text);
         assert!(shown.len() < QUOTE_LIMIT + 32, "{shown}");
         assert!(shown.ends_with("(9936 more bytes)"), "{shown}");
+    }
+
+    #[test]
+    fn nothing_reaches_the_terminal_but_text() {
+        let hostile = "got \u{1b}]0;pwned\u{7}title \u{1b}]52;c;ZXZpbA==\u{1b}\\clip \u{1b}[2J\u{1b}[1;1Hcursor \u{9b}31m\u{1b}Pdcs\u{1b}\\end\nline\ttab";
+        let clean = for_terminal(hostile);
+        assert_eq!(clean, "got title clip cursor 31mend\nline\ttab");
+        assert!(
+            !clean
+                .chars()
+                .any(|c| c.is_control() && c != '\n' && c != '\t')
+        );
     }
 
     #[test]

@@ -556,6 +556,67 @@ async fn the_hubs_identity_on_an_edge_changes_only_what_it_created() -> anyhow::
         ]
         .concat(),
     )?;
+    // Its Roles grant nothing over the namespace itself or RBAC: a runner with such a rule
+    // could loosen the namespace's Pod Security Standard.
+    for (name, verb, resource) in [
+        ("job-3-runner", "patch", "namespaces"),
+        ("job-4-runner", "create", "rolebindings"),
+        ("job-5-runner", "*", "configmaps"),
+    ] {
+        refused(
+            &[
+                &ns[..],
+                &[
+                    "create",
+                    "role",
+                    name,
+                    &format!("--verb={verb}"),
+                    &format!("--resource={resource}"),
+                ],
+            ]
+            .concat(),
+            "may not grant",
+        )?;
+    }
+    // Whoever else gets rights over the namespace cannot loosen it either: only the
+    // platform (the set-pod-security verb) changes its standard.
+    let admin = env.edge.kubeconfig(User::Admin);
+    for args in [
+        &[
+            "create",
+            "clusterrole",
+            "namespace-patcher",
+            "--verb=get,patch",
+            "--resource=namespaces",
+        ][..],
+        &[
+            "create",
+            "clusterrolebinding",
+            "namespace-patcher",
+            "--clusterrole=namespace-patcher",
+            "--user=alice",
+        ][..],
+    ] {
+        testbed::kubectl::ok(admin, args)?;
+    }
+    let loosen = [
+        "label",
+        "--overwrite",
+        "namespace",
+        "confinement-check",
+        "pod-security.kubernetes.io/enforce=privileged",
+    ];
+    let out = testbed::kubectl::run(env.edge.kubeconfig(User::Alice), &loosen)?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    ensure!(
+        !out.status.success() && stderr.contains("changed only by the platform"),
+        "a user with patch on the namespace loosened it: {stderr}"
+    );
+    testbed::kubectl::ok(
+        env.edge.kubeconfig(User::Alice),
+        &["label", "namespace", "confinement-check", "team=web"],
+    )?;
+    testbed::kubectl::ok(admin, &loosen)?;
     let own_role = "the runner's own Role";
     // A ClusterRole with rights the identity holds, so that RBAC's escalation check lets
     // the binding through to admission.

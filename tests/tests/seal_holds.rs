@@ -616,6 +616,81 @@ async fn a_crowd_of_strangers_and_large_bodies_cost_the_webhook_little() -> anyh
     Ok(())
 }
 
+/// Issue 9.3 (from an attacker's review): large reviews that wait for the review budget,
+/// their bodies unread, on the API server's one HTTP/2 connection, do not hold up a small
+/// review on that same connection: it is answered while the large ones still wait.
+#[tokio::test]
+async fn large_reviews_on_one_connection_do_not_hold_up_a_small_one() -> anyhow::Result<()> {
+    use hyper::client::conn::http2;
+    use hyper_util::rt::{TokioExecutor, TokioIo};
+
+    let Fixture { plane, .. } = fixture();
+    let webhook = tokio::task::spawn_blocking(|| Webhook::start(plane, &[REPOSITORY])).await??;
+    let mut roots = RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(webhook.ca_pem.as_bytes()) {
+        roots.add(cert?)?;
+    }
+    let mut config =
+        ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()?
+            .with_root_certificates(roots)
+            .with_client_auth_cert(
+                CertificateDer::pem_file_iter(&plane.webhook_client_cert_file)?
+                    .collect::<Result<Vec<_>, _>>()?,
+                PrivateKeyDer::from_pem_file(&plane.webhook_client_key_file)?,
+            )?;
+    config.alpn_protocols = vec![b"h2".to_vec()];
+    let tcp = tokio::net::TcpStream::connect(("127.0.0.1", webhook.port)).await?;
+    let tls = TlsConnector::from(Arc::new(config))
+        .connect(ServerName::try_from("localhost")?, tcp)
+        .await?;
+    let (sender, connection) = http2::handshake(TokioExecutor::new(), TokioIo::new(tls)).await?;
+    tokio::spawn(connection);
+    let request = |body: Vec<u8>| -> anyhow::Result<http::Request<String>> {
+        Ok(
+            http::Request::post(format!("https://localhost:{}/mutate", webhook.port))
+                .header("content-type", "application/json")
+                .header("content-length", body.len())
+                .body(String::from_utf8(body)?)?,
+        )
+    };
+    let large = object_with_values(&format!("{{\"a\":\"{}\"}}", "x".repeat(3 << 20)));
+    let answered = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut pending = tokio::task::JoinSet::new();
+    for _ in 0..8 {
+        let mut sender = sender.clone();
+        let request = request(large.clone())?;
+        let answered = answered.clone();
+        pending.spawn(async move {
+            sender.ready().await?;
+            let response = sender.send_request(request).await?;
+            answered.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            anyhow::Ok(response.status().as_u16())
+        });
+    }
+    // Let the large ones take the budget and fill their stream windows.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut small_sender = sender.clone();
+    small_sender.ready().await?;
+    let small = small_sender
+        .send_request(request(object_with_values("{}"))?)
+        .await?;
+    ensure!(
+        small.status() == 200,
+        "the small review got {}",
+        small.status()
+    );
+    let large_answered = answered.load(std::sync::atomic::Ordering::SeqCst);
+    ensure!(
+        large_answered < 8,
+        "the small review should be answered while large ones still wait ({large_answered} of 8 were answered first)"
+    );
+    while let Some(status) = pending.join_next().await {
+        ensure!(status?? == 200, "a large review was not answered");
+    }
+    Ok(())
+}
+
 fn object_with_values(values: &str) -> Vec<u8> {
     review("CREATE", "alice", &["tenants"], &workspace_json(values))
 }

@@ -5,23 +5,28 @@
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
-use providers::api::Workspace;
+use providers::{api::Workspace, installer::names, text};
 
 use crate::{cli::LogsArgs, commands::Ctx, objects, output::Rendered, report::user_error};
-
-/// The ConfigMap the installer keeps a Workspace's runner logs in.
-pub fn config_map_name(workspace: &str) -> String {
-    let head: String = workspace.chars().take(230).collect();
-    format!("provider-logs-{head}")
-}
 
 pub async fn run(ctx: &Ctx, args: LogsArgs) -> anyhow::Result<()> {
     let client = &ctx.conn.client;
     let namespace = &ctx.conn.namespace;
     let item = objects::get::<Workspace>(client, Some(namespace), &args.name).await?;
+    let config_map = names::runner_logs(&args.name);
+    let uid = item.typed.metadata.uid.clone().unwrap_or_default();
+    // Only the installer's ConfigMap for this very Workspace (by its UID label): anyone who
+    // may write ConfigMaps in the namespace could make one under that name.
     let logs = Api::<ConfigMap>::namespaced(client.clone(), namespace)
-        .get_opt(&config_map_name(&args.name))
+        .get_opt(&config_map)
         .await?
+        .filter(|c| {
+            c.metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(names::LABEL_WORKSPACE_UID))
+                == Some(&uid)
+        })
         .and_then(|c| c.data)
         .unwrap_or_default();
     let attempt = match args.attempt {
@@ -60,6 +65,8 @@ pub async fn run(ctx: &Ctx, args: LogsArgs) -> anyhow::Result<()> {
             ),
         ));
     };
+    // A chart's output carries tenant values: only plain text reaches the terminal.
+    let text = text::for_terminal(text);
     let mut shown = text.clone();
     if !shown.ends_with('\n') {
         shown.push('\n');
@@ -67,6 +74,6 @@ pub async fn run(ctx: &Ctx, args: LogsArgs) -> anyhow::Result<()> {
     ctx.print(&Rendered::text(
         serde_json::json!({"attempt": attempt, "log": text}),
         shown,
-        vec![format!("configmap/{}", config_map_name(&args.name))],
+        vec![format!("configmap/{config_map}")],
     ))
 }

@@ -95,6 +95,7 @@ pub struct Plan {
     pub job: String,
     /// The rights the attempt's runner gets in the release namespace.
     #[serde(default)]
+    #[schemars(length(max = 16))]
     pub execution: Vec<ExecutionRule>,
     /// The provider's hub credential, as the Recipe declared it when sealed.
     #[serde(default, skip_serializing_if = "Option::is_none")]

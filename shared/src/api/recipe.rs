@@ -1,4 +1,4 @@
-use kube::CustomResource;
+use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -79,6 +79,7 @@ pub struct RecipeSpec {
     /// The rights the per-attempt runner gets in the release namespace on the edge,
     /// beyond what Helm needs for its own release records.
     #[serde(default)]
+    #[schemars(length(max = 16))]
     pub execution: Vec<ExecutionRule>,
     /// How the installed provider reaches back to the hub. When set, the installer mints a
     /// hub ServiceAccount for the Workspace bound to this Role and passes its kubeconfig
@@ -128,15 +129,23 @@ pub enum ValueType {
     Boolean,
 }
 
-/// A namespaced RBAC rule granted to an attempt's runner in the release namespace.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+/// A namespaced RBAC rule granted to an attempt's runner in the release namespace. No rule
+/// may reach the namespace itself, RBAC, other accounts' tokens or everything (`*`): see
+/// `providers::execution`.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, KubeSchema)]
 #[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new(crate::execution::CEL_RULE).message(
+    "a runner may not be granted namespaces, roles, rolebindings, clusterroles, clusterrolebindings, serviceaccounts/token or \"*\", nor the verbs escalate, bind, impersonate or \"*\": with them it could loosen its namespace's Pod Security Standard or widen its own rights"
+))]
 pub struct ExecutionRule {
     /// API groups, as in an RBAC PolicyRule ("" is the core group).
+    #[schemars(length(max = 8), inner(length(max = 253)))]
     pub api_groups: Vec<String>,
     /// Resources, as in an RBAC PolicyRule.
+    #[schemars(length(max = 16), inner(length(max = 96)))]
     pub resources: Vec<String>,
     /// Verbs, as in an RBAC PolicyRule.
+    #[schemars(length(max = 8), inner(length(max = 32)))]
     pub verbs: Vec<String>,
 }
 

@@ -91,6 +91,13 @@ impl CredentialNames {
 
 /// `head` followed by `tail`, at most `max` characters: a long head is cut and marked with
 /// a short hash of itself, so different heads never collide after cutting.
+/// The ConfigMap in the organization's namespace on the hub that keeps a Workspace's runner
+/// logs (`kubectl provider logs`): long names end in a hash, never in a cut that two
+/// Workspaces could share.
+pub fn runner_logs(workspace: &str) -> String {
+    bounded("provider-logs-", workspace, 253)
+}
+
 fn bounded(head: &str, tail: &str, max: usize) -> String {
     let name = format!("{head}{tail}");
     if name.len() <= max {

@@ -317,11 +317,8 @@ impl Machine<'_> {
         self.reject(
             reason::NAMESPACE_NOT_ADMITTED,
             format!(
-                "namespace {} on edge {} already exists and is not this Workspace's ({owner}); nothing is installed into a namespace someone else owns. Ask the platform team to remove it or label it {}={}, then raise spec.retry",
-                plan.namespace,
-                plan.edge_name,
-                names::LABEL_WORKSPACE_UID,
-                self.uid
+                "namespace {} on edge {} already exists and is not this Workspace's ({owner}); nothing is installed into a namespace someone else owns, and its owner keeps it. Choose another Workspace name, or ask the platform team whether the namespace is still in use and to remove it if not; then raise spec.retry",
+                plan.namespace, plan.edge_name
             ),
         );
         Admission::Pending(self.cleanup())

@@ -67,6 +67,11 @@ async fn main() -> anyhow::Result<()> {
         }
     }
     system.stop().await;
-    let _ = std::fs::remove_dir_all(&args.dir);
+    if outcome.is_ok() {
+        let _ = std::fs::remove_dir_all(&args.dir);
+    } else {
+        // What the processes logged is what tells why the demo failed.
+        eprintln!("The logs are kept in {}", args.dir.display());
+    }
     outcome
 }

@@ -1,12 +1,14 @@
 //! A memory budget for the reviews being read and decided at once.
 //!
 //! A review's cost is about three times its body while it is read and decoded (the
-//! collected body, its chunks while they are gathered, and the decoded object). Each request
-//! takes its body's size (from Content-Length; the body limit when it does not say) out of a
-//! fixed budget before its body is read, and gives it back when its answer is ready; the
-//! others wait with their bodies unread. So memory stays bounded however many large reviews
-//! arrive together, while small ones — nearly all of them — go through many at a time, and
-//! the ones that wait on the API server do not hold up the rest. The API server's own
+//! collected body, its chunks while they are gathered, and the decoded object).
+//!
+//! Small reviews (a Content-Length of at most [`SMALL_BODY`]: nearly all of them) take one
+//! of [`SMALL_REVIEWS`] slots. Larger ones, and those that do not say their length, take
+//! their size out of a byte budget before their body is read, and give it back when their
+//! answer is ready; the others wait with their bodies unread. The two never wait for each
+//! other: a burst of large reviews (a tenant's 3 MB dry runs) delays only large reviews,
+//! never everybody's small ones. Memory stays bounded either way, and the API server's own
 //! deadline ends a wait that is too long.
 
 use std::sync::Arc;
@@ -21,12 +23,17 @@ use tokio::sync::Semaphore;
 
 /// The budget is counted in units of this many bytes.
 const UNIT: usize = 1024;
-/// The least a review costs: its envelope, the decision, the answer.
+/// The least a large review costs.
 const MIN_COST: usize = 16 * UNIT;
+/// A review with a body up to this size is small.
+pub const SMALL_BODY: usize = 64 * 1024;
+/// Small reviews read and decided at once.
+pub const SMALL_REVIEWS: usize = 64;
 
 /// Bytes of request bodies admitted at once.
 #[derive(Clone, Debug)]
 pub struct ReviewBudget {
+    small: Arc<Semaphore>,
     units: Arc<Semaphore>,
     total_units: usize,
     body_limit: usize,
@@ -38,6 +45,7 @@ impl ReviewBudget {
     pub fn new(bytes: usize, body_limit: usize) -> Self {
         let total_units = bytes.max(body_limit).div_ceil(UNIT);
         Self {
+            small: Arc::new(Semaphore::new(SMALL_REVIEWS)),
             units: Arc::new(Semaphore::new(total_units)),
             total_units,
             body_limit,
@@ -65,13 +73,16 @@ pub async fn within_budget(
         .get(CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<usize>().ok());
-    // The semaphore is never closed, so acquiring only waits.
-    let _permit = budget
-        .units
-        .clone()
-        .acquire_many_owned(budget.cost(content_length))
-        .await
-        .ok();
+    // The semaphores are never closed, so acquiring only waits.
+    let _permit = match content_length {
+        Some(length) if length <= SMALL_BODY => budget.small.clone().acquire_owned().await.ok(),
+        _ => budget
+            .units
+            .clone()
+            .acquire_many_owned(budget.cost(content_length))
+            .await
+            .ok(),
+    };
     next.run(request).await
 }
 

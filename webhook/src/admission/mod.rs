@@ -117,11 +117,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .with_context(|| format!("cannot listen on {}", args.admin_listen))?;
     tracing::info!(address = %args.admin_listen, "serving /healthz, /readyz and /metrics over plain HTTP");
     let admin_app = health_router(ready).merge(metrics_router(metrics));
-    tokio::spawn(async move {
-        if let Err(error) = axum::serve(admin, admin_app).await {
-            tracing::error!(%error, "the admin server stopped");
-        }
-    });
+    tokio::spawn(server::admin::serve(admin, admin_app));
     let app = router(state, args.review_budget_mib.saturating_mul(1 << 20));
     let tls = TlsFiles {
         cert: args.tls_cert.clone(),

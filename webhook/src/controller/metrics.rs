@@ -165,9 +165,7 @@ pub async fn serve(listener: tokio::net::TcpListener, metrics: Arc<Metrics>) {
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(|| async { "ok" }))
         .with_state(metrics);
-    if let Err(error) = axum::serve(listener, app).await {
-        tracing::error!(%error, "the metrics server stopped");
-    }
+    crate::server::admin::serve(listener, app).await;
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@
 mod context;
 mod credential;
 mod edge_cache;
+mod edge_logs;
 mod edges;
 mod error;
 mod execute;

@@ -24,6 +24,7 @@ use crate::authz;
 use super::{
     context::Context,
     edge_cache::{self, Cached, EdgeCache},
+    edge_logs,
     edges::EdgeView,
     error::{self, Error, Result},
 };
@@ -198,8 +199,8 @@ async fn runner_of(
     job: &str,
 ) -> Result<Option<installer::RunnerPod>> {
     let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
-    let listed = pods
-        .list(&ListParams::default().labels(&format!("batch.kubernetes.io/job-name={job}")))
+    let selector = ListParams::default().labels(&format!("batch.kubernetes.io/job-name={job}"));
+    let listed = edge_logs::with_access(client, namespace, || pods.list(&selector))
         .await
         .map_err(|e| error::edge(edge, e))?;
     Ok(installer::runner_pod(&listed.items))

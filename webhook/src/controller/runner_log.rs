@@ -12,6 +12,7 @@ use kube::{
 use providers::{
     api::{GROUP, VERSION, Workspace},
     installer::{RunnerLog, names},
+    text,
 };
 use serde_json::{Value, json};
 
@@ -21,12 +22,6 @@ use super::context::Context;
 pub const LOG_LIMIT: i64 = 64 * 1024;
 /// The last lines of a runner's log that are read.
 const TAIL_LINES: i64 = 1000;
-
-/// The ConfigMap that keeps a Workspace's runner logs.
-pub fn config_map_name(workspace: &str) -> String {
-    let head: String = workspace.chars().take(230).collect();
-    format!("provider-logs-{head}")
-}
 
 /// Fetches the log and keeps it; failures are logged, never returned: a log is a help for
 /// people, and nothing of the attempt waits for it.
@@ -56,7 +51,7 @@ async fn fetch(edge: &Client, log: &RunnerLog) -> Result<String, kube::Error> {
         limit_bytes: Some(LOG_LIMIT),
         ..Default::default()
     };
-    pods.logs(&log.pod, &params).await
+    super::edge_logs::with_access(edge, &log.namespace, || pods.logs(&log.pod, &params)).await
 }
 
 async fn store(
@@ -69,25 +64,86 @@ async fn store(
     let name = workspace.metadata.name.clone().unwrap_or_default();
     let uid = workspace.metadata.uid.clone().unwrap_or_default();
     let api: Api<ConfigMap> = Api::namespaced(ctx.hub.clone(), &namespace);
-    let config_map = config_map_name(&name);
-    // The newest attempts only: older keys are removed in the same write.
-    let keep = i64::try_from(ctx.args.runner_log_history.max(1)).unwrap_or(i64::MAX);
-    let mut data = serde_json::Map::new();
-    data.insert(
-        format!("attempt-{attempt}.log"),
-        Value::String(text.to_owned()),
-    );
-    for old in (attempt - keep - 4).max(1)..=(attempt - keep) {
-        data.insert(format!("attempt-{old}.log"), Value::Null);
-    }
-    let patch = json!({"data": data});
-    match api
-        .patch(&config_map, &PatchParams::default(), &Patch::Merge(&patch))
+    let config_map = names::runner_logs(&name);
+    // Whatever a chart printed, tenant values included, is kept only as plain text.
+    let text = text::for_terminal(text);
+    let key = format!("attempt-{attempt}.log");
+    // Written only into this Workspace's ConfigMap: the patch tests the owner label first,
+    // so the installer needs no right to read ConfigMaps in the organization's namespace.
+    let owned = json!({"op": "test", "path": OWNER_LABEL_POINTER, "value": uid});
+    let add = json!([owned, {"op": "add", "path": format!("/data/{key}"), "value": text}]);
+    let written = match api
+        .patch(&config_map, &PatchParams::default(), &json_patch(add)?)
         .await
     {
-        Err(kube::Error::Api(status)) if status.is_not_found() => {}
-        other => return other.map(|_| ()),
+        Ok(written) => written,
+        Err(kube::Error::Api(status)) if status.is_not_found() => {
+            return create(&api, &config_map, workspace, &key, text).await;
+        }
+        Err(kube::Error::Api(status)) if status.code == 422 => {
+            tracing::warn!(
+                config_map = %format!("{namespace}/{config_map}"),
+                "a ConfigMap under the runner logs' name is not this Workspace's: the log is not kept"
+            );
+            return Ok(());
+        }
+        Err(error) => return Err(error),
+    };
+    // The newest attempts only: older keys are removed, guarded the same way.
+    let stale = stale_attempts(&written, ctx.args.runner_log_history.max(1));
+    if stale.is_empty() {
+        return Ok(());
     }
+    let mut prune = vec![json!({"op": "test", "path": OWNER_LABEL_POINTER, "value": uid})];
+    prune.extend(
+        stale
+            .iter()
+            .map(|old| json!({"op": "remove", "path": format!("/data/attempt-{old}.log")})),
+    );
+    api.patch(
+        &config_map,
+        &PatchParams::default(),
+        &json_patch(json!(prune))?,
+    )
+    .await
+    .map(|_| ())
+}
+
+/// The JSON pointer of the Workspace UID label ('/' in the key escaped as `~1`).
+const OWNER_LABEL_POINTER: &str = "/metadata/labels/providers.platform.dev~1workspace-uid";
+
+fn json_patch(ops: Value) -> Result<Patch<()>, kube::Error> {
+    let patch: json_patch::Patch = serde_json::from_value(ops).map_err(kube::Error::SerdeError)?;
+    Ok(Patch::Json(patch))
+}
+
+/// The attempts kept in `config_map` beyond the newest `keep`.
+fn stale_attempts(config_map: &ConfigMap, keep: usize) -> Vec<i64> {
+    let mut attempts: Vec<i64> = config_map
+        .data
+        .iter()
+        .flatten()
+        .filter_map(|(k, _)| {
+            k.strip_prefix("attempt-")?
+                .strip_suffix(".log")?
+                .parse()
+                .ok()
+        })
+        .collect();
+    attempts.sort_unstable_by(|a, b| b.cmp(a));
+    attempts.into_iter().skip(keep).collect()
+}
+
+async fn create(
+    api: &Api<ConfigMap>,
+    config_map: &str,
+    workspace: &Workspace,
+    key: &str,
+    text: String,
+) -> Result<(), kube::Error> {
+    let namespace = workspace.metadata.namespace.clone().unwrap_or_default();
+    let name = workspace.metadata.name.clone().unwrap_or_default();
+    let uid = workspace.metadata.uid.clone().unwrap_or_default();
     let created: ConfigMap = serde_json::from_value(json!({
         "metadata": {
             "name": config_map,
@@ -101,15 +157,38 @@ async fn store(
                 "name": name, "uid": uid, "controller": true,
             }],
         },
-        "data": {format!("attempt-{attempt}.log"): text},
+        "data": {key: text},
     }))
     .map_err(kube::Error::SerdeError)?;
-    match api.create(&PostParams::default(), &created).await {
-        // Made meanwhile by another pass: write into it.
-        Err(kube::Error::Api(status)) if status.is_already_exists() => api
-            .patch(&config_map, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-            .map(|_| ()),
-        other => other.map(|_| ()),
+    api.create(&PostParams::default(), &created)
+        .await
+        .map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_owner_pointer_names_the_workspace_uid_label() {
+        let unescaped = OWNER_LABEL_POINTER
+            .strip_prefix("/metadata/labels/")
+            .unwrap()
+            .replace("~1", "/");
+        assert_eq!(unescaped, names::LABEL_WORKSPACE_UID);
+    }
+
+    #[test]
+    fn only_the_newest_attempts_are_kept() {
+        let config_map: ConfigMap = serde_json::from_value(json!({
+            "metadata": {"name": "x"},
+            "data": {
+                "attempt-1.log": "", "attempt-2.log": "", "attempt-10.log": "",
+                "attempt-9.log": "", "unrelated": "",
+            },
+        }))
+        .unwrap();
+        assert_eq!(stale_attempts(&config_map, 2), vec![2, 1]);
+        assert!(stale_attempts(&config_map, 5).is_empty());
     }
 }

@@ -4,6 +4,7 @@
 //! The admission, health and metrics routes are plain axum routers; this module only serves
 //! them.
 
+pub mod admin;
 pub mod callers;
 mod connection;
 mod handshakes;
@@ -82,7 +83,7 @@ impl Default for ServeOptions {
             drain_timeout: Duration::from_secs(20),
             reload_poll_interval: Duration::from_secs(10),
             client_auth: None,
-            max_connections: 256,
+            max_connections: 64,
             // A pending handshake holds a few tens of KiB of TLS buffers: 128 of them cost
             // a few MiB at most.
             max_handshakes: 128,
@@ -91,6 +92,17 @@ impl Default for ServeOptions {
     }
 }
 
+/// The read buffer of an HTTP/1.1 connection (request heads are far smaller).
+const HTTP1_MAX_BUFFER: usize = 64 * 1024;
+/// Requests in flight on one HTTP/2 connection.
+const HTTP2_MAX_STREAMS: u32 = 32;
+/// Bytes of a request body the peer may send ahead on one stream.
+const HTTP2_STREAM_WINDOW: u32 = 64 * 1024;
+/// Bytes of request bodies the peer may send ahead on one connection: twice what all its
+/// streams' windows together hold, so waiting streams never use it up.
+const HTTP2_CONNECTION_WINDOW: u32 = 2 * HTTP2_MAX_STREAMS * HTTP2_STREAM_WINDOW;
+/// The largest request head on HTTP/2.
+const HTTP2_MAX_HEADER_LIST: u32 = 64 * 1024;
 /// Interval between HTTP/2 pings, to find connections whose peer has gone away.
 const HTTP2_KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(20);
 /// How long an HTTP/2 ping may go unanswered before the connection is closed.
@@ -232,7 +244,8 @@ fn http1_builder(options: &ServeOptions) -> auto::Builder<TokioExecutor> {
         .http1()
         .timer(TokioTimer::new())
         .keep_alive(true)
-        .header_read_timeout(options.header_read_timeout);
+        .header_read_timeout(options.header_read_timeout)
+        .max_buf_size(HTTP1_MAX_BUFFER);
     builder
 }
 
@@ -241,6 +254,15 @@ fn http2_builder() -> auto::Builder<TokioExecutor> {
     builder
         .http2()
         .timer(TokioTimer::new())
+        // A stream's body waits unread while the review budget is spent. Small stream
+        // windows and a connection window larger than all of them together keep those
+        // waiting streams from taking the whole connection window, so the next review on
+        // the same connection still gets its body through (and what one connection can
+        // hold buffered stays bounded).
+        .max_concurrent_streams(HTTP2_MAX_STREAMS)
+        .initial_stream_window_size(HTTP2_STREAM_WINDOW)
+        .initial_connection_window_size(HTTP2_CONNECTION_WINDOW)
+        .max_header_list_size(HTTP2_MAX_HEADER_LIST)
         .keep_alive_interval(HTTP2_KEEP_ALIVE_INTERVAL)
         .keep_alive_timeout(HTTP2_KEEP_ALIVE_TIMEOUT);
     builder
