@@ -74,13 +74,18 @@ impl Fixture {
     pub async fn finish(&self, name: &str, result: &str) -> anyhow::Result<Workspace> {
         let api = self.workspaces(&self.admin);
         let ws = api.get(name).await?;
-        let attempt = ws
+        let plan = &ws
             .spec
             .plan
             .as_ref()
-            .map(|p| p.plan.attempt)
-            .context("the workspace is not sealed")?;
-        let status = json!({"status": {"attempt": attempt, "jobResult": result, "phase": result}});
+            .context("the workspace is not sealed")?
+            .plan;
+        // The attempt's number and ID, as the installer records them: a retry seals the
+        // recorded attempt only.
+        let status = json!({"status": {
+            "attempt": plan.attempt, "attemptID": plan.attempt_id,
+            "jobResult": result, "phase": result,
+        }});
         Ok(api
             .patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
             .await?)

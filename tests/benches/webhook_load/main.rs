@@ -169,7 +169,13 @@ async fn load(
             args.http2_connections,
         ),
     ];
-    let plane_pids = procstat::pids_with_argument(&fixture.plane.info.dir.display().to_string());
+    // The webhook's own arguments name files in the control plane's folder (its
+    // kubeconfig, the callers' CA): it is counted apart.
+    let plane_pids: Vec<u32> =
+        procstat::pids_with_argument(&fixture.plane.info.dir.display().to_string())
+            .into_iter()
+            .filter(|p| *p != pid)
+            .collect();
     anyhow::ensure!(
         plane_pids.len() >= 2,
         "the control plane's etcd and kube-apiserver were not found: {plane_pids:?}"

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::{
-    Api,
+    Api, ResourceExt,
     runtime::{
         Controller, PredicateConfig, WatchStreamExt, controller, predicates, reflector, watcher,
     },
@@ -51,6 +51,9 @@ pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
     let (reader, writer) = reflector::store();
     let changes = watcher(workspaces, config)
         .default_backoff()
+        // No decision reads managedFields; each Workspace's would be a third of what the
+        // cache holds for it.
+        .modify(|workspace| workspace.managed_fields_mut().clear())
         .reflect(writer)
         .applied_objects()
         .predicate_filter(predicates::generation, PredicateConfig::default());
