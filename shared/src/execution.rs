@@ -33,7 +33,9 @@ pub fn forbidden(rule: &ExecutionRule) -> Option<String> {
     if let Some(resource) = rule.resources.iter().find(|r| {
         FORBIDDEN_RESOURCES.contains(&r.as_str())
             || r.starts_with("namespaces/")
-            || r.ends_with("/*")
+            // RBAC reads `*/status` as that subresource of every resource (namespaces
+            // included) and `x/*` as every subresource of x: no wildcard anywhere.
+            || r.contains('*')
     }) {
         return Some(format!(
             "it grants {}, which would let the runner change its own namespace or RBAC",
@@ -55,7 +57,7 @@ pub fn forbidden(rule: &ExecutionRule) -> Option<String> {
 
 /// The CEL rule of the Recipe CRD's `execution` items: the same list as [`forbidden`].
 pub const CEL_RULE: &str = "!self.apiGroups.exists(g, g == '*') \
-    && !self.resources.exists(r, r in ['*', 'namespaces', 'roles', 'rolebindings', 'clusterroles', 'clusterrolebindings', 'serviceaccounts/token'] || r.startsWith('namespaces/') || r.endsWith('/*')) \
+    && !self.resources.exists(r, r in ['*', 'namespaces', 'roles', 'rolebindings', 'clusterroles', 'clusterrolebindings', 'serviceaccounts/token'] || r.startsWith('namespaces/') || r.contains('*')) \
     && !self.verbs.exists(v, v in ['*', 'escalate', 'bind', 'impersonate'])";
 
 #[cfg(test)]
@@ -117,6 +119,8 @@ mod tests {
                 rule(&["apps"], &["deployments/*"], &["get"]),
                 "deployments/*",
             ),
+            (rule(&[""], &["*/status"], &["patch"]), "*/status"),
+            (rule(&[""], &["*/token"], &["create"]), "*/token"),
             (
                 rule(&["rbac.authorization.k8s.io"], &["roles"], &["escalate"]),
                 "roles",

@@ -304,6 +304,10 @@ pub enum Withdrawn {
         cluster: String,
         workspace_uuid: String,
     },
+    #[error(
+        "the release namespace {namespace:?} pinned by the plan is reserved for the cluster (default, kube-*, providers-*)"
+    )]
+    Namespace { namespace: String },
 }
 
 /// Whether a sealed plan may run again under today's Recipe and Edge: the version is still
@@ -337,6 +341,12 @@ pub fn check_retry(
                 "{:?} on {:?} in groups {:?}",
                 rule.verbs, rule.resources, rule.api_groups
             ),
+        });
+    }
+    // A plan sealed before reserved namespaces were refused never runs again.
+    if is_reserved_namespace(&original.namespace) {
+        return Err(Withdrawn::Namespace {
+            namespace: original.namespace.clone(),
         });
     }
     if edge.cluster_id != original.cluster || edge.workspace_uuid != original.edge_workspace_uuid {
@@ -634,6 +644,25 @@ mod tests {
             (&retried.chart, &retried.version, &retried.values),
             (&original.chart, &original.version, &original.values)
         );
+    }
+
+    #[test]
+    fn a_plan_pinned_to_a_reserved_namespace_is_not_run_again() {
+        let mut original = resolve(
+            "demo",
+            &recipe(),
+            &edge(),
+            &intent(Some("1.1.0"), None),
+            context(1),
+            &allow(),
+        )
+        .unwrap();
+        assert_eq!(check_retry(&original, &recipe(), &edge(), &allow()), Ok(()));
+        original.namespace = "kube-system".into();
+        assert!(matches!(
+            check_retry(&original, &recipe(), &edge(), &allow()),
+            Err(Withdrawn::Namespace { .. })
+        ));
     }
 
     #[test]

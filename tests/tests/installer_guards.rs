@@ -558,6 +558,17 @@ async fn the_hubs_identity_on_an_edge_changes_only_what_it_created() -> anyhow::
     )?;
     // Its Roles grant nothing over the namespace itself or RBAC: a runner with such a rule
     // could loosen the namespace's Pod Security Standard.
+    // `*/status` is the status of every resource, the namespace's included.
+    let wildcard = create(
+        "job-6-runner",
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+               "metadata": {"name": "job-6-runner", "namespace": "confinement-check"},
+               "rules": [{"apiGroups": [""], "resources": ["*/status"], "verbs": ["patch"]}]}),
+    )?;
+    refused(
+        &["create", "-f", &wildcard.display().to_string()],
+        "may not grant",
+    )?;
     for (name, verb, resource) in [
         ("job-3-runner", "patch", "namespaces"),
         ("job-4-runner", "create", "rolebindings"),
@@ -586,7 +597,7 @@ async fn the_hubs_identity_on_an_edge_changes_only_what_it_created() -> anyhow::
             "create",
             "clusterrole",
             "namespace-patcher",
-            "--verb=get,patch",
+            "--verb=get,patch,create",
             "--resource=namespaces",
         ][..],
         &[
@@ -612,10 +623,34 @@ async fn the_hubs_identity_on_an_edge_changes_only_what_it_created() -> anyhow::
         !out.status.success() && stderr.contains("changed only by the platform"),
         "a user with patch on the namespace loosened it: {stderr}"
     );
+    // Nor first take the namespace out of the guard by removing the installer's label.
+    let unlabel = [
+        "label",
+        "namespace",
+        "confinement-check",
+        "app.kubernetes.io/managed-by-",
+    ];
+    let out = testbed::kubectl::run(env.edge.kubeconfig(User::Alice), &unlabel)?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    ensure!(
+        !out.status.success() && stderr.contains("changed only by the platform"),
+        "a user with patch on the namespace removed the installer's label: {stderr}"
+    );
     testbed::kubectl::ok(
         env.edge.kubeconfig(User::Alice),
         &["label", "namespace", "confinement-check", "team=web"],
     )?;
+    // Nor plant a namespace labelled as the installer's for it to adopt.
+    let planted = create("planted", namespace("planted", Some("baseline")))?;
+    let out = testbed::kubectl::run(
+        env.edge.kubeconfig(User::Alice),
+        &["create", "-f", &planted.display().to_string()],
+    )?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    ensure!(
+        !out.status.success() && stderr.contains("only the providers installer creates"),
+        "a user with create on namespaces planted one labelled as the installer's: {stderr}"
+    );
     testbed::kubectl::ok(admin, &loosen)?;
     let own_role = "the runner's own Role";
     // A ClusterRole with rights the identity holds, so that RBAC's escalation check lets

@@ -5,7 +5,12 @@
 //! accept), HTTP/1.1 only, small request heads that must arrive within seconds, one request
 //! per connection, and a deadline for the whole exchange. A probe or a scrape needs no more.
 
-use std::{sync::Arc, time::Duration};
+use std::{
+    collections::HashMap,
+    net::IpAddr,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
 
 use axum::Router;
 use hyper::{body::Incoming, service::service_fn};
@@ -18,6 +23,9 @@ use tower::Service as _;
 
 /// Connections open at once.
 pub const MAX_CONNECTIONS: usize = 16;
+/// Connections open at once from one address: a kubelet probes liveness and readiness at
+/// the same time, a scraper once; one stranger cannot take every slot from them.
+pub const MAX_CONNECTIONS_PER_PEER: usize = 4;
 /// The most bytes of a request head.
 const MAX_HEAD_BYTES: usize = 16 * 1024;
 /// A request head must be in within this time.
@@ -30,6 +38,7 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 /// Serves `app` on `listener` until the process ends.
 pub async fn serve(listener: TcpListener, app: Router) {
     let open = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let peers: Peers = Arc::default();
     let mut builder = auto::Builder::new(TokioExecutor::new()).http1_only();
     builder
         .http1()
@@ -51,9 +60,13 @@ pub async fn serve(listener: TcpListener, app: Router) {
             tracing::debug!(%peer, "admin port: too many connections: closed");
             continue;
         };
+        let Some(peer_slot) = PeerSlot::take(&peers, peer.ip()) else {
+            tracing::debug!(%peer, "admin port: too many connections from this address: closed");
+            continue;
+        };
         let (builder, app) = (builder.clone(), app.clone());
         tokio::spawn(async move {
-            let _open = permit;
+            let _open = (permit, peer_slot);
             let service = service_fn(move |request: hyper::Request<Incoming>| {
                 // A Router is always ready, so it can be called directly.
                 app.clone().call(request)
@@ -65,6 +78,47 @@ pub async fn serve(listener: TcpListener, app: Router) {
                 Err(_) => tracing::debug!(%peer, "admin port: exchange took too long: closed"),
             }
         });
+    }
+}
+
+/// Connections open per peer address.
+type Peers = Arc<Mutex<HashMap<IpAddr, usize>>>;
+
+/// One connection's share of its address's slots, given back when dropped.
+struct PeerSlot {
+    peers: Peers,
+    address: IpAddr,
+}
+
+impl PeerSlot {
+    fn take(peers: &Peers, address: IpAddr) -> Option<Self> {
+        let mut open = peers
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let count = open.entry(address).or_default();
+        if *count >= MAX_CONNECTIONS_PER_PEER {
+            return None;
+        }
+        *count += 1;
+        Some(Self {
+            peers: peers.clone(),
+            address,
+        })
+    }
+}
+
+impl Drop for PeerSlot {
+    fn drop(&mut self) {
+        let mut open = self
+            .peers
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(count) = open.get_mut(&self.address) {
+            *count -= 1;
+            if *count == 0 {
+                open.remove(&self.address);
+            }
+        }
     }
 }
 
@@ -93,6 +147,34 @@ mod tests {
             .await
             .expect("an answer");
         answer
+    }
+
+    #[tokio::test]
+    async fn one_address_cannot_take_every_slot() {
+        let addr = start().await;
+        // Stalled heads from 127.0.0.1, each within the head limit.
+        let mut held = Vec::new();
+        for _ in 0..MAX_CONNECTIONS_PER_PEER {
+            let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+            tcp.write_all(b"GET /healthz HTTP/1.1\r\n").await.unwrap();
+            held.push(tcp);
+        }
+        // One more from the same address is closed without an answer...
+        assert_eq!(get_healthz(addr).await, "");
+        // ...while another address is still answered.
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind("127.0.0.2:0".parse().unwrap()).unwrap();
+        let mut tcp = socket.connect(addr).await.unwrap();
+        tcp.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .unwrap();
+        let mut answer = String::new();
+        tokio::time::timeout(Duration::from_secs(5), tcp.read_to_string(&mut answer))
+            .await
+            .expect("an answer")
+            .unwrap();
+        assert!(answer.ends_with("ok"), "{answer}");
+        drop(held);
     }
 
     #[tokio::test]

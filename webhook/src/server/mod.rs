@@ -84,9 +84,10 @@ impl Default for ServeOptions {
             reload_poll_interval: Duration::from_secs(10),
             client_auth: None,
             max_connections: 64,
-            // A pending handshake holds a few tens of KiB of TLS buffers: 128 of them cost
-            // a few MiB at most.
-            max_handshakes: 128,
+            // A pending handshake holds a few tens of KiB of TLS buffers. Half the
+            // connections at most, so strangers stalled in handshakes can never take
+            // every connection slot from the API server.
+            max_handshakes: 32,
             max_handshakes_per_peer: 8,
         }
     }
@@ -95,14 +96,14 @@ impl Default for ServeOptions {
 /// The read buffer of an HTTP/1.1 connection (request heads are far smaller).
 const HTTP1_MAX_BUFFER: usize = 64 * 1024;
 /// Requests in flight on one HTTP/2 connection.
-const HTTP2_MAX_STREAMS: u32 = 32;
+const HTTP2_MAX_STREAMS: u32 = 16;
 /// Bytes of a request body the peer may send ahead on one stream.
 const HTTP2_STREAM_WINDOW: u32 = 64 * 1024;
 /// Bytes of request bodies the peer may send ahead on one connection: twice what all its
 /// streams' windows together hold, so waiting streams never use it up.
 const HTTP2_CONNECTION_WINDOW: u32 = 2 * HTTP2_MAX_STREAMS * HTTP2_STREAM_WINDOW;
 /// The largest request head on HTTP/2.
-const HTTP2_MAX_HEADER_LIST: u32 = 64 * 1024;
+const HTTP2_MAX_HEADER_LIST: u32 = 16 * 1024;
 /// Interval between HTTP/2 pings, to find connections whose peer has gone away.
 const HTTP2_KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(20);
 /// How long an HTTP/2 ping may go unanswered before the connection is closed.
