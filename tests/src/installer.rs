@@ -465,6 +465,10 @@ pub struct ControllerOptions {
     pub exit_after: Option<String>,
     /// More arguments.
     pub args: Vec<String>,
+    /// Run under `providers-controlplane supervise`, which kills the controller when this
+    /// process ends: for a controller held in a `static`, which is never dropped. Its
+    /// [`ControllerProcess::pid`] is then unknown.
+    pub supervised: bool,
 }
 
 impl ControllerOptions {
@@ -476,13 +480,21 @@ impl ControllerOptions {
             lease: lease.into(),
             exit_after: None,
             args: Vec::new(),
+            supervised: false,
         }
+    }
+
+    /// The same, killed when the test process ends (see [`Self::supervised`]).
+    pub fn supervised(mut self) -> Self {
+        self.supervised = true;
+        self
     }
 }
 
 /// A `providers-webhook controller` process. Dropping it kills it.
 pub struct ControllerProcess {
     child: Option<Child>,
+    supervised: bool,
     pub identity: String,
     pub log: PathBuf,
     pub metrics: SocketAddr,
@@ -502,7 +514,13 @@ impl ControllerProcess {
         let kubeconfig = controller_kubeconfig(hub, dir.path()).await?;
         let log = dir.path().join(format!("{}.log", options.identity));
         let metrics = SocketAddr::from(([127, 0, 0, 1], free_port()?));
-        let mut command = Command::new(&bin);
+        let mut command = if options.supervised {
+            let mut supervisor = Command::new(binaries::cargo_bin("providers-controlplane")?);
+            supervisor.arg("supervise").arg(&bin);
+            supervisor
+        } else {
+            Command::new(&bin)
+        };
         command
             .arg("controller")
             .arg("--kubeconfig")
@@ -538,7 +556,12 @@ impl ControllerProcess {
             .env("RUST_LOG", "info,providers_webhook=debug,kube=warn")
             .env("NO_COLOR", "1")
             .env_remove(FAULT)
-            .stdin(Stdio::null())
+            // The supervisor kills the controller when this end of the pipe closes.
+            .stdin(if options.supervised {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log)?);
         // An empty case: every Workspace (Workspaces made through the webhook and the plugin
@@ -557,6 +580,7 @@ impl ControllerProcess {
             .with_context(|| format!("starting {}", bin.display()))?;
         Ok(Self {
             child: Some(child),
+            supervised: options.supervised,
             identity: options.identity,
             log,
             metrics,
@@ -567,7 +591,12 @@ impl ControllerProcess {
     /// Kills the process (SIGKILL: no lease release, no cleanup) and waits for it.
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
+            if self.supervised {
+                // The supervisor kills the controller (SIGKILL) and exits.
+                drop(child.stdin.take());
+            } else {
+                let _ = child.kill();
+            }
             let _ = child.wait();
         }
     }
@@ -593,8 +622,11 @@ impl ControllerProcess {
         }
     }
 
-    /// The process ID while it runs.
+    /// The process ID while it runs (not known when supervised).
     pub fn pid(&self) -> Option<u32> {
+        if self.supervised {
+            return None;
+        }
         self.child.as_ref().map(Child::id)
     }
 

@@ -55,7 +55,7 @@ async fn system() -> anyhow::Result<&'static System> {
             platform::grant_install(&env.hub_admin().await?, "bob", installer::EDGE).await?;
             webhook.register(&env.hub).await?;
             let controller = env
-                .controller(ControllerOptions::new("", "tenancy-0", "lease-tenancy"))
+                .controller(ControllerOptions::new("", "tenancy-0", "lease-tenancy").supervised())
                 .await?;
             Ok(System {
                 env,
