@@ -229,6 +229,17 @@ fn printer_columns_show_recipe_edge_and_phase() {
         out.lines().next().unwrap_or_default().contains("READY"),
         "{out}"
     );
+    // The resource category names this project only (`providers` is Crossplane's and
+    // Cluster API's too): it lists the Workspace made above.
+    let out = kubectl::ok(
+        plane.kubeconfig(User::Admin),
+        &["get", "sealed-providers", "-A", "-o", "name"],
+    )
+    .unwrap();
+    assert!(
+        out.contains("workspace.providers.platform.dev/columns"),
+        "{out}"
+    );
 }
 
 /// kubectl wraps descriptions; compare with single spaces.

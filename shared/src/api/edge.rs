@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
     version = "v1alpha1",
     kind = "Edge",
     plural = "edges",
-    category = "providers",
+    category = "sealed-providers",
     derive = "PartialEq",
     status = "EdgeStatus",
     doc = "A registered edge cluster that providers can be installed onto.",

@@ -15,7 +15,7 @@ use super::plan::ChartRef;
     kind = "Recipe",
     plural = "recipes",
     shortname = "rcp",
-    category = "providers",
+    category = "sealed-providers",
     derive = "PartialEq",
     doc = "A platform recipe: the chart, versions, defaults and tenant-settable values of a provider.",
     printcolumn(name = "Chart", type_ = "string", json_path = ".spec.chart.name"),

@@ -14,7 +14,7 @@ use super::plan::SealedPlan;
     kind = "Workspace",
     plural = "workspaces",
     shortname = "pws",
-    category = "providers",
+    category = "sealed-providers",
     derive = "PartialEq",
     namespaced,
     status = "WorkspaceStatus",
