@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
-# Builds the peer controllers that the peer benchmarks run (tests/benches/peer_*.rs) from
-# their Go modules: today k3s-io/helm-controller (helm-controller/, a wrapper module whose
-# main.go runs helm-controller's own application package).
+# Builds the project's peers from their Go modules:
+# - helm-controller: k3s-io/helm-controller, which the peer benchmarks run
+#   (tests/benches/peer_*.rs; helm-controller/ is a wrapper module whose main.go runs
+#   helm-controller's own application package);
+# - gitops-engines: the health and apply code of Flux (fluxcd/pkg/ssa, kstatus) and
+#   Argo CD (gopher-lua), which the GitOps tests ask (tests/tests/gitops_engines.rs).
+#
+# Usage: build.sh [NAME...]; without names, all of them.
 #
 # As in tests/controlplane/build.sh, the binaries are cached outside the work tree, keyed
 # by a hash of each wrapper module's files, the flags and the Go version, so a fresh clone
@@ -40,7 +45,15 @@ build() {
 	ln -sfn "$bin" "$out/$name"
 }
 
+names=("$@")
+wanted() { [[ ${#names[@]} -eq 0 || " ${names[*]} " == *" $1 "* ]]; }
+
 # Upstream's release build sets the version with -X; the same variables here.
 helm_controller_version=v0.17.9
-build helm-controller . "-s -w -X github.com/k3s-io/helm-controller/pkg/version.Version=${helm_controller_version}"
+if wanted helm-controller; then
+	build helm-controller . "-s -w -X github.com/k3s-io/helm-controller/pkg/version.Version=${helm_controller_version}"
+fi
+if wanted gitops-engines; then
+	build gitops-engines . "-s -w"
+fi
 echo "$out"

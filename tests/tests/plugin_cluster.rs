@@ -289,8 +289,23 @@ fn install_twice_changes_nothing() -> anyhow::Result<()> {
     );
     let second = get(plane, "org-a", "idem")?;
     assert_eq!(
-        first["metadata"]["resourceVersion"],
-        second["metadata"]["resourceVersion"]
+        first["metadata"]["generation"],
+        second["metadata"]["generation"]
+    );
+    assert_eq!(
+        first["spec"], second["spec"],
+        "the same plan, the same attempt"
+    );
+    // No installer runs here: the first write after creation stores the status default
+    // every read already showed (ADR 23); from then on nothing is stored at all.
+    assert_eq!(
+        plugin::run(alice, &args)?.ok()?,
+        "workspace.providers.platform.dev/idem unchanged\n"
+    );
+    let third = get(plane, "org-a", "idem")?;
+    assert_eq!(
+        second["metadata"]["resourceVersion"],
+        third["metadata"]["resourceVersion"]
     );
     assert_eq!(
         second["spec"],

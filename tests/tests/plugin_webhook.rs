@@ -78,11 +78,22 @@ fn install_is_sealed_by_the_webhook_and_a_second_install_changes_nothing() -> an
         "workspace.providers.platform.dev/sealed unchanged\n"
     );
     let second = get(plane, "org-a", "sealed")?;
-    assert_eq!(
-        first["metadata"]["resourceVersion"],
-        second["metadata"]["resourceVersion"]
-    );
     assert_eq!(second["spec"]["plan"], first["spec"]["plan"]);
+    assert_eq!(
+        first["metadata"]["generation"],
+        second["metadata"]["generation"]
+    );
+    // No installer runs here: the first write after creation stores the status default
+    // every read already showed (ADR 23); from then on nothing is stored at all.
+    assert_eq!(
+        install_as_alice(plane, "sealed", &args)?,
+        "workspace.providers.platform.dev/sealed unchanged\n"
+    );
+    let third = get(plane, "org-a", "sealed")?;
+    assert_eq!(
+        second["metadata"]["resourceVersion"],
+        third["metadata"]["resourceVersion"]
+    );
 
     // The plan verifies against the key the webhook published.
     let alice = plane.kubeconfig(User::Alice);

@@ -17,108 +17,18 @@ use kube::{
     Api, Client, ResourceExt,
     api::{Patch, PatchParams},
 };
-use providers::api::{ChartRef, Recipe, RecipeSpec, ValueField, ValueType};
+use providers::api::Recipe;
 use serde_json::json;
 use testbed::{
     User,
-    installer::{
-        self, ControllerOptions, ControllerProcess, Environment, Options, eventually,
-        has_condition, status_of, wait_workspace,
-    },
+    installer::{self, Environment, eventually, has_condition, status_of, wait_workspace},
     kubectl, platform, plugin,
+    system::{self, System, first_job, publish},
     tcpproxy::TcpProxy,
-    webhook::Webhook,
 };
-use tokio::sync::OnceCell;
 
-struct System {
-    env: &'static Environment,
-    _webhook: Webhook,
-    _controller: ControllerProcess,
-}
-
-/// The installer environment with the webhook registered, one installer for every
-/// Workspace, and bob granted edge-1 too.
 async fn system() -> anyhow::Result<&'static System> {
-    static SYSTEM: OnceCell<System> = OnceCell::const_new();
-    SYSTEM
-        .get_or_try_init(|| async {
-            let env = installer::environment(
-                Path::new(env!("CARGO_BIN_EXE_providers-controlplane")),
-                Options::default(),
-            )
-            .await?;
-            let (hub, url) = (env.hub.clone(), env.repo.url.clone());
-            let webhook =
-                tokio::task::spawn_blocking(move || Webhook::start(&hub, &[url.as_str()]))
-                    .await??;
-            platform::grant_install(&env.hub_admin().await?, "bob", installer::EDGE).await?;
-            webhook.register(&env.hub).await?;
-            let controller = env
-                .controller(ControllerOptions::new("", "tenancy-0", "lease-tenancy").supervised())
-                .await?;
-            Ok(System {
-                env,
-                _webhook: webhook,
-                _controller: controller,
-            })
-        })
-        .await
-}
-
-/// Publishes the Recipe `name` of `chart` at `versions`, with the default namespace and
-/// release (`{org}-{recipe}`, `{recipe}`). Each test has Recipes of its own: an
-/// organization's Workspaces of one Recipe on one edge share a namespace.
-async fn publish(
-    env: &Environment,
-    name: &str,
-    chart: &str,
-    versions: &[&str],
-) -> anyhow::Result<()> {
-    let recipe = Recipe::new(
-        name,
-        RecipeSpec {
-            chart: ChartRef {
-                repository: env.repo.url.clone(),
-                name: chart.into(),
-            },
-            versions: versions.iter().map(|v| (*v).to_owned()).collect(),
-            namespace: None,
-            release: None,
-            values: Some(json!({"hub": {"credentialSecret": ""}})),
-            values_schema: vec![ValueField {
-                path: "greeting".into(),
-                type_: ValueType::String,
-                description: None,
-                enum_: None,
-                pattern: None,
-                max_length: Some(64),
-                minimum: None,
-                maximum: None,
-            }],
-            execution: vec![installer::rule("", "configmaps")],
-            runtime_credential: None,
-        },
-    );
-    Api::<Recipe>::all(env.hub_admin().await?)
-        .patch(
-            name,
-            &PatchParams::apply("platform").force(),
-            &Patch::Apply(&recipe),
-        )
-        .await?;
-    Ok(())
-}
-
-/// The Job name of attempt 1 of `org/name` for `release`, known before it exists, so the
-/// runner can hold it.
-fn first_job(org: &str, name: &str, release: &str) -> String {
-    let identity = providers::api::WorkspaceIdentity {
-        namespace: org.into(),
-        name: name.into(),
-        uid: String::new(),
-    };
-    providers::plan::job_name(&identity, release, 1)
+    system::shared(Path::new(env!("CARGO_BIN_EXE_providers-controlplane"))).await
 }
 
 fn kubeconfig(env: &Environment, user: User) -> &Path {

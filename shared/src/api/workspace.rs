@@ -24,7 +24,18 @@ use super::plan::SealedPlan;
     printcolumn(name = "Version", type_ = "string", json_path = ".spec.plan.version"),
     printcolumn(name = "Attempt", type_ = "integer", json_path = ".spec.plan.attempt"),
     printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
+    printcolumn(
+        name = "Ready",
+        type_ = "string",
+        json_path = r#".status.conditions[?(@.type=="Ready")].status"#
+    ),
     printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp"),
+    printcolumn(
+        name = "Message",
+        type_ = "string",
+        priority = 1,
+        json_path = r#".status.conditions[?(@.type=="Ready")].message"#
+    ),
     validation = pinned_rule("recipe", "self.spec.recipe == oldSelf.spec.recipe"),
     validation = pinned_rule("edge", "self.spec.edge == oldSelf.spec.edge"),
     validation = pinned_rule(
@@ -153,8 +164,14 @@ pub struct Target {
 }
 
 /// What the installer observed; written through the status subresource only.
+///
+/// The schema defaults the status to `observedGeneration: 0`: the API server applies it
+/// when it reads a Workspace the installer has not written yet, so a new Workspace reads
+/// as not yet observed (kstatus: InProgress) instead of as an object without status
+/// (kstatus: Current) until the installer's first write.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(extend("default" = {"observedGeneration": 0}))]
 pub struct WorkspaceStatus {
     /// The lifecycle phase.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -162,8 +179,13 @@ pub struct WorkspaceStatus {
     /// The metadata.generation the installer last acted on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
-    /// Ready, Progressing and Failed, by the Kubernetes conventions.
+    /// Ready, Progressing, Failed, Reconciling and Stalled, by the Kubernetes conventions;
+    /// one entry per type.
     #[serde(default)]
+    #[schemars(extend(
+        "x-kubernetes-list-type" = "map",
+        "x-kubernetes-list-map-keys" = ["type"]
+    ))]
     pub conditions: Vec<Condition>,
     /// The attempt the rest of this status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -1,5 +1,10 @@
-//! The phase and the Ready, Progressing and Failed conditions, by the Kubernetes conventions:
-//! `lastTransitionTime` changes only when a condition's status changes.
+//! The phase and the conditions, by the Kubernetes conventions: `lastTransitionTime`
+//! changes only when a condition's status changes.
+//!
+//! Ready, Progressing and Failed say what the installer is doing. Reconciling and Stalled
+//! say the same in the words kstatus reads (Flux's health checks, `kubectl wait`-style
+//! tools built on cli-utils), which ignore Ready: Reconciling=True reads as InProgress,
+//! Stalled=True as Failed, neither as Current.
 
 use k8s_openapi::{
     apimachinery::pkg::apis::meta::v1::{Condition, Time},
@@ -36,6 +41,10 @@ pub mod reason {
 pub const READY: &str = "Ready";
 pub const PROGRESSING: &str = "Progressing";
 pub const FAILED: &str = "Failed";
+/// True until the attempt has a result and is cleaned up, unless it failed (kstatus: InProgress).
+pub const RECONCILING: &str = "Reconciling";
+/// True when the attempt failed and only a person can move it on (kstatus: Failed).
+pub const STALLED: &str = "Stalled";
 
 /// What the Workspace is doing, as the conditions say it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -116,26 +125,30 @@ pub fn settle(
         generation,
         now,
     );
-    match failure {
-        Some(failure) => upsert(
+    let (failed_reason, failed_message) = match failure {
+        Some(failure) => (failure.reason.as_str(), failure.message.as_str()),
+        None => (outlook.reason.as_str(), outlook.message.as_str()),
+    };
+    for kind in [FAILED, STALLED] {
+        upsert(
             status,
-            FAILED,
-            true,
-            &failure.reason,
-            &failure.message,
+            kind,
+            failure.is_some(),
+            failed_reason,
+            failed_message,
             generation,
             now,
-        ),
-        None => upsert(
-            status,
-            FAILED,
-            false,
-            &outlook.reason,
-            &outlook.message,
-            generation,
-            now,
-        ),
+        );
     }
+    upsert(
+        status,
+        RECONCILING,
+        !installed && failure.is_none(),
+        ready_reason,
+        &outlook.message,
+        generation,
+        now,
+    );
 }
 
 /// The phase from the recorded facts.
@@ -236,5 +249,102 @@ mod tests {
             .find(|c| c.type_ == PROGRESSING)
             .unwrap();
         assert_eq!(progressing.last_transition_time, Time(t1));
+    }
+
+    fn status_of(status: &WorkspaceStatus, kind: &str) -> String {
+        status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == kind)
+            .map(|c| c.status.clone())
+            .unwrap_or_default()
+    }
+
+    fn settled(
+        job_result: Option<JobResult>,
+        cleaned_up: bool,
+        outlook: Outlook,
+        failure: Option<Failure>,
+    ) -> WorkspaceStatus {
+        let mut status = WorkspaceStatus {
+            job_result,
+            cleaned_up,
+            ..WorkspaceStatus::default()
+        };
+        let now = Timestamp::from_second(1_000).unwrap();
+        settle(&mut status, Some(3), now, &outlook, failure.as_ref());
+        status
+    }
+
+    #[test]
+    fn a_running_attempt_reads_as_reconciling() {
+        let status = settled(
+            None,
+            false,
+            Outlook::busy(reason::JOB_RUNNING, "helm"),
+            None,
+        );
+        assert_eq!(status_of(&status, RECONCILING), "True");
+        assert_eq!(status_of(&status, STALLED), "False");
+        assert_eq!(status_of(&status, READY), "False");
+    }
+
+    #[test]
+    fn a_waiting_workspace_reads_as_reconciling_not_stalled() {
+        // Waiting on the edge is not a failure: kstatus keeps it InProgress.
+        let status = settled(
+            None,
+            false,
+            Outlook::idle(reason::EDGE_UNREACHABLE, "edge-1 does not answer"),
+            None,
+        );
+        assert_eq!(status_of(&status, RECONCILING), "True");
+        assert_eq!(status_of(&status, STALLED), "False");
+    }
+
+    #[test]
+    fn a_result_not_yet_cleaned_up_is_still_reconciling() {
+        let status = settled(
+            Some(JobResult::Succeeded),
+            false,
+            Outlook::busy(reason::CLEANING_UP, "revoking"),
+            None,
+        );
+        assert_eq!(status_of(&status, RECONCILING), "True");
+        assert_eq!(status_of(&status, READY), "False");
+    }
+
+    #[test]
+    fn an_installed_workspace_is_neither_reconciling_nor_stalled() {
+        let status = settled(
+            Some(JobResult::Succeeded),
+            true,
+            Outlook::idle(reason::INSTALLED, "installed"),
+            None,
+        );
+        assert_eq!(status_of(&status, READY), "True");
+        assert_eq!(status_of(&status, RECONCILING), "False");
+        assert_eq!(status_of(&status, STALLED), "False");
+        assert_eq!(status.observed_generation, Some(3));
+    }
+
+    #[test]
+    fn a_failed_attempt_is_stalled_with_its_reason() {
+        let failure = Failure::new(reason::JOB_FAILED, "helm exited 1");
+        let status = settled(
+            Some(JobResult::Failed),
+            true,
+            Outlook::idle(reason::JOB_FAILED, "helm exited 1"),
+            Some(failure),
+        );
+        assert_eq!(status_of(&status, STALLED), "True");
+        assert_eq!(status_of(&status, RECONCILING), "False");
+        let stalled = status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == STALLED)
+            .unwrap();
+        assert_eq!(stalled.reason, reason::JOB_FAILED);
+        assert_eq!(stalled.message, "helm exited 1");
     }
 }

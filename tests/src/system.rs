@@ -1,0 +1,111 @@
+//! The whole system on a hub and an edge: the installer environment (hub and edge control
+//! planes, chart repository, job runner) with the real webhook registered and one
+//! supervised installer for every Workspace, shared by the tests of one test binary.
+//!
+//! Tests that need the webhook's sealing and the installer together (tenancy, GitOps
+//! engines) start from [`shared`]; each publishes Recipes of its own with [`publish`], so
+//! tests in one binary never share a release namespace.
+
+use std::path::Path;
+
+use kube::{
+    Api,
+    api::{Patch, PatchParams},
+};
+use providers::api::{ChartRef, Recipe, RecipeSpec, ValueField, ValueType, WorkspaceIdentity};
+use serde_json::json;
+use tokio::sync::OnceCell;
+
+use crate::{
+    installer::{self, ControllerOptions, ControllerProcess, Environment, Options},
+    platform,
+    webhook::Webhook,
+};
+
+pub struct System {
+    pub env: &'static Environment,
+    _webhook: Webhook,
+    _controller: ControllerProcess,
+}
+
+/// The system of this test binary, started on first use: the installer environment with
+/// the webhook registered, one installer for every Workspace, and bob granted edge-1 too.
+/// `controlplane` is the test's `providers-controlplane` binary.
+pub async fn shared(controlplane: &Path) -> anyhow::Result<&'static System> {
+    static SYSTEM: OnceCell<System> = OnceCell::const_new();
+    SYSTEM
+        .get_or_try_init(|| async {
+            let env = installer::environment(controlplane, Options::default()).await?;
+            let (hub, url) = (env.hub.clone(), env.repo.url.clone());
+            let webhook =
+                tokio::task::spawn_blocking(move || Webhook::start(&hub, &[url.as_str()]))
+                    .await??;
+            platform::grant_install(&env.hub_admin().await?, "bob", installer::EDGE).await?;
+            webhook.register(&env.hub).await?;
+            let controller = env
+                .controller(ControllerOptions::new("", "system-0", "lease-system").supervised())
+                .await?;
+            Ok(System {
+                env,
+                _webhook: webhook,
+                _controller: controller,
+            })
+        })
+        .await
+}
+
+/// Publishes the Recipe `name` of `chart` at `versions`, with the default namespace and
+/// release (`{org}-{recipe}`, `{recipe}`) and one string value, `greeting`. An
+/// organization's Workspaces of one Recipe on one edge share a namespace, so each test
+/// publishes Recipes of its own.
+pub async fn publish(
+    env: &Environment,
+    name: &str,
+    chart: &str,
+    versions: &[&str],
+) -> anyhow::Result<()> {
+    let recipe = Recipe::new(
+        name,
+        RecipeSpec {
+            chart: ChartRef {
+                repository: env.repo.url.clone(),
+                name: chart.into(),
+            },
+            versions: versions.iter().map(|v| (*v).to_owned()).collect(),
+            namespace: None,
+            release: None,
+            values: Some(json!({"hub": {"credentialSecret": ""}})),
+            values_schema: vec![ValueField {
+                path: "greeting".into(),
+                type_: ValueType::String,
+                description: None,
+                enum_: None,
+                pattern: None,
+                max_length: Some(64),
+                minimum: None,
+                maximum: None,
+            }],
+            execution: vec![installer::rule("", "configmaps")],
+            runtime_credential: None,
+        },
+    );
+    Api::<Recipe>::all(env.hub_admin().await?)
+        .patch(
+            name,
+            &PatchParams::apply("platform").force(),
+            &Patch::Apply(&recipe),
+        )
+        .await?;
+    Ok(())
+}
+
+/// The Job name of attempt 1 of `org/name` for `release`, known before it exists, so the
+/// runner can hold it.
+pub fn first_job(org: &str, name: &str, release: &str) -> String {
+    let identity = WorkspaceIdentity {
+        namespace: org.into(),
+        name: name.into(),
+        uid: String::new(),
+    };
+    providers::plan::job_name(&identity, release, 1)
+}
