@@ -75,9 +75,160 @@ fn the_cert_manager_entry_point_builds() {
         "kind: MutatingWebhookConfiguration",
         "kind: ValidatingWebhookConfiguration",
         "cert-manager.io/inject-ca-from: providers-system/providers-webhook",
+        "kind: Service\nmetadata:\n  labels:\n    app.kubernetes.io/name: providers-controller",
+        "pod-security.kubernetes.io/enforce: restricted",
     ] {
         assert!(yaml.contains(kind), "{kind} missing");
     }
+    assert!(
+        !yaml.contains("name: providers-namespace"),
+        "the build-time namespace input is not applied"
+    );
+}
+
+/// cert-manager issues the serving certificate from a CA of the platform's own, so a
+/// renewal leaves the injected caBundle as it is: self-signed Issuer -> CA Certificate ->
+/// CA Issuer -> serving Certificate, and the CA's key is kept on renewal.
+#[test]
+fn cert_manager_issues_from_a_stable_ca() {
+    let root = binaries::workspace_root().unwrap();
+    let yaml = render(&root.join("manifests"));
+    let docs: Vec<serde_json::Value> = serde_yaml::Deserializer::from_str(&yaml)
+        .map(|doc| serde::Deserialize::deserialize(doc).unwrap())
+        .collect();
+    let find = |kind: &str, name: &str| {
+        docs.iter()
+            .find(|d| d["kind"] == kind && d["metadata"]["name"] == name)
+            .unwrap_or_else(|| panic!("{kind}/{name} missing"))
+            .clone()
+    };
+    let selfsigned = find("Issuer", "providers-selfsigned");
+    assert!(selfsigned["spec"]["selfSigned"].is_object());
+    let ca = find("Certificate", "providers-ca");
+    assert_eq!(ca["spec"]["isCA"], true);
+    assert_eq!(ca["spec"]["issuerRef"]["name"], "providers-selfsigned");
+    assert_eq!(ca["spec"]["privateKey"]["rotationPolicy"], "Never");
+    let ca_issuer = find("Issuer", "providers-ca");
+    assert_eq!(
+        ca_issuer["spec"]["ca"]["secretName"],
+        ca["spec"]["secretName"]
+    );
+    let serving = find("Certificate", "providers-webhook");
+    assert_eq!(serving["spec"]["issuerRef"]["name"], "providers-ca");
+    assert!(serving["spec"]["isCA"].is_null());
+    for kind in [
+        "MutatingWebhookConfiguration",
+        "ValidatingWebhookConfiguration",
+    ] {
+        let config = find(kind, "providers-webhook");
+        assert_eq!(
+            config["metadata"]["annotations"]["cert-manager.io/inject-ca-from"],
+            "providers-system/providers-webhook"
+        );
+    }
+}
+
+fn render(path: &Path) -> String {
+    let out = Command::new("kubectl")
+        .arg("kustomize")
+        .arg(path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// docs/operations.md, "In another namespace": one line of the overlay moves the platform,
+/// and everything that names the namespace follows; the API server accepts the result
+/// (server-side dry run, cert-manager's kinds standing in with open schemas).
+#[test]
+fn one_line_moves_the_platform_to_another_namespace() {
+    let (_dir, root) = checkout();
+    let input = root.join("manifests/overlays/namespace/platform-namespace.yaml");
+    let text = std::fs::read_to_string(&input).unwrap();
+    let changed: Vec<&str> = text
+        .lines()
+        .filter(|line| line.trim() == "name: platform-providers")
+        .collect();
+    assert_eq!(changed.len(), 1, "one line names the namespace: {text}");
+    std::fs::write(
+        &input,
+        text.replace("name: platform-providers", "name: team-platform"),
+    )
+    .unwrap();
+    let yaml = render(&root.join("manifests/overlays/namespace"));
+    assert!(
+        !yaml.contains("providers-system"),
+        "nothing names the default namespace any more:\n{yaml}"
+    );
+    for expected in [
+        "kind: Namespace\nmetadata:\n  labels:\n    app.kubernetes.io/part-of: providers\n    pod-security.kubernetes.io/enforce: restricted\n    pod-security.kubernetes.io/enforce-version: latest\n  name: team-platform",
+        "name: providers-edges",
+        "namespace: team-platform",
+        "cert-manager.io/inject-ca-from: team-platform/providers-webhook",
+        "- providers-webhook.team-platform.svc\n",
+        "- providers-webhook.team-platform.svc.cluster.local",
+        "'system:serviceaccount:team-platform:providers-controller'",
+        "fieldPath: metadata.namespace",
+    ] {
+        assert!(yaml.contains(expected), "{expected} missing:\n{yaml}");
+    }
+    let docs: Vec<serde_json::Value> = serde_yaml::Deserializer::from_str(&yaml)
+        .map(|doc| serde::Deserialize::deserialize(doc).unwrap())
+        .collect();
+    for doc in &docs {
+        for subject in doc["subjects"].as_array().into_iter().flatten() {
+            if subject["kind"] == "ServiceAccount" {
+                assert_eq!(subject["namespace"], "team-platform", "{doc}");
+            }
+        }
+        for webhook in doc["webhooks"].as_array().into_iter().flatten() {
+            assert_eq!(
+                webhook["clientConfig"]["service"]["namespace"],
+                "team-platform"
+            );
+        }
+        // The edges' Secrets stay apart.
+        if doc["metadata"]["name"] == "providers-controller-edge-credentials" {
+            assert_eq!(doc["metadata"]["namespace"], "providers-edges", "{doc}");
+        }
+    }
+
+    let plane = supervised::shared(Path::new(env!("CARGO_BIN_EXE_providers-controlplane")));
+    let admin = plane.kubeconfig(User::Admin);
+    let fixtures = binaries::workspace_root()
+        .unwrap()
+        .join("tests/fixtures/cert-manager/crds.yaml");
+    sh(
+        &root,
+        admin,
+        &format!(
+            "kubectl apply --server-side -f {}\nkubectl wait --for condition=Established crd/certificates.cert-manager.io crd/issuers.cert-manager.io\nkubectl create namespace team-platform\nkubectl create namespace providers-edges --dry-run=client -o yaml | kubectl apply --server-side -f -",
+            fixtures.display()
+        ),
+    );
+    let out = sh(
+        &root,
+        admin,
+        "kubectl apply --server-side --dry-run=server -k manifests/overlays/namespace",
+    );
+    for object in [
+        "namespace/team-platform serverside-applied (server dry run)",
+        "deployment.apps/providers-webhook serverside-applied (server dry run)",
+        "deployment.apps/providers-controller serverside-applied (server dry run)",
+        "service/providers-controller-metrics serverside-applied (server dry run)",
+        "certificate.cert-manager.io/providers-webhook serverside-applied (server dry run)",
+        "issuer.cert-manager.io/providers-ca serverside-applied (server dry run)",
+        "mutatingwebhookconfiguration.admissionregistration.k8s.io/providers-webhook serverside-applied (server dry run)",
+        "validatingadmissionpolicy.admissionregistration.k8s.io/providers-installer-confinement serverside-applied (server dry run)",
+    ] {
+        assert!(out.contains(object), "{object} not in:\n{out}");
+    }
+    assert!(!out.contains("Error"), "{out}");
 }
 
 #[test]
@@ -181,19 +332,6 @@ rm sealing.pem"#,
 #[test]
 fn callers_are_authenticated_unless_a_component_says_otherwise() {
     let (_dir, root) = checkout();
-    let render = |path: &Path| {
-        let out = Command::new("kubectl")
-            .arg("kustomize")
-            .arg(path)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
     let base = render(&root.join("manifests/webhook"));
     assert!(
         base.contains("--client-ca=/etc/providers/callers/ca.crt"),
@@ -232,4 +370,49 @@ fn callers_are_authenticated_unless_a_component_says_otherwise() {
         out.contains("networkpolicy.networking.k8s.io/providers-webhook serverside-applied"),
         "{out}"
     );
+}
+
+/// The header of install.yaml; the rest is `kubectl kustomize manifests/` as it renders now.
+const INSTALL_HEADER: &str = "# The platform in one file, with the webhook's serving certificate from cert-manager:\n#   kubectl apply --server-side -f install.yaml\n# Rendered from manifests/ (do not edit; regenerate with\n#   { head -n 5 install.yaml; kubectl kustomize manifests; } > install.yaml.new && mv install.yaml.new install.yaml\n# ). The sealing key comes first: docs/operations.md, \"Install\".\n";
+
+/// install.yaml is the current render of manifests/, and the API server accepts every
+/// object in it (server-side dry run; cert-manager's kinds standing in with open schemas).
+#[test]
+fn install_yaml_is_the_current_render_and_applies() {
+    let root = binaries::workspace_root().unwrap();
+    let checked_in = std::fs::read_to_string(root.join("install.yaml")).unwrap();
+    let body = checked_in
+        .strip_prefix(INSTALL_HEADER)
+        .expect("install.yaml starts with its header");
+    assert!(
+        body == render(&root.join("manifests")),
+        "install.yaml differs from `kubectl kustomize manifests`: regenerate it as its header says"
+    );
+    let plane = supervised::shared(Path::new(env!("CARGO_BIN_EXE_providers-controlplane")));
+    let admin = plane.kubeconfig(User::Admin);
+    let fixtures = root.join("tests/fixtures/cert-manager/crds.yaml");
+    sh(
+        &root,
+        admin,
+        &format!(
+            "kubectl apply --server-side -f {}\nkubectl wait --for condition=Established crd/certificates.cert-manager.io crd/issuers.cert-manager.io\nkubectl apply --server-side -k manifests/namespace",
+            fixtures.display()
+        ),
+    );
+    let out = sh(
+        &root,
+        admin,
+        "kubectl apply --server-side --dry-run=server -f install.yaml",
+    );
+    for object in [
+        "customresourcedefinition.apiextensions.k8s.io/workspaces.providers.platform.dev serverside-applied (server dry run)",
+        "deployment.apps/providers-webhook serverside-applied (server dry run)",
+        "deployment.apps/providers-controller serverside-applied (server dry run)",
+        "certificate.cert-manager.io/providers-ca serverside-applied (server dry run)",
+        "issuer.cert-manager.io/providers-ca serverside-applied (server dry run)",
+        "validatingwebhookconfiguration.admissionregistration.k8s.io/providers-webhook serverside-applied (server dry run)",
+    ] {
+        assert!(out.contains(object), "{object} not in:\n{out}");
+    }
+    assert!(!out.contains("Error"), "{out}");
 }

@@ -10,13 +10,16 @@
 #   manifests/overlays/self-signed/generate.sh OUTDIR [API_SERVER_CONFIG_DIR]
 # API_SERVER_CONFIG_DIR (default /etc/kubernetes/providers) is where the client
 # certificate, its key and the kubeconfig will be on the API server's hosts.
+# PROVIDERS_NAMESPACE (default providers-system) is the platform's namespace: the name in
+# this overlay's platform-namespace.yaml.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 out="${1:?usage: generate.sh OUTDIR [API_SERVER_CONFIG_DIR]}"
 on_apiserver="${2:-/etc/kubernetes/providers}"
 mkdir -p "$out"
 cd "$out"
-service=providers-webhook.providers-system.svc
+namespace="${PROVIDERS_NAMESPACE:-providers-system}"
+service="providers-webhook.${namespace}.svc"
 ec() { openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes "$@" 2>/dev/null; }
 
 # The serving certificate.
@@ -25,7 +28,7 @@ ec -subj "/CN=${service}" -keyout tls.key -out tls.csr
 printf 'subjectAltName=DNS:%s,DNS:%s.cluster.local\nextendedKeyUsage=serverAuth\n' "$service" "$service" >ext.cnf
 openssl x509 -req -in tls.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 365 \
 	-extfile ext.cnf -out tls.crt 2>/dev/null
-kubectl create secret tls providers-webhook-tls --namespace providers-system \
+kubectl create secret tls providers-webhook-tls --namespace "$namespace" \
 	--cert=tls.crt --key=tls.key --dry-run=client -o yaml >webhook-tls-secret.yaml
 sed -i "s|^  value: .*$|  value: $(base64 -w0 <ca.crt)|" "$here/ca-bundle.yaml"
 
@@ -59,7 +62,7 @@ plugins:
       kind: WebhookAdmissionConfiguration
       kubeConfigFile: ${on_apiserver}/webhook-admission.kubeconfig
 CONFIG
-kubectl create configmap providers-webhook-callers --namespace providers-system \
+kubectl create configmap providers-webhook-callers --namespace "$namespace" \
 	--from-file=ca.crt=callers-ca.crt --dry-run=client -o yaml >webhook-callers-configmap.yaml
 rm -f tls.csr client.csr ext.cnf client.cnf
 echo "wrote $out/webhook-tls-secret.yaml, $out/webhook-callers-configmap.yaml and the caBundle in $here/ca-bundle.yaml"
