@@ -198,6 +198,48 @@ fn one_line_moves_the_platform_to_another_namespace() {
         }
     }
 
+    // Components added as docs/operations.md says (before follow-namespace) move too, and
+    // a binding of the platform team's own in the same build is left as it is.
+    let overlay = root.join("manifests/overlays/namespace");
+    std::fs::write(
+        overlay.join("catalog-readers.yaml"),
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: catalog-readers\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: view\nsubjects:\n  - kind: Group\n    name: developers\n    apiGroup: rbac.authorization.k8s.io\n",
+    )
+    .unwrap();
+    let kustomization = std::fs::read_to_string(overlay.join("kustomization.yaml")).unwrap();
+    std::fs::write(
+        overlay.join("kustomization.yaml"),
+        kustomization
+            .replace(
+                "  - ../../cert-manager\n",
+                "  - ../../cert-manager\n  - catalog-readers.yaml\n",
+            )
+            .replace(
+                "components:\n",
+                "components:\n  - ../../components/network-policy\n  - ../../components/unauthenticated-callers\n",
+            ),
+    )
+    .unwrap();
+    let with_components = render(&overlay);
+    assert!(
+        !with_components.contains("providers-system"),
+        "{with_components}"
+    );
+    let docs: Vec<serde_json::Value> = serde_yaml::Deserializer::from_str(&with_components)
+        .map(|doc| serde::Deserialize::deserialize(doc).unwrap())
+        .collect();
+    let policy = docs
+        .iter()
+        .find(|d| d["kind"] == "NetworkPolicy")
+        .expect("the NetworkPolicy");
+    assert_eq!(policy["metadata"]["namespace"], "team-platform");
+    let readers = docs
+        .iter()
+        .find(|d| d["metadata"]["name"] == "catalog-readers")
+        .expect("the platform team's binding");
+    assert_eq!(readers["subjects"][0]["name"], "developers");
+    std::fs::write(overlay.join("kustomization.yaml"), kustomization).unwrap();
+
     let plane = supervised::shared(Path::new(env!("CARGO_BIN_EXE_providers-controlplane")));
     let admin = plane.kubeconfig(User::Admin);
     let fixtures = binaries::workspace_root()

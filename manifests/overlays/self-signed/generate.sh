@@ -65,6 +65,9 @@ CONFIG
 kubectl create configmap providers-webhook-callers --namespace "$namespace" \
 	--from-file=ca.crt=callers-ca.crt --dry-run=client -o yaml >webhook-callers-configmap.yaml
 rm -f tls.csr client.csr ext.cnf client.cnf
+# The CAs' keys: whoever holds the callers' CA key can mint a client certificate the
+# webhook accepts. Nothing needs them again (a rotation runs this script anew).
+rm -f ca.key callers-ca.key ca.srl callers-ca.srl
 echo "wrote $out/webhook-tls-secret.yaml, $out/webhook-callers-configmap.yaml and the caBundle in $here/ca-bundle.yaml"
 echo "copy $out/apiserver-webhook-client.{crt,key}, webhook-admission.kubeconfig and admission-configuration.yaml"
 echo "to ${on_apiserver} on the API server's hosts, and start kube-apiserver with"

@@ -108,9 +108,10 @@ func computeKstatus(r io.Reader) (any, error) {
 }
 
 // argocdHealth runs a health script the way Argo CD's resource customizations do: a Lua
-// state with only the safe standard libraries, the live object as the global `obj`
-// (objects as tables, arrays as 1-based tables), and the script's returned table read
-// for `status` and `message`.
+// state with only the libraries Argo CD opens for them (package, base, table; no string
+// or math, so a script that needs them fails here as it would there), a 1 s limit, the
+// live object as the global `obj` (objects as tables, arrays as 1-based tables), and the
+// script's returned table read for `status` and `message`.
 func argocdHealth(scriptPath string, r io.Reader) (any, error) {
 	script, err := os.ReadFile(scriptPath)
 	if err != nil {
@@ -122,6 +123,9 @@ func argocdHealth(scriptPath string, r io.Reader) (any, error) {
 	}
 	state := lua.NewState(lua.Options{SkipOpenLibs: true})
 	defer state.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	state.SetContext(ctx)
 	for _, lib := range []struct {
 		name string
 		open lua.LGFunction
@@ -129,8 +133,6 @@ func argocdHealth(scriptPath string, r io.Reader) (any, error) {
 		{lua.LoadLibName, lua.OpenPackage},
 		{lua.BaseLibName, lua.OpenBase},
 		{lua.TabLibName, lua.OpenTable},
-		{lua.StringLibName, lua.OpenString},
-		{lua.MathLibName, lua.OpenMath},
 	} {
 		state.Push(state.NewFunction(lib.open))
 		state.Push(lua.LString(lib.name))
