@@ -15,6 +15,16 @@ fn checked_in_crds_match_the_types() {
 }
 
 #[test]
+fn the_chart_carries_the_same_crds() {
+    let chart = Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../charts/providers/crds"
+    ));
+    let drifted = crd::drift(chart);
+    assert!(drifted.is_empty(), "{}", drifted.join("\n"));
+}
+
+#[test]
 fn a_changed_type_is_reported_as_drift() {
     // Render what a changed type would give (a new field in the Workspace spec), and check
     // it against the checked-in files: the check must catch it.

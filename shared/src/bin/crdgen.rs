@@ -1,6 +1,26 @@
-//! Writes the CRDs rendered from the API types into a folder (default `manifests/crds`),
-//! the values-bounds policy beside it (`../policies`), and the API reference into `docs/api-reference.md` (or the second argument).
+//! Writes the CRDs rendered from the API types into a folder (default `manifests/crds`, and
+//! then also the Helm chart's `charts/providers/crds`), the values-bounds policy beside it
+//! (`../policies`, and then also `charts/providers/files`), and the API reference into `docs/api-reference.md` (or the second
+//! argument).
 use std::{env, fs, path::PathBuf, process::ExitCode};
+
+/// The Helm chart's CRD folder and the folder its templates read the values-bounds policy
+/// from, written too when crdgen runs with its defaults.
+const CHART_CRDS: &str = "charts/providers/crds";
+const CHART_FILES: &str = "charts/providers/files";
+
+fn write_crds(dir: &std::path::Path) -> Result<(), String> {
+    fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    for (file, crd) in providers::crd::all() {
+        let path = dir.join(file);
+        providers::crd::render(&crd)
+            .map_err(|e| e.to_string())
+            .and_then(|yaml| fs::write(&path, yaml).map_err(|e| e.to_string()))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        println!("wrote {}", path.display());
+    }
+    Ok(())
+}
 
 fn main() -> ExitCode {
     let dir = PathBuf::from(
@@ -8,30 +28,30 @@ fn main() -> ExitCode {
             .nth(1)
             .unwrap_or_else(|| "manifests/crds".to_owned()),
     );
-    if let Err(error) = fs::create_dir_all(&dir) {
-        eprintln!("crdgen: cannot create {}: {error}", dir.display());
-        return ExitCode::FAILURE;
+    let mut folders = vec![dir.clone()];
+    if env::args().nth(1).is_none() {
+        folders.push(PathBuf::from(CHART_CRDS));
     }
-    for (file, crd) in providers::crd::all() {
-        let path = dir.join(file);
-        let written = providers::crd::render(&crd)
-            .map_err(|e| e.to_string())
-            .and_then(|yaml| fs::write(&path, yaml).map_err(|e| e.to_string()));
-        if let Err(error) = written {
-            eprintln!("crdgen: {}: {error}", path.display());
+    for folder in &folders {
+        if let Err(error) = write_crds(folder) {
+            eprintln!("crdgen: {error}");
             return ExitCode::FAILURE;
         }
-        println!("wrote {}", path.display());
     }
-    let policies = dir.join("../policies");
-    let policy = policies.join(providers::policy::VALUES_BOUNDS_FILE);
-    let written = fs::create_dir_all(&policies)
-        .and_then(|()| fs::write(&policy, providers::policy::values_bounds()));
-    if let Err(error) = written {
-        eprintln!("crdgen: {}: {error}", policy.display());
-        return ExitCode::FAILURE;
+    let mut policy_folders = vec![dir.join("../policies")];
+    if env::args().nth(1).is_none() {
+        policy_folders.push(PathBuf::from(CHART_FILES));
     }
-    println!("wrote {}", policy.display());
+    for policies in policy_folders {
+        let policy = policies.join(providers::policy::VALUES_BOUNDS_FILE);
+        let written = fs::create_dir_all(&policies)
+            .and_then(|()| fs::write(&policy, providers::policy::values_bounds()));
+        if let Err(error) = written {
+            eprintln!("crdgen: {}: {error}", policy.display());
+            return ExitCode::FAILURE;
+        }
+        println!("wrote {}", policy.display());
+    }
     let reference = PathBuf::from(
         env::args()
             .nth(2)
