@@ -4,7 +4,11 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::duration::parse_duration;
+pub use crate::output_format::OutputFormat;
+use crate::{
+    duration::parse_duration,
+    output_format::{OUTPUT_HELP, parse_output},
+};
 
 const ABOUT: &str =
     "Install platform providers onto edge clusters as sealed, durable Helm releases";
@@ -58,6 +62,12 @@ pub struct GlobalFlags {
     /// The kubeconfig context to use.
     #[arg(long, global = true, value_name = "NAME")]
     pub context: Option<String>,
+    /// The kubeconfig cluster to use (instead of the context's).
+    #[arg(long, global = true, value_name = "NAME")]
+    pub cluster: Option<String>,
+    /// The kubeconfig user to use (instead of the context's).
+    #[arg(long, global = true, value_name = "NAME")]
+    pub user: Option<String>,
     /// The namespace (organization) of the Workspace (default: the context's namespace).
     #[arg(short = 'n', long, global = true, value_name = "NAMESPACE")]
     pub namespace: Option<String>,
@@ -67,31 +77,24 @@ pub struct GlobalFlags {
     /// Act as this group (impersonation; repeat for several groups; needs --as).
     #[arg(long = "as-group", global = true, value_name = "GROUP")]
     pub as_groups: Vec<String>,
-    /// Output format.
     #[arg(
         short = 'o',
         long = "output",
         global = true,
-        value_enum,
-        default_value_t = OutputFormat::Table
+        value_name = "FORMAT",
+        value_parser = parse_output,
+        default_value = "table",
+        help = "Output format: table, wide, yaml, json, name, jsonpath=TEMPLATE, custom-columns=SPEC",
+        long_help = OUTPUT_HELP
     )]
     pub output: OutputFormat,
-}
-
-/// How results are printed.
-#[derive(ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum OutputFormat {
-    /// A table for people.
-    #[default]
-    Table,
-    /// A table with more columns.
-    Wide,
-    /// YAML of the objects.
-    Yaml,
-    /// JSON of the objects.
-    Json,
-    /// resource/name only.
-    Name,
+    /// Print tables (and custom columns) without their header line.
+    #[arg(long, global = true)]
+    pub no_headers: bool,
+    /// How long to wait for the API server: connecting and each answer (0 = no limit;
+    /// for example 30s, 1m).
+    #[arg(long, global = true, value_name = "DURATION", value_parser = parse_duration)]
+    pub request_timeout: Option<std::time::Duration>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -106,10 +109,15 @@ Examples:
   kubectl provider recipes podinfo
 
   # As YAML
-  kubectl provider recipes podinfo -o yaml")]
+  kubectl provider recipes podinfo -o yaml
+
+  # Names only, of the recipes with a label
+  kubectl provider recipes -l tier=platform -o jsonpath='{.items[*].metadata.name}'")]
     Recipes {
         /// Show this recipe only, in detail.
         name: Option<String>,
+        #[command(flatten)]
+        selector: SelectorFlag,
     },
 
     /// List the edges and whether you may install onto each (asked of the API server).
@@ -122,10 +130,15 @@ Examples:
   kubectl provider edges --as alice --as-group tenants
 
   # One edge, with its workspace UUID and API endpoint
-  kubectl provider edges edge-1 -o wide")]
+  kubectl provider edges edge-1 -o wide
+
+  # The edges of one region where you may install, as custom columns
+  kubectl provider edges -l region=eu -o custom-columns=EDGE:.edge.metadata.name,INSTALL:.install.allowed")]
     Edges {
         /// Show this edge only.
         name: Option<String>,
+        #[command(flatten)]
+        selector: SelectorFlag,
     },
 
     /// Install a recipe onto an edge: create or update a Workspace (server-side apply).
@@ -156,6 +169,14 @@ Examples:
   # Every Workspace in the namespace, or in all namespaces
   kubectl provider status
   kubectl provider status -A -o wide
+
+  # Only some, names only, or chosen columns
+  kubectl provider status -l team=observability --no-headers
+  kubectl provider status -o jsonpath='{.items[*].metadata.name}'
+  kubectl provider status -o custom-columns=NAME:.metadata.name,ATTEMPT:.spec.plan.attempt
+
+  # Watch the Workspaces change, one line per change, until Ctrl-C
+  kubectl provider status -w
 
   # Wait until the current attempt is ready or has failed
   kubectl provider status monitoring --wait --timeout 10m")]
@@ -202,7 +223,10 @@ A retry is refused while an attempt runs and after a success.")]
     #[command(after_help = "\
 Examples:
   kubectl provider history monitoring
-  kubectl provider history monitoring -o yaml")]
+  kubectl provider history monitoring -o yaml
+
+  # One row per attempt, chosen columns
+  kubectl provider history monitoring -o custom-columns=ATTEMPT:.attempt,RESULT:.result")]
     History {
         /// The Workspace.
         name: String,
@@ -271,7 +295,10 @@ Examples:
   kubectl-provider completion zsh > \"${fpath[1]}/_kubectl-provider\"
 
   # fish
-  kubectl-provider completion fish > ~/.config/fish/completions/kubectl-provider.fish")]
+  kubectl-provider completion fish > ~/.config/fish/completions/kubectl-provider.fish
+
+Through kubectl (1.26+), `kubectl provider <TAB>` completes once kubectl_complete-provider \
+(shipped beside kubectl-provider) is on PATH; no script is needed.")]
     Completion {
         /// The shell.
         #[arg(value_enum)]
@@ -323,11 +350,12 @@ pub struct OrgAddArgs {
     /// A group whose members are the organization's tenants (repeatable).
     #[arg(long = "group", value_name = "GROUP")]
     pub groups: Vec<String>,
-    /// A user who is one of the organization's tenants (repeatable).
-    #[arg(long = "user", value_name = "USER")]
+    /// A user who is one of the organization's tenants (repeatable). (`--user` chooses
+    /// the kubeconfig user, as in every kubectl command.)
+    #[arg(long = "tenant-user", value_name = "USER")]
     pub users: Vec<String>,
-    /// The installer's namespace.
-    #[arg(long, default_value = "providers-system")]
+    /// The installer's namespace (where the platform was installed).
+    #[arg(long, env = "PROVIDERS_NAMESPACE", default_value = "providers-system")]
     pub installer_namespace: String,
     /// The installer's ServiceAccount.
     #[arg(long, default_value = "providers-controller")]
@@ -335,6 +363,19 @@ pub struct OrgAddArgs {
     /// Print the objects (use -o yaml); apply nothing.
     #[arg(long)]
     pub dry_run: bool,
+}
+
+/// `-l/--selector` on commands that list.
+#[derive(Args, Debug, Clone, Default)]
+pub struct SelectorFlag {
+    /// List only the objects with these labels (for example -l team=a,tier!=test).
+    #[arg(
+        short = 'l',
+        long = "selector",
+        value_name = "SELECTOR",
+        conflicts_with = "name"
+    )]
+    pub selector: Option<String>,
 }
 
 /// The values a user passes, helm-style.
@@ -403,6 +444,11 @@ pub struct StatusArgs {
     #[arg(short = 'A', long = "all-namespaces", conflicts_with = "name")]
     pub all_namespaces: bool,
     #[command(flatten)]
+    pub selector: SelectorFlag,
+    /// After listing, print a line for every change until Ctrl-C (like kubectl get -w).
+    #[arg(short = 'w', long, conflicts_with = "wait")]
+    pub watch: bool,
+    #[command(flatten)]
     pub wait: WaitFlags,
 }
 
@@ -414,8 +460,14 @@ pub struct PlanArgs {
     /// sealed for this Workspace.
     #[arg(long)]
     pub verify: bool,
-    /// The namespace of the ConfigMap holding the public sealing keys.
-    #[arg(long, value_name = "NAMESPACE", default_value = "providers-system")]
+    /// The namespace of the ConfigMap holding the public sealing keys: where the platform
+    /// was installed.
+    #[arg(
+        long,
+        value_name = "NAMESPACE",
+        env = "PROVIDERS_NAMESPACE",
+        default_value = "providers-system"
+    )]
     pub keys_namespace: String,
     /// The ConfigMap holding the public sealing keys (entries `<keyID>.pem`).
     #[arg(long, value_name = "NAME", default_value = "providers-sealing-keys")]

@@ -41,24 +41,31 @@ where
 {
     match api::<K>(client, namespace).get(name).await {
         Ok(object) => parse(object),
-        Err(kube::Error::Api(status)) if status.code == 404 => {
-            let kind = K::kind(&()).to_lowercase();
-            let place = namespace
-                .map(|ns| format!(" in namespace {ns}"))
-                .unwrap_or_default();
-            let hint = match kind.as_str() {
-                "workspace" => "list them with: kubectl provider status",
-                "recipe" => "list them with: kubectl provider recipes",
-                "edge" => "list them with: kubectl provider edges",
-                _ => "check the name",
-            };
-            Err(user_error(
-                format!("{kind} {name:?} not found{place}"),
-                Some(hint.to_owned()),
-            ))
-        }
+        Err(kube::Error::Api(status)) if status.code == 404 => Err(not_found::<K>(namespace, name)),
         Err(e) => Err(e.into()),
     }
+}
+
+/// The error for an object that does not exist: where it was looked for, and how to list
+/// what there is.
+pub fn not_found<K: Resource<DynamicType = ()>>(
+    namespace: Option<&str>,
+    name: &str,
+) -> anyhow::Error {
+    let kind = K::kind(&()).to_lowercase();
+    let place = namespace
+        .map(|ns| format!(" in namespace {ns}"))
+        .unwrap_or_default();
+    let hint = match kind.as_str() {
+        "workspace" => "list them with: kubectl provider status",
+        "recipe" => "list them with: kubectl provider recipes",
+        "edge" => "list them with: kubectl provider edges",
+        _ => "check the name",
+    };
+    user_error(
+        format!("{kind} {name:?} not found{place}"),
+        Some(hint.to_owned()),
+    )
 }
 
 /// Reads one object if it exists.
@@ -77,15 +84,20 @@ where
 }
 
 /// Lists objects, sorted by namespace and name. `namespace: None` lists cluster-scoped
-/// kinds, or namespaced kinds in every namespace.
-pub async fn list<K>(client: &Client, namespace: Option<&str>) -> anyhow::Result<Vec<Fetched<K>>>
+/// kinds, or namespaced kinds in every namespace; `labels` is a label selector (`-l`).
+pub async fn list<K>(
+    client: &Client,
+    namespace: Option<&str>,
+    labels: Option<&str>,
+) -> anyhow::Result<Vec<Fetched<K>>>
 where
     K: Resource<DynamicType = ()> + DeserializeOwned,
 {
-    let listed = match api::<K>(client, namespace)
-        .list(&ListParams::default())
-        .await
-    {
+    let mut params = ListParams::default();
+    if let Some(labels) = labels {
+        params = params.labels(labels);
+    }
+    let listed = match api::<K>(client, namespace).list(&params).await {
         Ok(listed) => listed,
         // Listing a kind the server does not serve: the CRDs are not installed here.
         Err(kube::Error::Api(status)) if status.code == 404 => {

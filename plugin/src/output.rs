@@ -5,7 +5,7 @@ use std::io::Write;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::cli::OutputFormat;
+use crate::{cli::OutputFormat, report::user_error};
 
 /// A command's result, ready for each output format.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -20,6 +20,12 @@ pub struct Rendered {
     pub names: Vec<String>,
     /// Said on stderr in table formats when there is nothing to show.
     pub empty: Option<String>,
+    /// Whether the first line of `table` and `wide` is column headers (`--no-headers`
+    /// drops it). Detail views have none.
+    pub headers: bool,
+    /// The array in `data` whose elements are the rows of `-o custom-columns` (`items` of a
+    /// List); `None`: `data` is the one row.
+    pub rows_at: Option<&'static str>,
 }
 
 impl Rendered {
@@ -31,6 +37,21 @@ impl Rendered {
             table: text,
             names,
             empty: None,
+            headers: false,
+            rows_at: None,
+        }
+    }
+
+    /// The objects `-o custom-columns` prints one row for.
+    pub fn rows(&self) -> Vec<&Value> {
+        match self.rows_at {
+            Some(key) => self
+                .data
+                .get(key)
+                .and_then(Value::as_array)
+                .map(|items| items.iter().collect())
+                .unwrap_or_default(),
+            None => vec![&self.data],
         }
     }
 }
@@ -56,25 +77,53 @@ pub fn to_json(value: &impl Serialize) -> anyhow::Result<String> {
 }
 
 /// Prints a result in the chosen format: the result on stdout, an "empty" note on stderr.
+/// `no_headers` leaves out the header line of tables.
 pub fn print(
-    format: OutputFormat,
+    format: &OutputFormat,
+    no_headers: bool,
     rendered: &Rendered,
     out: &mut impl Write,
     err: &mut impl Write,
 ) -> anyhow::Result<()> {
+    let say_empty = |err: &mut dyn Write| -> std::io::Result<()> {
+        match &rendered.empty {
+            Some(note) => writeln!(err, "{note}"),
+            None => Ok(()),
+        }
+    };
     match format {
         OutputFormat::Table | OutputFormat::Wide => {
-            let text = if format == OutputFormat::Wide {
+            let text = if *format == OutputFormat::Wide {
                 &rendered.wide
             } else {
                 &rendered.table
             };
             if text.is_empty() {
-                if let Some(note) = &rendered.empty {
-                    writeln!(err, "{note}")?;
-                }
+                say_empty(err)?;
+            } else if no_headers && rendered.headers {
+                out.write_all(
+                    text.split_once('\n')
+                        .map_or("", |(_, rows)| rows)
+                        .as_bytes(),
+                )?;
             } else {
                 out.write_all(text.as_bytes())?;
+            }
+        }
+        OutputFormat::JsonPath(template) => {
+            out.write_all(template.render(&rendered.data).as_bytes())?
+        }
+        OutputFormat::CustomColumns(columns) => {
+            let rows = rendered.rows();
+            if rows.is_empty() {
+                say_empty(err)?;
+            } else if rows.iter().any(|row| !row.is_object()) {
+                return Err(user_error(
+                    "-o custom-columns: this command's result has no objects to print as rows",
+                    Some("use -o json to see it, or -o jsonpath=TEMPLATE".to_owned()),
+                ));
+            } else {
+                out.write_all(columns.render(&rows, !no_headers).as_bytes())?;
             }
         }
         OutputFormat::Yaml => out.write_all(serde_yaml::to_string(&rendered.data)?.as_bytes())?,
@@ -99,12 +148,111 @@ mod tests {
             wide: "W\n".into(),
             names: vec!["x.g/a".into(), "x.g/b".into()],
             empty: None,
+            headers: false,
+            rows_at: None,
         }
     }
 
-    fn printed(format: OutputFormat, r: &Rendered) -> (String, String) {
+    fn listed() -> Rendered {
+        Rendered {
+            data: list(vec![
+                json!({"metadata": {"name": "a"}, "status": {"phase": "Failed"}}),
+                json!({"metadata": {"name": "b"}}),
+            ]),
+            table: "NAME   PHASE\na      Failed\nb      -\n".into(),
+            wide: "NAME   PHASE   X\na      Failed  1\nb      -       2\n".into(),
+            names: vec![],
+            empty: Some("No things found.".into()),
+            headers: true,
+            rows_at: Some("items"),
+        }
+    }
+
+    fn format(text: &str) -> OutputFormat {
+        crate::output_format::parse_output(text).unwrap()
+    }
+
+    #[test]
+    fn no_headers_drops_the_header_line_of_tables_only() {
+        let r = listed();
+        assert_eq!(
+            printed_with(OutputFormat::Table, true, &r).0,
+            "a      Failed\nb      -\n"
+        );
+        assert_eq!(
+            printed_with(OutputFormat::Wide, true, &r).0,
+            "a      Failed  1\nb      -       2\n"
+        );
+        // A detail view has no header to drop.
+        assert_eq!(printed_with(OutputFormat::Table, true, &sample()).0, "T\n");
+    }
+
+    #[test]
+    fn jsonpath_reads_the_json_that_json_prints() {
+        let r = listed();
+        assert_eq!(
+            printed(format("jsonpath={.items[*].metadata.name}"), &r).0,
+            "a b"
+        );
+        assert_eq!(printed(format("jsonpath={.kind}"), &sample()).0, "");
+    }
+
+    #[test]
+    fn custom_columns_print_a_row_per_listed_object() {
+        let r = listed();
+        let columns = format("custom-columns=NAME:.metadata.name,PHASE:.status.phase");
+        assert_eq!(
+            printed(columns.clone(), &r).0,
+            "NAME   PHASE\na      Failed\nb      <none>\n"
+        );
+        assert_eq!(
+            printed_with(columns.clone(), true, &r).0,
+            "a   Failed\nb   <none>\n"
+        );
+        let empty = Rendered {
+            data: list(vec![]),
+            ..listed()
+        };
+        assert_eq!(
+            printed(columns, &empty),
+            (String::new(), "No things found.\n".into())
+        );
+        // A single object is one row.
+        assert_eq!(
+            printed(format("custom-columns=B:.a.b"), &sample()).0,
+            "B\n[1,2]\n"
+        );
+    }
+
+    #[test]
+    fn custom_columns_of_a_result_without_objects_is_an_error() {
+        let r = Rendered {
+            data: json!({"attempts": [1, 2]}),
+            rows_at: Some("attempts"),
+            ..sample()
+        };
         let (mut out, mut err) = (Vec::new(), Vec::new());
-        print(format, r, &mut out, &mut err).unwrap();
+        let error = print(
+            &format("custom-columns=A:.a"),
+            false,
+            &r,
+            &mut out,
+            &mut err,
+        )
+        .unwrap_err();
+        assert!(
+            error.to_string().starts_with("-o custom-columns:"),
+            "{error}"
+        );
+    }
+
+    fn printed(format: OutputFormat, r: &Rendered) -> (String, String) {
+        printed_with(format, false, r)
+    }
+
+    fn printed_with(format: OutputFormat, no_headers: bool, r: &Rendered) -> (String, String) {
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        print(&format, no_headers, r, &mut out, &mut err).unwrap();
         (
             String::from_utf8(out).unwrap(),
             String::from_utf8(err).unwrap(),

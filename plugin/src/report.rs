@@ -56,12 +56,22 @@ pub fn report(error: &anyhow::Error, server: Option<&str>) -> Report {
         )
     });
     if transport {
+        let timed_out = error.chain().any(|cause| {
+            cause.is::<tokio::time::error::Elapsed>()
+                || cause
+                    .downcast_ref::<std::io::Error>()
+                    .is_some_and(|e| e.kind() == std::io::ErrorKind::TimedOut)
+        });
         // The innermost cause says what actually went wrong (refused, TLS, DNS).
-        let root = error
-            .chain()
-            .last()
-            .map(|c| c.to_string())
-            .unwrap_or_default();
+        let root = if timed_out {
+            "no answer within the request timeout (--request-timeout)".to_owned()
+        } else {
+            error
+                .chain()
+                .last()
+                .map(|c| c.to_string())
+                .unwrap_or_default()
+        };
         let at = server.map(|s| format!(" at {s}")).unwrap_or_default();
         return Report {
             message: one_line(&format!(

@@ -1,17 +1,19 @@
 //! Tables the way kubectl prints them: upper-case headers, columns padded to their widest
 //! cell and separated by three spaces, no trailing white space; `-o wide` adds columns.
 
+use std::borrow::Cow;
+
 /// A column: its header and whether it shows only with `-o wide`.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Column {
-    pub header: &'static str,
+    pub header: Cow<'static, str>,
     pub wide_only: bool,
 }
 
 /// A column shown in every table output.
 pub const fn col(header: &'static str) -> Column {
     Column {
-        header,
+        header: Cow::Borrowed(header),
         wide_only: false,
     }
 }
@@ -19,8 +21,16 @@ pub const fn col(header: &'static str) -> Column {
 /// A column shown only with `-o wide`.
 pub const fn wide(header: &'static str) -> Column {
     Column {
-        header,
+        header: Cow::Borrowed(header),
         wide_only: true,
+    }
+}
+
+/// A column whose header is only known at run time (`-o custom-columns`).
+pub fn named(header: String) -> Column {
+    Column {
+        header: Cow::Owned(header),
+        wide_only: false,
     }
 }
 
@@ -52,20 +62,40 @@ impl Table {
         self.render_indented(wide, "")
     }
 
+    /// The rows only, without the header line (`--no-headers`); nothing for no rows.
+    pub fn render_rows(&self, wide: bool) -> String {
+        if self.rows.is_empty() {
+            return String::new();
+        }
+        self.lines(wide, "", false)
+    }
+
     /// The table's text with every line indented (for tables inside a detail view).
     pub fn render_indented(&self, wide: bool, indent: &str) -> String {
+        self.lines(wide, indent, true)
+    }
+
+    fn lines(&self, wide: bool, indent: &str, headers: bool) -> String {
         let shown: Vec<usize> = (0..self.columns.len())
             .filter(|&i| wide || !self.columns[i].wide_only)
             .collect();
         let cell = |row: &Vec<String>, i: usize| -> String {
-            // One line per row whatever the text: a newline would break the columns.
+            // One line per row whatever the text: a newline would break the columns. Cells
+            // carry text from the cluster (Events, annotations through custom columns):
+            // no escape sequence reaches the terminal.
             row.get(i)
-                .map(|c| c.replace(['\n', '\r', '\t'], " "))
+                .map(|c| providers::text::for_terminal(c).replace(['\n', '\r', '\t'], " "))
                 .unwrap_or_default()
         };
         let mut widths: Vec<usize> = shown
             .iter()
-            .map(|&i| self.columns[i].header.chars().count())
+            .map(|&i| {
+                if headers {
+                    self.columns[i].header.chars().count()
+                } else {
+                    0
+                }
+            })
             .collect();
         for row in &self.rows {
             for (w, &i) in widths.iter_mut().zip(&shown) {
@@ -75,9 +105,9 @@ impl Table {
         let mut out = String::new();
         let header: Vec<String> = shown
             .iter()
-            .map(|&i| self.columns[i].header.to_owned())
+            .map(|&i| self.columns[i].header.to_string())
             .collect();
-        for cells in std::iter::once(header).chain(
+        for cells in std::iter::once(header).filter(|_| headers).chain(
             self.rows
                 .iter()
                 .map(|row| shown.iter().map(|&i| cell(row, i)).collect()),
@@ -159,11 +189,38 @@ mod tests {
     }
 
     #[test]
+    fn cells_from_the_cluster_carry_no_escape_sequences() {
+        let mut table = Table::new(&[col("REASON"), col("MESSAGE")]);
+        table.push(vec![
+            "Ready\u{1b}]52;c;cm0gLXJmIH4=\u{7}".into(),
+            "\u{1b}[2K\u{1b}[1Afaked\nline".into(),
+        ]);
+        let out = table.render(false);
+        assert!(!out.contains('\u{1b}') && !out.contains('\u{7}'), "{out:?}");
+        assert!(
+            out.contains("Ready") && out.contains("faked line"),
+            "{out:?}"
+        );
+    }
+
+    #[test]
     fn wide_adds_its_columns() {
         assert_eq!(
             sample().render(true),
             "NAME          EXTRA   PHASE\na             x       Succeeded\nlonger-name   yy      Failed\n"
         );
+    }
+
+    #[test]
+    fn rows_alone_pad_to_their_own_cells() {
+        assert_eq!(
+            sample().render_rows(false),
+            "a             Succeeded\nlonger-name   Failed\n"
+        );
+        let mut table = Table::new(&[named("Who".into()), col("N")]);
+        table.push(vec!["x".into(), "1".into()]);
+        assert_eq!(table.render(false), "Who   N\nx     1\n");
+        assert_eq!(table.render_rows(false), "x   1\n");
     }
 
     #[test]

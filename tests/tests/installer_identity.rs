@@ -215,6 +215,30 @@ fn onboarding_gives_the_installer_its_rights_and_removing_takes_them() -> anyhow
     refused("-n org-z create serviceaccount provider-z", "")
         .context("nothing exists before it is applied")?;
 
+    // Rights for an account that is not the installer as installed are refused: that
+    // account would hold them outside the installer's confinement policy.
+    let elsewhere = plugin::run(
+        platform_admin,
+        &[
+            "org",
+            "add",
+            "org-z",
+            "--group",
+            "org-z-engineers",
+            "--installer-namespace",
+            "elsewhere",
+        ],
+    )?;
+    ensure!(
+        elsewhere.code != 0
+            && elsewhere
+                .stderr
+                .contains("the installer runs as providers-system/providers-controller, not elsewhere/providers-controller"),
+        "{elsewhere:?}"
+    );
+    refused("-n org-z create serviceaccount provider-z", "")
+        .context("nothing was applied for the wrong account")?;
+
     plugin::run(
         platform_admin,
         &["org", "add", "org-z", "--group", "org-z-engineers"],

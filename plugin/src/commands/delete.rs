@@ -45,7 +45,7 @@ pub async fn run(ctx: &Ctx, args: DeleteArgs) -> anyhow::Result<()> {
         vec![name_of(&item.typed)],
     ))?;
     if args.wait {
-        wait::until_deleted(client, namespace, &args.name, args.timeout).await?;
+        wait::until_deleted(&ctx.conn, namespace, &args.name, args.timeout).await?;
         ctx.say(&format!("{} is gone", name_of(&item.typed)))?;
     }
     Ok(())

@@ -10,17 +10,18 @@ use kube::{Api, Client, ResourceExt, api::PostParams};
 use providers::api::{Edge, GROUP};
 
 use crate::{
+    cli::SelectorFlag,
     commands::Ctx,
     objects,
     report::report,
     views::edges::{Access, edge_list},
 };
 
-pub async fn run(ctx: &Ctx, name: Option<String>) -> anyhow::Result<()> {
+pub async fn run(ctx: &Ctx, name: Option<String>, selector: SelectorFlag) -> anyhow::Result<()> {
     let client = &ctx.conn.client;
     let edges = match name {
         Some(name) => vec![objects::get::<Edge>(client, None, &name).await?],
-        None => objects::list::<Edge>(client, None).await?,
+        None => objects::list::<Edge>(client, None, selector.selector.as_deref()).await?,
     };
     // A few reviews at a time: quick for a handful of edges, gentle on the API server for many.
     let access: Vec<Access> = stream::iter(

@@ -1,5 +1,6 @@
 //! One module per subcommand; each reads, decides with the plain functions, and prints.
 
+pub mod complete;
 mod completion;
 mod delete;
 mod edges;
@@ -12,6 +13,7 @@ mod recipes;
 mod retry;
 mod set;
 mod status;
+mod status_watch;
 mod target;
 mod values_input;
 mod version;
@@ -32,14 +34,15 @@ pub struct Ctx {
 }
 
 impl Ctx {
-    pub fn output(&self) -> OutputFormat {
-        self.global.output
+    pub fn output(&self) -> &OutputFormat {
+        &self.global.output
     }
 
     /// Prints a result in the chosen output format.
     pub fn print(&self, rendered: &Rendered) -> anyhow::Result<()> {
         print(
-            self.global.output,
+            &self.global.output,
+            self.global.no_headers,
             rendered,
             &mut std::io::stdout().lock(),
             &mut std::io::stderr().lock(),
@@ -49,7 +52,7 @@ impl Ctx {
     /// Prints a line for people (table formats only; scripts asking for yaml, json or
     /// names get just that on stdout).
     pub fn say(&self, line: &str) -> anyhow::Result<()> {
-        if matches!(self.global.output, OutputFormat::Table | OutputFormat::Wide) {
+        if self.global.output.is_table() {
             writeln!(std::io::stdout().lock(), "{line}")?;
         }
         Ok(())
@@ -67,15 +70,15 @@ pub async fn run(cli: Cli, server: &mut Option<String>) -> anyhow::Result<()> {
     // Commands that need no API server.
     match &cli.command {
         Command::Completion { shell } => return completion::run(*shell),
-        Command::Version => return version::run(global.output),
+        Command::Version => return version::run(&global.output, global.no_headers),
         _ => {}
     }
     let conn = connect(&global).await?;
     *server = Some(conn.server.clone());
     let ctx = Ctx { conn, global };
     match cli.command {
-        Command::Recipes { name } => recipes::run(&ctx, name).await,
-        Command::Edges { name } => edges::run(&ctx, name).await,
+        Command::Recipes { name, selector } => recipes::run(&ctx, name, selector).await,
+        Command::Edges { name, selector } => edges::run(&ctx, name, selector).await,
         Command::Install(args) => install::run(&ctx, args).await,
         Command::Status(args) => status::run(&ctx, args).await,
         Command::Plan(args) => plan::run(&ctx, args).await,

@@ -6,7 +6,10 @@
 //! namespace and its Workspaces; `list` shows the organizations and whether the installer
 //! serves each.
 
-use k8s_openapi::api::{core::v1::Namespace, rbac::v1::RoleBinding};
+use k8s_openapi::api::{
+    core::v1::Namespace,
+    rbac::v1::{ClusterRoleBinding, RoleBinding, Subject},
+};
 use kube::{
     Api, Resource, ResourceExt,
     api::{DeleteParams, ListParams, Patch, PatchParams},
@@ -25,6 +28,36 @@ use crate::{
     table::{Table, col},
 };
 
+/// The installer's cluster-wide binding (manifests/controller/rbac.yaml, the chart): its
+/// ServiceAccount subject is the installer as installed.
+const INSTALLER_CLUSTER_BINDING: &str = "providers-controller";
+
+/// The installer's ServiceAccount as installed (namespace, name), if its cluster binding
+/// can be read.
+async fn installed_installer(ctx: &Ctx) -> anyhow::Result<Option<(String, String)>> {
+    let binding = Api::<ClusterRoleBinding>::all(ctx.conn.client.clone())
+        .get_opt(INSTALLER_CLUSTER_BINDING)
+        .await;
+    let binding = match binding {
+        Ok(binding) => binding,
+        // Not the caller's to read: nothing to compare with.
+        Err(kube::Error::Api(status)) if status.code == 403 => None,
+        Err(error) => return Err(error.into()),
+    };
+    Ok(binding
+        .and_then(|b| b.subjects)
+        .into_iter()
+        .flatten()
+        .find(|s| s.kind == "ServiceAccount")
+        .map(|s| (s.namespace.unwrap_or_default(), s.name)))
+}
+
+fn is_account(subject: &Subject, (namespace, name): &(String, String)) -> bool {
+    subject.kind == "ServiceAccount"
+        && subject.name == *name
+        && subject.namespace.as_deref() == Some(namespace.as_str())
+}
+
 pub async fn run(ctx: &Ctx, command: OrgCommand) -> anyhow::Result<()> {
     match command {
         OrgCommand::Add(args) => add(ctx, args).await,
@@ -37,14 +70,17 @@ async fn add(ctx: &Ctx, args: OrgAddArgs) -> anyhow::Result<()> {
     if args.groups.is_empty() && args.users.is_empty() {
         return Err(user_error(
             format!("organization {}: name its tenants", args.name),
-            Some("pass --group GROUP or --user USER (repeatable)".to_owned()),
+            Some("pass --group GROUP or --tenant-user USER (repeatable)".to_owned()),
         ));
     }
     let objects = onboarding(&Organization {
         name: args.name.clone(),
         groups: args.groups,
         users: args.users,
-        installer: (args.installer_namespace, args.installer_service_account),
+        installer: (
+            args.installer_namespace.clone(),
+            args.installer_service_account.clone(),
+        ),
     });
     let data = list(vec![
         serde_json::to_value(&objects.namespace)?,
@@ -61,6 +97,26 @@ async fn add(ctx: &Ctx, args: OrgAddArgs) -> anyhow::Result<()> {
         ),
     ];
     if !args.dry_run {
+        // Rights bound to an account that is not the installer would be held by an
+        // identity the installer's confinement policy does not confine.
+        let wanted = (
+            args.installer_namespace.clone(),
+            args.installer_service_account.clone(),
+        );
+        if let Some(installed) = installed_installer(ctx).await?
+            && installed != wanted
+        {
+            return Err(user_error(
+                format!(
+                    "organization {}: the installer runs as {}/{}, not {}/{}",
+                    args.name, installed.0, installed.1, wanted.0, wanted.1
+                ),
+                Some(format!(
+                    "pass --installer-namespace {} --installer-service-account {} (or set PROVIDERS_NAMESPACE={})",
+                    installed.0, installed.1, installed.0
+                )),
+            ));
+        }
         let client = &ctx.conn.client;
         let apply = PatchParams::apply(FIELD_MANAGER);
         Api::<Namespace>::all(client.clone())
@@ -123,18 +179,31 @@ async fn list_organizations(ctx: &Ctx) -> anyhow::Result<()> {
         .list(&ListParams::default().labels(&format!("{ORGANIZATION_LABEL}=true")))
         .await?
         .items;
+    let installed = installed_installer(ctx).await?;
     let mut table = Table::new(&[col("NAME"), col("INSTALLER")]);
     let mut items = Vec::new();
     for namespace in &namespaces {
         let name = namespace.name_any();
-        let served = Api::<RoleBinding>::namespaced(client.clone(), &name)
+        let binding = Api::<RoleBinding>::namespaced(client.clone(), &name)
             .get_opt(INSTALLER_BINDING)
-            .await?
-            .is_some();
-        table.push(vec![
-            name.clone(),
-            if served { "bound" } else { "missing" }.to_owned(),
-        ]);
+            .await?;
+        // Bound to the installer as installed, when that can be read; a binding to any
+        // other account serves nobody and grants someone else the installer's rights.
+        let bound_to_installer = binding.as_ref().is_some_and(|b| {
+            installed.as_ref().is_none_or(|installed| {
+                b.subjects
+                    .iter()
+                    .flatten()
+                    .any(|subject| is_account(subject, installed))
+            })
+        });
+        let served = binding.is_some() && bound_to_installer;
+        let state = match (binding.is_some(), bound_to_installer) {
+            (false, _) => "missing",
+            (true, true) => "bound",
+            (true, false) => "bound to another account",
+        };
+        table.push(vec![name.clone(), state.to_owned()]);
         items.push(json!({"name": name, "installerBound": served}));
     }
     let mut rendered = Rendered::text(
@@ -145,6 +214,8 @@ async fn list_organizations(ctx: &Ctx) -> anyhow::Result<()> {
             .map(|n| resource_name(&Namespace::kind(&()), "", &n.name_any()))
             .collect(),
     );
+    rendered.headers = true;
+    rendered.rows_at = Some("items");
     if namespaces.is_empty() {
         rendered = Rendered {
             empty: Some("No organizations: onboard one with kubectl provider org add".into()),

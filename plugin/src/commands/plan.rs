@@ -5,7 +5,7 @@ use kube::{Api, Client};
 use providers::{api::Workspace, seal::Keyring};
 
 use crate::{
-    cli::{OutputFormat, PlanArgs},
+    cli::PlanArgs,
     commands::Ctx,
     objects,
     report::{report, user_error},
@@ -32,7 +32,7 @@ pub async fn run(ctx: &Ctx, args: PlanArgs) -> anyhow::Result<()> {
                 Some("do not trust this plan; the installer refuses to run it. Ask the platform team".to_owned()),
             )
         })?;
-        if !matches!(ctx.output(), OutputFormat::Table | OutputFormat::Wide) {
+        if !ctx.output().is_table() {
             ctx.note(&format!(
                 "plan verified: signed by published key {key}, sealed for this Workspace"
             ));

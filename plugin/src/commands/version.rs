@@ -7,7 +7,7 @@ use crate::{
     output::{Rendered, print},
 };
 
-pub fn run(format: OutputFormat) -> anyhow::Result<()> {
+pub fn run(format: &OutputFormat, no_headers: bool) -> anyhow::Result<()> {
     let version = env!("CARGO_PKG_VERSION");
     let api = format!("{}/{}", providers::api::GROUP, providers::api::VERSION);
     let text = format!("kubectl-provider v{version} (API {api})\n");
@@ -18,6 +18,7 @@ pub fn run(format: OutputFormat) -> anyhow::Result<()> {
     );
     print(
         format,
+        no_headers,
         &rendered,
         &mut std::io::stdout().lock(),
         &mut std::io::stderr().lock(),

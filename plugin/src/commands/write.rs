@@ -87,13 +87,8 @@ pub async fn report(
         ));
     };
     ctx.say(&line)?;
-    let done = wait::until_done(
-        &ctx.conn.client,
-        &ctx.conn.namespace,
-        write_name(result),
-        timeout,
-    )
-    .await?;
+    let done =
+        wait::until_done(&ctx.conn, &ctx.conn.namespace, write_name(result), timeout).await?;
     let text = match wait_outcome(&done.typed) {
         Wait::Ready(summary) => format!("{name} is ready: {summary}\n"),
         _ => format!("{name} is ready\n"),

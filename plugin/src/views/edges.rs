@@ -79,6 +79,8 @@ pub fn edge_list(edges: &[(Fetched<Edge>, Access)]) -> Rendered {
             .map(|(e, _)| resource_name("Edge", &Edge::group(&()), &e.typed.name_any()))
             .collect(),
         empty: Some("No edges found: the platform has not registered any yet.".to_owned()),
+        headers: true,
+        rows_at: Some("edges"),
     }
 }
 

@@ -3,6 +3,7 @@
 //! [`Rendered`]: crate::output::Rendered
 
 pub mod edges;
+pub mod events;
 pub mod plan;
 pub mod recipes;
 pub mod workspaces;

@@ -51,6 +51,8 @@ pub fn recipe_list(recipes: &[Fetched<Recipe>]) -> Rendered {
         wide: table.render(true),
         names: recipes.iter().map(|r| name_of(&r.typed)).collect(),
         empty: Some("No recipes found: the platform has not published any yet.".to_owned()),
+        headers: true,
+        rows_at: Some("items"),
     }
 }
 

@@ -86,6 +86,8 @@ pub fn status_list(
         } else {
             format!("No workspaces found in namespace {namespace}.")
         }),
+        headers: true,
+        rows_at: Some("items"),
     }
 }
 
@@ -238,6 +240,8 @@ pub fn history(item: &Fetched<Workspace>) -> Rendered {
         wide: table.render(true),
         names: vec![name_of(ws)],
         empty: Some(empty),
+        headers: true,
+        rows_at: Some("attempts"),
     }
 }
 
@@ -290,6 +294,8 @@ pub fn target(item: &Fetched<Workspace>) -> Rendered {
         wide: table.render(true),
         names: vec![name_of(ws)],
         empty: None,
+        headers: true,
+        rows_at: None,
     }
 }
 
