@@ -1,6 +1,7 @@
 //! `kubectl provider`: install and inspect sealed provider Workspaces.
 #![forbid(unsafe_code)]
 
+mod access;
 mod cli;
 mod columns;
 mod commands;

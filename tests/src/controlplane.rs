@@ -29,6 +29,8 @@ use crate::{binaries, kubeconfig, pki, ports::free_port, users::User};
 
 /// The ClusterRole the manifests give tenants to read recipes and edges; bound to group `tenants`.
 pub const CATALOG_CLUSTER_ROLE: &str = "providers-catalog-reader";
+/// The ClusterRole granting `use` on every recipe (manifests/rbac/tenant.yaml).
+pub const RECIPE_USER_CLUSTER_ROLE: &str = "providers-recipe-user";
 
 /// Everything a client needs to reach a control plane.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -282,7 +284,8 @@ impl ControlPlane {
     }
 
     /// The platform admins' binding, the organizations `org-a` (alice) and `org-b` (bob),
-    /// onboarded as `kubectl provider org add` does it, and the catalog readers' binding.
+    /// onboarded as `kubectl provider org add` does it with each one's recipe grant, and
+    /// the catalog readers' binding.
     async fn bootstrap(&self) -> anyhow::Result<()> {
         let client = self.info.client(User::Admin).await?;
         let create = PostParams::default();
@@ -296,6 +299,14 @@ impl ControlPlane {
         for user in [User::Alice, User::Bob] {
             let org = user.org().context("tenants have an org")?;
             onboard(&client, org, &[user.name()]).await?;
+            // Every recipe, for each organization's tenants, as docs/security.md shows
+            // (a platform grants one recipe with resourceNames instead).
+            let recipes: ClusterRoleBinding = serde_json::from_value(serde_json::json!({
+                "metadata": { "name": format!("providers-recipe-users-{org}") },
+                "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": RECIPE_USER_CLUSTER_ROLE },
+                "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user.name() }],
+            }))?;
+            bindings.create(&create, &recipes).await?;
         }
         let catalog: ClusterRoleBinding = serde_json::from_value(serde_json::json!({
             "metadata": { "name": "providers-catalog-readers" },

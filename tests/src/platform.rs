@@ -92,3 +92,30 @@ pub async fn grant_install(admin: &Client, user: &str, edge: &str) -> anyhow::Re
         .context("install binding")?;
     Ok(())
 }
+
+/// Grants `user` the `use` verb on the Recipe `recipe` only, as a platform team grants one
+/// recipe to one team (docs/security.md).
+pub async fn grant_use(admin: &Client, user: &str, recipe: &str) -> anyhow::Result<()> {
+    let name = format!("providers-use-{recipe}-{user}");
+    let apply = PatchParams::apply("platform").force();
+    let role: ClusterRole = serde_json::from_value(json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": name},
+        "rules": [{"apiGroups": ["providers.platform.dev"], "resources": ["recipes"], "resourceNames": [recipe], "verbs": ["use"]}]
+    }))?;
+    Api::<ClusterRole>::all(admin.clone())
+        .patch(&name, &apply, &Patch::Apply(&role))
+        .await
+        .context("use role")?;
+    let binding: ClusterRoleBinding = serde_json::from_value(json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]
+    }))?;
+    Api::<ClusterRoleBinding>::all(admin.clone())
+        .patch(&name, &apply, &Patch::Apply(&binding))
+        .await
+        .context("use binding")?;
+    Ok(())
+}

@@ -67,6 +67,50 @@ async fn nothing_on_the_edge(edge: &Client, namespace: &str) -> anyhow::Result<(
     Ok(())
 }
 
+/// Issue 16: the owner of a sealed plan must still be allowed to `use` its Recipe when the
+/// installer is about to start the attempt (a grant revoked after sealing). carol holds
+/// `install` on the edge but no recipe: her attempt is refused with the recipe and the rule
+/// to ask for, and nothing is created; granted that recipe, her next attempt runs.
+#[tokio::test]
+async fn the_recipe_grant_is_asked_again_before_the_attempt_starts() -> anyhow::Result<()> {
+    let case = "reuse";
+    let env = env().await?;
+    let hub = env.hub_admin().await?;
+    let edge = env.edge_admin().await?;
+    let namespace = "reuse-hello";
+    let spec = PlanSpec::hello(case, "org-a", "reuse-demo", namespace);
+    platform::grant_install(&hub, "carol", installer::EDGE).await?;
+    let mut plan = env.plan(&spec, 1, "");
+    plan.owner.username = "carol".into();
+    plan.owner.uid = "uid-carol".into();
+    let recipe = plan.provider.clone();
+    let _controller = env.controller_for(case).await?;
+    let created = env.create_workspace(&hub, &spec, plan).await?;
+    let refused = wait_workspace(&hub, "org-a", "reuse-demo", "NotAuthorized", |ws| {
+        has_condition(ws, "Failed", "True", "NotAuthorized")
+    })
+    .await?;
+    ensure!(status_of(&refused).job_result == Some(JobResult::Rejected));
+    let message = failed_message(&refused);
+    ensure!(
+        message.contains(&format!("\"carol\" may no longer use recipe \"{recipe}\""))
+            && message.contains(&format!("the `use` verb on recipes/{recipe}")),
+        "{message}"
+    );
+    nothing_on_the_edge(&edge, namespace).await?;
+
+    platform::grant_use(&hub, "carol", &recipe).await?;
+    let mut second = env.plan(&spec, 2, &created.uid().context("uid")?);
+    second.owner.username = "carol".into();
+    second.owner.uid = "uid-carol".into();
+    installer::retry(&hub, "org-a", "reuse-demo", env.seal(second)?).await?;
+    wait_workspace(&hub, "org-a", "reuse-demo", "attempt 2 installed", |ws| {
+        status_of(ws).attempt == Some(2) && has_condition(ws, "Ready", "True", "Installed")
+    })
+    .await?;
+    Ok(())
+}
+
 /// Issue 9.5: the owner of a sealed plan must still hold `install` on its edge when the
 /// installer is about to start the attempt. Bob holds no grant: his attempt is refused
 /// with the reason and nothing is created; once the platform grants it, his next attempt

@@ -1,6 +1,6 @@
 //! RBAC questions asked as a user, by SubjectAccessReview: may this user `install` onto
-//! this exact edge? The webhook asks when it seals a plan, the installer again before it
-//! uses its edge credential for the attempt.
+//! this exact edge, and `use` this exact Recipe? The webhook asks when it seals a plan, the
+//! installer again before it uses its edge credential for the attempt.
 
 use std::time::Duration;
 
@@ -18,10 +18,24 @@ const TIMEOUT: Duration = Duration::from_secs(4);
 /// RBAC's answer, or why there is none.
 pub type Answer = Result<bool, String>;
 
+/// The verb tenants are granted on `recipes` (all of them, or `resourceNames: [<recipe>]`).
+pub const USE_VERB: &str = "use";
+
 /// Asks the API server whether `user` (name, UID, groups and extra, exactly as
 /// authenticated) may install onto `edge`. Org membership grants nothing here: only RBAC on
 /// that edge does.
 pub async fn can_install(client: &Client, user: &UserInfo, edge: &str) -> Answer {
+    may(client, user, "edges", INSTALL_VERB, edge).await
+}
+
+/// Asks the API server whether `user` may use the Recipe `recipe`: install what it
+/// offers, on any edge they may install onto.
+pub async fn can_use_recipe(client: &Client, user: &UserInfo, recipe: &str) -> Answer {
+    may(client, user, "recipes", USE_VERB, recipe).await
+}
+
+/// One SubjectAccessReview: `verb` on `resource/name` in the API group, as `user`.
+async fn may(client: &Client, user: &UserInfo, resource: &str, verb: &str, name: &str) -> Answer {
     let review = SubjectAccessReview {
         spec: SubjectAccessReviewSpec {
             user: user.username.clone(),
@@ -30,9 +44,9 @@ pub async fn can_install(client: &Client, user: &UserInfo, edge: &str) -> Answer
             extra: user.extra.clone(),
             resource_attributes: Some(ResourceAttributes {
                 group: Some(GROUP.to_owned()),
-                resource: Some("edges".to_owned()),
-                verb: Some(INSTALL_VERB.to_owned()),
-                name: Some(edge.to_owned()),
+                resource: Some(resource.to_owned()),
+                verb: Some(verb.to_owned()),
+                name: Some(name.to_owned()),
                 ..Default::default()
             }),
             ..Default::default()

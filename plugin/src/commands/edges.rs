@@ -3,18 +3,15 @@
 //! makes with a SubjectAccessReview).
 
 use futures::{StreamExt, stream};
-use k8s_openapi::api::authorization::v1::{
-    ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
-};
-use kube::{Api, Client, ResourceExt, api::PostParams};
-use providers::api::{Edge, GROUP};
+use kube::{Client, ResourceExt};
+use providers::api::Edge;
 
 use crate::{
+    access::{self, Access},
     cli::SelectorFlag,
     commands::Ctx,
     objects,
-    report::report,
-    views::edges::{Access, edge_list},
+    views::edges::edge_list,
 };
 
 pub async fn run(ctx: &Ctx, name: Option<String>, selector: SelectorFlag) -> anyhow::Result<()> {
@@ -38,32 +35,5 @@ pub async fn run(ctx: &Ctx, name: Option<String>, selector: SelectorFlag) -> any
 }
 
 async fn may_install(client: &Client, edge: String) -> Access {
-    let review = SelfSubjectAccessReview {
-        spec: SelfSubjectAccessReviewSpec {
-            resource_attributes: Some(ResourceAttributes {
-                group: Some(GROUP.to_owned()),
-                resource: Some("edges".to_owned()),
-                verb: Some("install".to_owned()),
-                name: Some(edge),
-                ..ResourceAttributes::default()
-            }),
-            ..SelfSubjectAccessReviewSpec::default()
-        },
-        ..SelfSubjectAccessReview::default()
-    };
-    let api: Api<SelfSubjectAccessReview> = Api::all(client.clone());
-    match api.create(&PostParams::default(), &review).await {
-        Ok(answer) => {
-            let status = answer.status.unwrap_or_default();
-            let reason = status.reason.unwrap_or_default();
-            if status.allowed {
-                Access::Allowed { reason }
-            } else {
-                Access::Denied { reason }
-            }
-        }
-        Err(e) => Access::Unknown {
-            error: report(&e.into(), None).message,
-        },
-    }
+    access::ask(client, "edges", "install", edge).await
 }

@@ -4,44 +4,12 @@ use kube::{Resource, ResourceExt};
 use providers::api::Edge;
 use serde_json::json;
 
+pub use crate::access::Access;
 use crate::{
     objects::Fetched,
     output::{Rendered, resource_name},
     table::{Table, col, wide},
 };
-
-/// The API server's answer to "may I install onto this edge?".
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Access {
-    Allowed {
-        reason: String,
-    },
-    Denied {
-        reason: String,
-    },
-    /// The question itself failed; the text says why.
-    Unknown {
-        error: String,
-    },
-}
-
-impl Access {
-    fn word(&self) -> &'static str {
-        match self {
-            Access::Allowed { .. } => "yes",
-            Access::Denied { .. } => "no",
-            Access::Unknown { .. } => "unknown",
-        }
-    }
-
-    fn json(&self) -> serde_json::Value {
-        match self {
-            Access::Allowed { reason } => json!({ "allowed": true, "reason": reason }),
-            Access::Denied { reason } => json!({ "allowed": false, "reason": reason }),
-            Access::Unknown { error } => json!({ "allowed": null, "error": error }),
-        }
-    }
-}
 
 /// The edges with the caller's install permission on each. YAML and JSON give
 /// `{edges: [{edge: <Edge>, install: {allowed, reason}}]}`: the permission is not part of

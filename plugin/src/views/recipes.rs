@@ -4,6 +4,7 @@ use kube::{Resource, ResourceExt};
 use providers::api::{Recipe, ValueField, ValueType};
 
 use crate::{
+    access::Access,
     objects::Fetched,
     output::{Rendered, list, resource_name},
     table::{Fields, Table, col, wide},
@@ -13,10 +14,12 @@ fn name_of(recipe: &Recipe) -> String {
     resource_name("Recipe", &Recipe::group(&()), &recipe.name_any())
 }
 
-/// Every recipe: chart, versions and the value paths a tenant may set.
-pub fn recipe_list(recipes: &[Fetched<Recipe>]) -> Rendered {
+/// Every recipe: whether the caller may use it, chart, versions and the value paths a
+/// tenant may set. YAML and JSON give the Recipe objects (the permission is the table's).
+pub fn recipe_list(recipes: &[(Fetched<Recipe>, Access)]) -> Rendered {
     let mut table = Table::new(&[
         col("NAME"),
+        col("USE"),
         col("CHART"),
         col("VERSIONS"),
         col("SETTABLE VALUES"),
@@ -24,7 +27,7 @@ pub fn recipe_list(recipes: &[Fetched<Recipe>]) -> Rendered {
         wide("NAMESPACE"),
         wide("RELEASE"),
     ]);
-    for Fetched { typed: r, .. } in recipes {
+    for (Fetched { typed: r, .. }, access) in recipes {
         let paths: Vec<&str> = r
             .spec
             .values_schema
@@ -33,6 +36,7 @@ pub fn recipe_list(recipes: &[Fetched<Recipe>]) -> Rendered {
             .collect();
         table.push(vec![
             r.name_any(),
+            access.word().to_owned(),
             r.spec.chart.name.clone(),
             r.spec.versions.join(","),
             if paths.is_empty() {
@@ -46,13 +50,24 @@ pub fn recipe_list(recipes: &[Fetched<Recipe>]) -> Rendered {
         ]);
     }
     Rendered {
-        data: list(recipes.iter().map(|r| r.raw.clone()).collect()),
+        data: list(recipes.iter().map(|(r, _)| r.raw.clone()).collect()),
         table: table.render(false),
         wide: table.render(true),
-        names: recipes.iter().map(|r| name_of(&r.typed)).collect(),
+        names: recipes.iter().map(|(r, _)| name_of(&r.typed)).collect(),
         empty: Some("No recipes found: the platform has not published any yet.".to_owned()),
         headers: true,
         rows_at: Some("items"),
+    }
+}
+
+/// The answer in words, with the rule to ask for when it is no.
+fn use_text(access: &Access, recipe: &str) -> String {
+    match access {
+        Access::Allowed { .. } => "yes".to_owned(),
+        Access::Denied { .. } => format!(
+            "no: ask the platform team for the `use` verb on recipes/{recipe} (providers.platform.dev)"
+        ),
+        Access::Unknown { error } => format!("unknown: {error}"),
     }
 }
 
@@ -70,12 +85,14 @@ fn release_of(spec: &providers::api::RecipeSpec) -> String {
         .unwrap_or_else(|| providers::plan::DEFAULT_RELEASE.to_owned())
 }
 
-/// One recipe in detail, with a table of the values a tenant may set and their bounds.
-pub fn recipe_detail(recipe: &Fetched<Recipe>) -> Rendered {
+/// One recipe in detail, with whether the caller may use it and a table of the values a
+/// tenant may set and their bounds.
+pub fn recipe_detail(recipe: &Fetched<Recipe>, access: &Access) -> Rendered {
     let r = &recipe.typed;
     let mut fields = Fields::new();
     fields
         .add("Name", r.name_any())
+        .add("You may use it", use_text(access, &r.name_any()))
         .add(
             "Chart",
             format!("{} from {}", r.spec.chart.name, r.spec.chart.repository),
@@ -199,11 +216,14 @@ mod tests {
 
     #[test]
     fn the_list_shows_chart_versions_and_settable_paths() {
-        let r = recipe_list(&[recipe()]);
+        let allowed = Access::Allowed {
+            reason: String::new(),
+        };
+        let r = recipe_list(&[(recipe(), allowed)]);
         assert_eq!(
             r.table,
-            "NAME      CHART     VERSIONS      SETTABLE VALUES\n\
-             podinfo   podinfo   6.5.0,6.4.0   replicaCount,ui.color,ui.message,tier\n"
+            "NAME      USE   CHART     VERSIONS      SETTABLE VALUES\n\
+             podinfo   yes   podinfo   6.5.0,6.4.0   replicaCount,ui.color,ui.message,tier\n"
         );
         assert!(r.wide.contains("https://charts.example/stable"));
         assert_eq!(r.names, ["recipe.providers.platform.dev/podinfo"]);
@@ -212,14 +232,18 @@ mod tests {
 
     #[test]
     fn the_detail_lists_each_value_with_its_bounds() {
-        let r = recipe_detail(&recipe());
+        let denied = Access::Denied {
+            reason: String::new(),
+        };
+        let r = recipe_detail(&recipe(), &denied);
         assert_eq!(
             r.table,
             "\
-Name:      podinfo
-Chart:     podinfo from https://charts.example/stable
-Versions:  6.5.0 (default), 6.4.0
-Installs:  release podinfo in namespace podinfo on the edge
+Name:            podinfo
+You may use it:  no: ask the platform team for the `use` verb on recipes/podinfo (providers.platform.dev)
+Chart:           podinfo from https://charts.example/stable
+Versions:        6.5.0 (default), 6.4.0
+Installs:        release podinfo in namespace podinfo on the edge
 Values you may set:
   PATH           TYPE      ALLOWED                  DESCRIPTION
   replicaCount   integer   1..5                     Pods to run

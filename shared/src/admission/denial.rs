@@ -97,6 +97,18 @@ pub enum Denial {
         edge: String,
         reason: String,
     },
+    #[error(
+        "spec.recipe: user {user:?} may not use recipe {recipe:?}; ask the platform team for the `use` verb on recipes/{recipe} in the providers.platform.dev API group"
+    )]
+    RecipeNotEntitled { user: String, recipe: String },
+    #[error(
+        "spec.recipe: could not check whether {user:?} may use recipe {recipe:?}: {reason}; try again"
+    )]
+    RecipeAuthorizationUnavailable {
+        user: String,
+        recipe: String,
+        reason: String,
+    },
     #[error("{field}: could not read {what}: {reason}; try again")]
     LookupFailed {
         field: &'static str,
@@ -141,6 +153,8 @@ impl Denial {
             Denial::UnknownEdge { .. } => "UnknownEdge",
             Denial::NotAuthorized { .. } => "EdgeNotAuthorized",
             Denial::AuthorizationUnavailable { .. } => "AuthorizationUnavailable",
+            Denial::RecipeNotEntitled { .. } => "RecipeNotEntitled",
+            Denial::RecipeAuthorizationUnavailable { .. } => "RecipeAuthorizationUnavailable",
             Denial::LookupFailed { .. } => "LookupFailed",
             Denial::Resolve(ResolveError::Values(_)) => "ValueNotAllowed",
             Denial::Resolve(ResolveError::VersionNotAllowed { .. }) => "VersionNotAllowed",
@@ -158,7 +172,9 @@ impl Denial {
             Denial::RetryOfUnverifiedPlan { .. }
             | Denial::RetryOfUnrecordedPlan { .. }
             | Denial::RetryWithdrawn { .. } => "spec.retry".to_owned(),
-            Denial::UnknownRecipe { .. } => "spec.recipe".to_owned(),
+            Denial::UnknownRecipe { .. }
+            | Denial::RecipeNotEntitled { .. }
+            | Denial::RecipeAuthorizationUnavailable { .. } => "spec.recipe".to_owned(),
             Denial::UnknownEdge { .. }
             | Denial::NotAuthorized { .. }
             | Denial::AuthorizationUnavailable { .. } => "spec.edge".to_owned(),
@@ -175,8 +191,9 @@ impl Denial {
     /// The HTTP status code in the AdmissionResponse's status.
     pub fn code(&self) -> u16 {
         match self {
-            Denial::NotAuthorized { .. } => 403,
+            Denial::NotAuthorized { .. } | Denial::RecipeNotEntitled { .. } => 403,
             Denial::AuthorizationUnavailable { .. }
+            | Denial::RecipeAuthorizationUnavailable { .. }
             | Denial::LookupFailed { .. }
             | Denial::Seal(_) => 503,
             Denial::Fenced { .. } | Denial::AttemptActive { .. } => 409,

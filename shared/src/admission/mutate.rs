@@ -173,6 +173,8 @@ pub struct Lookups<'a> {
     pub edge: Option<&'a EdgeSpec>,
     /// The SubjectAccessReview's answer for `install` on the edge, or why there is none.
     pub authorized: Result<bool, String>,
+    /// The SubjectAccessReview's answer for `use` on the Recipe, or why there is none.
+    pub entitled: Result<bool, String>,
 }
 
 /// The platform's side of sealing: the key that signs, the keys a retried plan must
@@ -222,11 +224,11 @@ pub fn seal_attempt(
                     why,
                 }
             })?;
-            authorize(&lookups, &user, &start.edge)?;
+            authorize(&lookups, &user, start)?;
             plan::retry(&original.plan, context)
         }
         StartKind::Create | StartKind::Upgrade => {
-            authorize(&lookups, &user, &start.edge)?;
+            authorize(&lookups, &user, start)?;
             plan::resolve(
                 &start.recipe,
                 recipe,
@@ -260,16 +262,36 @@ fn check_original(
     })
 }
 
-fn authorize(lookups: &Lookups<'_>, user: &str, edge: &str) -> Result<(), Denial> {
+/// Both authorizations a sealed plan needs: `install` on the edge and `use` of the Recipe,
+/// each for the requesting user.
+fn authorize(lookups: &Lookups<'_>, user: &str, start: &Start) -> Result<(), Denial> {
+    let edge = &start.edge;
     match &lookups.authorized {
+        Ok(true) => {}
+        Ok(false) => {
+            return Err(Denial::NotAuthorized {
+                user: user.to_owned(),
+                edge: edge.to_owned(),
+            });
+        }
+        Err(reason) => {
+            return Err(Denial::AuthorizationUnavailable {
+                user: user.to_owned(),
+                edge: edge.to_owned(),
+                reason: reason.clone(),
+            });
+        }
+    }
+    let recipe = &start.recipe;
+    match &lookups.entitled {
         Ok(true) => Ok(()),
-        Ok(false) => Err(Denial::NotAuthorized {
+        Ok(false) => Err(Denial::RecipeNotEntitled {
             user: user.to_owned(),
-            edge: edge.to_owned(),
+            recipe: recipe.to_owned(),
         }),
-        Err(reason) => Err(Denial::AuthorizationUnavailable {
+        Err(reason) => Err(Denial::RecipeAuthorizationUnavailable {
             user: user.to_owned(),
-            edge: edge.to_owned(),
+            recipe: recipe.to_owned(),
             reason: reason.clone(),
         }),
     }

@@ -163,6 +163,7 @@ fn admit_with(
                 recipe: Some(recipe),
                 edge: Some(&edge),
                 authorized: Ok(true),
+                entitled: Ok(true),
             };
             result.spec.plan = Some(seal_with(&request, &start, lookups, &allow())?);
         }
@@ -382,6 +383,7 @@ fn a_retry_after_failure_reuses_the_original_plan() {
         recipe: Some(&changed),
         edge: Some(&edge),
         authorized: Ok(true),
+        entitled: Ok(true),
     };
     let sealed = seal_with(&request, &start, lookups, &allow()).unwrap();
     let original = &failed.spec.plan.as_ref().unwrap().plan;
@@ -496,12 +498,13 @@ fn lookups_and_authorization_are_denied_by_name() {
     };
     let r = recipe("demo");
     let e = edge();
-    let cases: [(Lookups<'_>, &str, &str); 5] = [
+    let cases: [(Lookups<'_>, &str, &str); 7] = [
         (
             Lookups {
                 recipe: None,
                 edge: Some(&e),
                 authorized: Ok(true),
+                entitled: Ok(true),
             },
             "UnknownRecipe",
             "\"demo\"",
@@ -511,6 +514,7 @@ fn lookups_and_authorization_are_denied_by_name() {
                 recipe: Some(&r),
                 edge: None,
                 authorized: Ok(true),
+                entitled: Ok(true),
             },
             "UnknownEdge",
             "\"edge-1\"",
@@ -520,6 +524,7 @@ fn lookups_and_authorization_are_denied_by_name() {
                 recipe: Some(&r),
                 edge: Some(&e),
                 authorized: Ok(false),
+                entitled: Ok(true),
             },
             "EdgeNotAuthorized",
             "edges/edge-1",
@@ -529,6 +534,7 @@ fn lookups_and_authorization_are_denied_by_name() {
                 recipe: Some(&r),
                 edge: Some(&e),
                 authorized: Err("timeout".into()),
+                entitled: Ok(true),
             },
             "AuthorizationUnavailable",
             "timeout",
@@ -538,13 +544,34 @@ fn lookups_and_authorization_are_denied_by_name() {
                 recipe: Some(&r),
                 edge: Some(&e),
                 authorized: Ok(true),
+                entitled: Ok(false),
+            },
+            "RecipeNotEntitled",
+            "the `use` verb on recipes/demo",
+        ),
+        (
+            Lookups {
+                recipe: Some(&r),
+                edge: Some(&e),
+                authorized: Ok(true),
+                entitled: Err("timeout".into()),
+            },
+            "RecipeAuthorizationUnavailable",
+            "timeout",
+        ),
+        (
+            Lookups {
+                recipe: Some(&r),
+                edge: Some(&e),
+                authorized: Ok(true),
+                entitled: Ok(true),
             },
             "RecipeInvalid",
             "allowlisted",
         ),
     ];
     for (i, (lookups, reason, text)) in cases.into_iter().enumerate() {
-        let allowlist = if i == 4 { vec![] } else { allow() };
+        let allowlist = if i == 6 { vec![] } else { allow() };
         let denial = seal_with(&request, &start, lookups, &allowlist).unwrap_err();
         assert_eq!(denial.reason(), reason);
         assert!(denial.to_string().contains(text), "{denial}");
@@ -719,6 +746,7 @@ fn a_retry_of_what_the_platform_withdrew_is_denied_with_the_reason() {
         recipe: Some(&r),
         edge: Some(&e),
         authorized: Ok(true),
+        entitled: Ok(true),
     };
     let denial = seal_with(
         &request,
@@ -761,6 +789,7 @@ fn a_plan_records_who_when_and_whether_for_a_dry_run() {
         recipe: Some(&r),
         edge: Some(&e),
         authorized: Ok(true),
+        entitled: Ok(true),
     };
     let sealed = seal_with(&dry, &start, lookups, &allow()).unwrap();
     assert!(sealed.plan.dry_run);

@@ -177,15 +177,19 @@ async fn seal(
         })?;
     // Ask RBAC only when there is something to authorize, so an unknown recipe or edge is
     // reported as such.
-    let authorized = if recipe.is_some() && edge.is_some() {
-        authz::can_install(&state.client, request.user, &start.edge).await
+    let (authorized, entitled) = if recipe.is_some() && edge.is_some() {
+        tokio::join!(
+            authz::can_install(&state.client, request.user, &start.edge),
+            authz::can_use_recipe(&state.client, request.user, &start.recipe),
+        )
     } else {
-        Ok(false)
+        (Ok(false), Ok(false))
     };
     let lookups = Lookups {
         recipe: recipe.as_ref(),
         edge: edge.as_ref(),
         authorized,
+        entitled,
     };
     let sealing = Sealing {
         sealer: &state.sealer,

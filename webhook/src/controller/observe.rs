@@ -123,16 +123,25 @@ pub async fn observe(ctx: &Context, workspace: Workspace) -> Result<Observation>
     })
 }
 
-/// RBAC's answer for the plan's owner, as sealed, on the plan's edge.
+/// RBAC's answer for the plan's owner, as sealed: `install` on the plan's edge and `use`
+/// of its Recipe, both still granted now.
 async fn authorize(ctx: &Context, plan: &Plan) -> Authorization {
     let user = authz::user_of(&plan.owner);
-    match authz::can_install(&ctx.hub, &user, &plan.edge_name).await {
-        Ok(true) => Authorization::Allowed,
-        Ok(false) => Authorization::Denied(format!(
+    let (install, entitled) = tokio::join!(
+        authz::can_install(&ctx.hub, &user, &plan.edge_name),
+        authz::can_use_recipe(&ctx.hub, &user, &plan.provider),
+    );
+    match (install, entitled) {
+        (Err(why), _) | (_, Err(why)) => Authorization::Unavailable(why),
+        (Ok(false), _) => Authorization::Denied(format!(
             "user {:?} may no longer install onto edge {:?}; the platform team grants the `install` verb on edges/{}",
             plan.owner.username, plan.edge_name, plan.edge_name
         )),
-        Err(why) => Authorization::Unavailable(why),
+        (Ok(true), Ok(false)) => Authorization::Denied(format!(
+            "user {:?} may no longer use recipe {:?}; the platform team grants the `use` verb on recipes/{}",
+            plan.owner.username, plan.provider, plan.provider
+        )),
+        (Ok(true), Ok(true)) => Authorization::Allowed,
     }
 }
 
