@@ -194,6 +194,12 @@ fn read_name(chars: &[char], start: usize) -> (String, usize) {
 
 /// The index of the `]` closing the `[` at `open`, skipping quoted strings and nested brackets.
 fn closing_bracket(chars: &[char], open: usize) -> Option<usize> {
+    closing(chars, open, Some('['), ']')
+}
+
+/// The index of `closer` matching the opener at `open`, skipping quoted strings (with
+/// backslash escapes); with `nests`, openers in between need their own closers.
+fn closing(chars: &[char], open: usize, nests: Option<char>, closer: char) -> Option<usize> {
     let mut depth = 0usize;
     let mut quote: Option<char> = None;
     let mut i = open;
@@ -207,17 +213,15 @@ fn closing_bracket(chars: &[char], open: usize) -> Option<usize> {
                     quote = None;
                 }
             }
-            None => match c {
-                '\'' | '"' => quote = Some(c),
-                '[' => depth += 1,
-                ']' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        return Some(i);
-                    }
+            None if c == '\'' || c == '"' => quote = Some(c),
+            None if Some(c) == nests => depth += 1,
+            None if c == closer => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    return Some(i);
                 }
-                _ => {}
-            },
+            }
+            None => {}
         }
         i += 1;
     }
@@ -362,27 +366,7 @@ pub fn value_text(value: &Value) -> String {
 
 /// The index of the `}` closing the `{` at `open`, skipping quoted strings.
 fn closing_brace(chars: &[char], open: usize) -> Option<usize> {
-    let mut quote: Option<char> = None;
-    let mut i = open + 1;
-    while i < chars.len() {
-        let c = chars[i];
-        match quote {
-            Some(q) => {
-                if c == '\\' {
-                    i += 1;
-                } else if c == q {
-                    quote = None;
-                }
-            }
-            None => match c {
-                '\'' | '"' => quote = Some(c),
-                '}' => return Some(i),
-                _ => {}
-            },
-        }
-        i += 1;
-    }
-    None
+    closing(chars, open + 1, None, '}')
 }
 
 /// A quoted literal's text: `\n`, `\t`, `\r`, `\\` and the quote are escapes.

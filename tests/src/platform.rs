@@ -67,46 +67,53 @@ pub fn apply_yaml(kubeconfig: &Path, yaml: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Grants `user` the `install` verb on exactly one edge.
+/// Grants `user` the `install` verb on the Edge `edge` only.
 pub async fn grant_install(admin: &Client, user: &str, edge: &str) -> anyhow::Result<()> {
-    let name = format!("providers-install-{edge}-{user}");
-    let apply = PatchParams::apply("platform").force();
-    let role: ClusterRole = serde_json::from_value(json!({
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-        "metadata": {"name": name},
-        "rules": [{"apiGroups": ["providers.platform.dev"], "resources": ["edges"], "resourceNames": [edge], "verbs": ["install"]}]
-    }))?;
-    Api::<ClusterRole>::all(admin.clone())
-        .patch(&name, &apply, &Patch::Apply(&role))
-        .await
-        .context("install role")?;
-    let binding: ClusterRoleBinding = serde_json::from_value(json!({
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-        "metadata": {"name": name},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]
-    }))?;
-    Api::<ClusterRoleBinding>::all(admin.clone())
-        .patch(&name, &apply, &Patch::Apply(&binding))
-        .await
-        .context("install binding")?;
-    Ok(())
+    grant_one(
+        admin,
+        user,
+        "edges",
+        edge,
+        "install",
+        &format!("providers-install-{edge}-{user}"),
+    )
+    .await
 }
 
 /// Grants `user` the `use` verb on the Recipe `recipe` only, as a platform team grants one
 /// recipe to one team (docs/security.md).
 pub async fn grant_use(admin: &Client, user: &str, recipe: &str) -> anyhow::Result<()> {
-    let name = format!("providers-use-{recipe}-{user}");
+    grant_one(
+        admin,
+        user,
+        "recipes",
+        recipe,
+        "use",
+        &format!("providers-use-{recipe}-{user}"),
+    )
+    .await
+}
+
+/// A ClusterRole `name` allowing `verb` on `resource/object` in the API group, bound to
+/// `user` by a ClusterRoleBinding of the same name.
+async fn grant_one(
+    admin: &Client,
+    user: &str,
+    resource: &str,
+    object: &str,
+    verb: &str,
+    name: &str,
+) -> anyhow::Result<()> {
     let apply = PatchParams::apply("platform").force();
     let role: ClusterRole = serde_json::from_value(json!({
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
         "metadata": {"name": name},
-        "rules": [{"apiGroups": ["providers.platform.dev"], "resources": ["recipes"], "resourceNames": [recipe], "verbs": ["use"]}]
+        "rules": [{"apiGroups": ["providers.platform.dev"], "resources": [resource], "resourceNames": [object], "verbs": [verb]}]
     }))?;
     Api::<ClusterRole>::all(admin.clone())
-        .patch(&name, &apply, &Patch::Apply(&role))
+        .patch(name, &apply, &Patch::Apply(&role))
         .await
-        .context("use role")?;
+        .with_context(|| format!("{verb} role"))?;
     let binding: ClusterRoleBinding = serde_json::from_value(json!({
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
         "metadata": {"name": name},
@@ -114,8 +121,8 @@ pub async fn grant_use(admin: &Client, user: &str, recipe: &str) -> anyhow::Resu
         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]
     }))?;
     Api::<ClusterRoleBinding>::all(admin.clone())
-        .patch(&name, &apply, &Patch::Apply(&binding))
+        .patch(name, &apply, &Patch::Apply(&binding))
         .await
-        .context("use binding")?;
+        .with_context(|| format!("{verb} binding"))?;
     Ok(())
 }

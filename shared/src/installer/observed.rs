@@ -50,6 +50,30 @@ pub enum Authorization {
     Unavailable(String),
 }
 
+impl Authorization {
+    /// RBAC's two answers for a plan's owner before the attempt starts: `install` on the
+    /// plan's edge and `use` of its Recipe (each `Ok(allowed)` or why it could not be
+    /// asked). A definite no decides; a question that could not be answered waits.
+    pub fn of_owner(
+        plan: &crate::api::Plan,
+        install: Result<bool, String>,
+        entitled: Result<bool, String>,
+    ) -> Self {
+        match (install, entitled) {
+            (Ok(false), _) => Authorization::Denied(format!(
+                "user {:?} may no longer install onto edge {:?}; the platform team grants the `install` verb on edges/{}",
+                plan.owner.username, plan.edge_name, plan.edge_name
+            )),
+            (_, Ok(false)) => Authorization::Denied(format!(
+                "user {:?} may no longer use recipe {:?}; the platform team grants the `use` verb on recipes/{}",
+                plan.owner.username, plan.provider, plan.provider
+            )),
+            (Err(why), _) | (_, Err(why)) => Authorization::Unavailable(why),
+            (Ok(true), Ok(true)) => Authorization::Allowed,
+        }
+    }
+}
+
 /// The signature check of the sealed plan.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SealCheck {

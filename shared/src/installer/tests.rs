@@ -1449,3 +1449,33 @@ fn running_job_needs_nothing_else() {
     assert_eq!(edge_actions(&decision), 0);
     assert_eq!(decision.next, Next::After(300));
 }
+
+#[test]
+fn a_definite_no_on_the_edge_or_the_recipe_decides_the_owner_s_authorization() {
+    let plan = plan(1);
+    let no = || Ok(false);
+    let yes = || Ok(true);
+    let unanswered = || Err("timeout".to_owned());
+    let denied =
+        |a: Authorization, what: &str| matches!(&a, Authorization::Denied(m) if m.contains(what));
+    assert!(denied(
+        Authorization::of_owner(&plan, no(), unanswered()),
+        "install onto edge"
+    ));
+    assert!(denied(
+        Authorization::of_owner(&plan, unanswered(), no()),
+        "use recipe"
+    ));
+    assert!(denied(
+        Authorization::of_owner(&plan, yes(), no()),
+        "`use` verb on recipes/"
+    ));
+    assert_eq!(
+        Authorization::of_owner(&plan, yes(), unanswered()),
+        Authorization::Unavailable("timeout".into())
+    );
+    assert_eq!(
+        Authorization::of_owner(&plan, yes(), yes()),
+        Authorization::Allowed
+    );
+}

@@ -131,19 +131,7 @@ async fn authorize(ctx: &Context, plan: &Plan) -> Authorization {
         authz::can_install(&ctx.hub, &user, &plan.edge_name),
         authz::can_use_recipe(&ctx.hub, &user, &plan.provider),
     );
-    // A definite "no" decides; a question that could not be answered waits for an answer.
-    match (install, entitled) {
-        (Ok(false), _) => Authorization::Denied(format!(
-            "user {:?} may no longer install onto edge {:?}; the platform team grants the `install` verb on edges/{}",
-            plan.owner.username, plan.edge_name, plan.edge_name
-        )),
-        (_, Ok(false)) => Authorization::Denied(format!(
-            "user {:?} may no longer use recipe {:?}; the platform team grants the `use` verb on recipes/{}",
-            plan.owner.username, plan.provider, plan.provider
-        )),
-        (Err(why), _) | (_, Err(why)) => Authorization::Unavailable(why),
-        (Ok(true), Ok(true)) => Authorization::Allowed,
-    }
+    Authorization::of_owner(plan, install, entitled)
 }
 
 /// The attempt's objects on the edge, from the caches; only a failed Job's runner Pod is
