@@ -219,6 +219,31 @@ Examples:
 A retry is refused while an attempt runs and after a success.")]
     Retry(RetryArgs),
 
+    /// Install the same plan again after its release drifted on the edge.
+    #[command(after_help = "\
+Examples:
+  # The release was upgraded or uninstalled by hand on the edge: put the sealed plan back
+  kubectl provider repair monitoring --wait
+
+A repair is possible while the Drifted condition is True (kubectl provider status). It
+raises spec.retry; the webhook seals the installed plan again, with the same checks as a
+retry.")]
+    Repair(RetryArgs),
+
+    /// Seal an earlier succeeded attempt's plan again: its chart, version and values.
+    #[command(after_help = "\
+Examples:
+  # Back to the newest succeeded attempt before the current one
+  kubectl provider rollback monitoring --wait
+
+  # Back to attempt 2 (kubectl provider history lists the ones kept)
+  kubectl provider rollback monitoring --to-attempt 2
+
+The plan runs under today's Recipe and authorization: a version the platform withdrew is
+refused. spec.version and spec.values go back to what they were for that attempt. With
+GitOps, revert the manifest instead.")]
+    Rollback(RollbackArgs),
+
     /// List the attempts of a Workspace.
     #[command(after_help = "\
 Examples:
@@ -497,6 +522,18 @@ pub struct SetArgs {
 pub struct RetryArgs {
     /// The Workspace.
     pub name: String,
+    #[command(flatten)]
+    pub wait: WaitFlags,
+}
+
+#[derive(Args, Debug)]
+pub struct RollbackArgs {
+    /// The Workspace.
+    pub name: String,
+    /// The attempt whose plan to seal again (default: the newest succeeded attempt before
+    /// the current one).
+    #[arg(long, value_name = "N")]
+    pub to_attempt: Option<i64>,
     #[command(flatten)]
     pub wait: WaitFlags,
 }

@@ -13,13 +13,16 @@
 //! - `install` never forces: a conflict means someone else declares this Workspace
 //!   differently, and the user should learn who instead of silently winning.
 //! - `set` forces only with `--force-conflicts`, as `kubectl apply --server-side` does.
-//! - `retry` forces: it changes only `spec.retry`, to one more than the value it read, under
+//! - `retry`, `repair` and `rollback` force: it changes only `spec.retry`, to one more than the value it read, under
 //!   a resourceVersion precondition (so two concurrent retries cannot both count), and a
 //!   retry is an explicit request that another manager's old claim on the counter should
 //!   not block.
 
 use kube::api::{Patch, PatchParams};
-use providers::api::{GROUP, VERSION, WorkspaceSpec};
+use providers::{
+    api::{GROUP, VERSION, WorkspaceSpec},
+    installer::names::ANNOTATION_ROLLBACK_TO,
+};
 use serde_json::{Map, Value, json};
 
 /// The field manager of every write the plugin makes.
@@ -33,6 +36,8 @@ pub struct Intent {
     pub version: Option<String>,
     pub values: Map<String, Value>,
     pub retry: Option<i64>,
+    /// Sent with a raised retry: the attempt whose kept plan the webhook seals again.
+    pub rollback_to: Option<i64>,
 }
 
 impl Intent {
@@ -47,6 +52,7 @@ impl Intent {
                 _ => Map::new(),
             },
             retry: spec.retry,
+            rollback_to: None,
         }
     }
 }
@@ -62,6 +68,9 @@ pub fn apply_body(
     let mut metadata = json!({ "name": name, "namespace": namespace });
     if let Some(rv) = resource_version {
         metadata["resourceVersion"] = json!(rv);
+    }
+    if let Some(attempt) = intent.rollback_to {
+        metadata["annotations"] = json!({ ANNOTATION_ROLLBACK_TO: attempt.to_string() });
     }
     let mut spec = json!({ "recipe": intent.recipe, "edge": intent.edge });
     if let Some(version) = &intent.version {
@@ -114,6 +123,7 @@ mod tests {
             version: None,
             values: Map::new(),
             retry: None,
+            rollback_to: None,
         }
     }
 

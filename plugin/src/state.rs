@@ -299,6 +299,8 @@ fn detail(head: String, reason: &str, message: &str) -> String {
 pub fn retry_allowed(ws: &Workspace, name: &str) -> Result<(), (String, String)> {
     match state(ws) {
         State::Failed { .. } => Ok(()),
+        // A raised retry repairs a drifted release.
+        State::Succeeded { .. } if drift(ws).is_some() => Ok(()),
         State::Succeeded { attempt } => Err((
             format!("attempt {attempt} of {name} succeeded: there is nothing to retry"),
             format!("to change it, set new values: kubectl provider set {name} --set PATH=VALUE"),
@@ -319,6 +321,89 @@ pub fn retry_allowed(ws: &Workspace, name: &str) -> Result<(), (String, String)>
             ),
             format!("wait for its result: kubectl provider status {name} --wait"),
         )),
+    }
+}
+
+/// The drift the installer found in the installed release, while it lasts.
+pub fn drift(ws: &Workspace) -> Option<&providers::api::Drift> {
+    ws.status.as_ref().and_then(|s| s.drift.as_ref())
+}
+
+/// Whether `repair NAME` may seal the installed plan again: its release has drifted.
+pub fn repair_allowed(ws: &Workspace, name: &str) -> Result<(), (String, String)> {
+    match state(ws) {
+        State::Succeeded { .. } if drift(ws).is_some() => Ok(()),
+        State::Succeeded { attempt } => Err((
+            format!(
+                "the release of attempt {attempt} of {name} is as the installer left it: there is nothing to repair"
+            ),
+            format!(
+                "the installer checks it for drift; kubectl provider status {name} shows the Drifted condition"
+            ),
+        )),
+        State::Failed { attempt, .. } => Err((
+            format!("attempt {attempt} of {name} failed: there is no installed release to repair"),
+            format!("run its plan again: kubectl provider retry {name}"),
+        )),
+        _ => retry_allowed(ws, name),
+    }
+}
+
+/// The attempt `rollback NAME [--to-attempt N]` seals again: N, or the newest attempt
+/// older than the current one whose plan the installer kept. Only between attempts.
+pub fn rollback_target(
+    ws: &Workspace,
+    name: &str,
+    to: Option<i64>,
+) -> Result<i64, (String, String)> {
+    let current = match state(ws) {
+        State::Succeeded { attempt } | State::Failed { attempt, .. } => attempt,
+        State::Deleting => {
+            return Err((
+                format!("{name} is being deleted: no new attempt may start"),
+                "install it again under a new name once it is gone".to_owned(),
+            ));
+        }
+        other => {
+            return Err((
+                format!(
+                    "attempt {} of {name} has no result yet ({}): a rollback waits for it",
+                    other.attempt().unwrap_or_default(),
+                    other.label()
+                ),
+                format!("wait for its result: kubectl provider status {name} --wait"),
+            ));
+        }
+    };
+    let kept: Vec<i64> = ws
+        .status
+        .iter()
+        .flat_map(|s| &s.attempts)
+        .filter(|a| a.kept.is_some())
+        .map(|a| a.attempt)
+        .collect();
+    let history = format!(
+        "kubectl provider history {name} lists the attempts and which can be rolled back to"
+    );
+    match to {
+        Some(n) if kept.contains(&n) => Ok(n),
+        Some(n) => Err((
+            format!("attempt {n} of {name} has no kept plan to roll back to (kept: {kept:?})"),
+            history,
+        )),
+        None => kept
+            .iter()
+            .rev()
+            .copied()
+            .find(|n| *n < current)
+            .ok_or_else(|| {
+                (
+                    format!(
+                        "{name} has no succeeded attempt before attempt {current} to roll back to"
+                    ),
+                    history,
+                )
+            }),
     }
 }
 

@@ -4,7 +4,9 @@ use k8s_openapi::{apimachinery::pkg::apis::meta::v1::Time, jiff::Timestamp};
 use sha2::{Digest, Sha256};
 
 use crate::{
-    api::{EdgeSpec, ExecutionRule, Owner, Plan, RecipeSpec, WorkspaceIdentity, WorkspaceSpec},
+    api::{
+        Cause, EdgeSpec, ExecutionRule, Owner, Plan, RecipeSpec, WorkspaceIdentity, WorkspaceSpec,
+    },
     values::{self, ValueError},
 };
 
@@ -20,6 +22,10 @@ pub struct AttemptContext {
     pub sealed_at: Timestamp,
     /// Whether it is sealed for a dry run.
     pub dry_run: bool,
+    /// Why it is sealed.
+    pub cause: Cause,
+    /// For a rollback: the attempt whose plan it seals again.
+    pub restores: Option<i64>,
 }
 
 /// Why a recipe and intent do not resolve into a plan. The Display text is what a user sees.
@@ -173,6 +179,8 @@ pub fn resolve(
         runtime_credential: recipe.runtime_credential.clone(),
         sealed_at: Some(Time(context.sealed_at)),
         dry_run: context.dry_run,
+        cause: Some(context.cause),
+        restores: context.restores,
     })
 }
 
@@ -262,9 +270,9 @@ pub fn dns_subdomain(name: &str, max: usize) -> Result<(), String> {
     name.split('.').try_for_each(|label| dns_label(label, 63))
 }
 
-/// A retry: the original plan, unchanged but for the attempt's identity, its Job, who
-/// asked, when and whether for a dry run, and the Workspace UID when the original was
-/// sealed before one was known.
+/// A retry, repair or rollback: the original plan, unchanged but for the attempt's
+/// identity, its Job, who asked, when, why and whether for a dry run, and the Workspace UID
+/// when the original was sealed before one was known.
 pub fn retry(original: &Plan, context: AttemptContext) -> Plan {
     Plan {
         attempt: context.attempt,
@@ -275,6 +283,8 @@ pub fn retry(original: &Plan, context: AttemptContext) -> Plan {
         workspace: context.workspace,
         sealed_at: Some(Time(context.sealed_at)),
         dry_run: context.dry_run,
+        cause: Some(context.cause),
+        restores: context.restores,
         ..original.clone()
     }
 }
@@ -497,6 +507,8 @@ mod tests {
             retry: 0,
             sealed_at: Timestamp::UNIX_EPOCH,
             dry_run: false,
+            cause: Cause::Create,
+            restores: None,
         }
     }
 

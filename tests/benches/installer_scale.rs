@@ -373,6 +373,8 @@ fn workspace(sealer: &Sealer, i: usize, edges: usize) -> anyhow::Result<Workspac
             k8s_openapi::jiff::Timestamp::now(),
         )),
         dry_run: false,
+        cause: None,
+        restores: None,
     };
     let mut ws = Workspace::new(
         &name,

@@ -246,6 +246,8 @@ impl Environment {
             runtime_credential: spec.runtime_credential.clone(),
             sealed_at: Some(Time(Timestamp::now())),
             dry_run: false,
+            cause: None,
+            restores: None,
         }
     }
 

@@ -27,6 +27,7 @@ pub async fn run(ctx: &Ctx, args: InstallArgs) -> anyhow::Result<()> {
         // Not install's to change, but it must be sent: a field the plugin's manager
         // stops sending is removed, and the counter may only grow.
         retry: live.as_ref().and_then(|w| w.typed.spec.retry),
+        rollback_to: None,
     };
     let dry_run = args.dry_run == DryRun::Server;
     let result = apply(

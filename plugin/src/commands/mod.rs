@@ -84,6 +84,8 @@ pub async fn run(cli: Cli, server: &mut Option<String>) -> anyhow::Result<()> {
         Command::Plan(args) => plan::run(&ctx, args).await,
         Command::Set(args) => set::run(&ctx, args).await,
         Command::Retry(args) => retry::run(&ctx, args).await,
+        Command::Repair(args) => retry::repair(&ctx, args).await,
+        Command::Rollback(args) => retry::rollback(&ctx, args).await,
         Command::History { name } => history::run(&ctx, name).await,
         Command::Target { name } => target::run(&ctx, name).await,
         Command::Delete(args) => delete::run(&ctx, args).await,

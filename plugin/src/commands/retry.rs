@@ -1,9 +1,10 @@
-//! `retry NAME`: ask for a new attempt after a failed one, by raising `spec.retry`.
+//! `retry NAME`, `repair NAME` and `rollback NAME`: ask for a new attempt of a kept plan by
+//! raising `spec.retry` (a rollback also names the attempt whose plan to seal again).
 
 use providers::api::Workspace;
 
 use crate::{
-    cli::RetryArgs,
+    cli::{RetryArgs, RollbackArgs},
     commands::{
         Ctx,
         write::{Write, apply, is_stale, report},
@@ -11,24 +12,56 @@ use crate::{
     intent::Intent,
     objects,
     report::user_error,
-    state::retry_allowed,
+    state::{repair_allowed, retry_allowed, rollback_target},
 };
+
+/// Which kept plan the raised counter asks for.
+#[derive(Clone, Copy)]
+pub enum Ask {
+    /// The failed attempt's plan.
+    Retry,
+    /// The installed plan, its release having drifted.
+    Repair,
+    /// An earlier succeeded attempt's plan (this one, or the newest before the current).
+    Rollback(Option<i64>),
+}
+
+pub async fn repair(ctx: &Ctx, args: RetryArgs) -> anyhow::Result<()> {
+    raise(ctx, &args.name, &args.wait, Ask::Repair).await
+}
+
+pub async fn rollback(ctx: &Ctx, args: RollbackArgs) -> anyhow::Result<()> {
+    raise(ctx, &args.name, &args.wait, Ask::Rollback(args.to_attempt)).await
+}
 
 const ATTEMPTS: usize = 3;
 
 pub async fn run(ctx: &Ctx, args: RetryArgs) -> anyhow::Result<()> {
+    raise(ctx, &args.name, &args.wait, Ask::Retry).await
+}
+
+async fn raise(
+    ctx: &Ctx,
+    name: &str,
+    wait: &crate::cli::WaitFlags,
+    ask: Ask,
+) -> anyhow::Result<()> {
     let mut tries = 0;
     loop {
         tries += 1;
         let live =
-            objects::get::<Workspace>(&ctx.conn.client, Some(&ctx.conn.namespace), &args.name)
-                .await?;
-        retry_allowed(&live.typed, &args.name)
-            .map_err(|(message, hint)| user_error(message, Some(hint)))?;
+            objects::get::<Workspace>(&ctx.conn.client, Some(&ctx.conn.namespace), name).await?;
+        let rollback_to = match ask {
+            Ask::Retry => retry_allowed(&live.typed, name).map(|()| None),
+            Ask::Repair => repair_allowed(&live.typed, name).map(|()| None),
+            Ask::Rollback(to) => rollback_target(&live.typed, name, to).map(Some),
+        }
+        .map_err(|(message, hint)| user_error(message, Some(hint)))?;
         let mut intent = Intent::from_spec(&live.typed.spec);
         intent.retry = Some(intent.retry.unwrap_or(0) + 1);
+        intent.rollback_to = rollback_to;
         let write = Write {
-            name: &args.name,
+            name,
             intent: &intent,
             // Two retries racing read the same counter; only the first write may count.
             resource_version: live.typed.metadata.resource_version.as_deref(),
@@ -37,16 +70,23 @@ pub async fn run(ctx: &Ctx, args: RetryArgs) -> anyhow::Result<()> {
         };
         match apply(ctx, &write).await {
             Ok(result) => {
+                let done = match ask {
+                    Ask::Retry => "retried".to_owned(),
+                    Ask::Repair => "repaired".to_owned(),
+                    Ask::Rollback(_) => {
+                        format!("rolled back to attempt {}", rollback_to.unwrap_or_default())
+                    }
+                };
                 let verb = match result.typed.spec.plan.as_ref().map(|p| p.plan.attempt) {
                     Some(attempt)
                         if Some(attempt)
                             > live.typed.spec.plan.as_ref().map(|p| p.plan.attempt) =>
                     {
-                        format!("retried (attempt {attempt} sealed)")
+                        format!("{done} (attempt {attempt} sealed)")
                     }
                     _ => format!("retry requested (spec.retry={})", intent.retry.unwrap_or(1)),
                 };
-                let wait = args.wait.wait.then_some(args.wait.timeout);
+                let wait = wait.wait.then_some(wait.timeout);
                 return report(ctx, &result, &verb, false, wait).await;
             }
             Err(e) if is_stale(&e) && tries < ATTEMPTS => continue,

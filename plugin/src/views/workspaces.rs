@@ -184,29 +184,43 @@ pub fn status_detail(
 }
 
 /// Every attempt, oldest first, with the sealed attempt the installer has not reported on yet.
+/// Why an attempt ran, in the CAUSE column: `Rollback to 2` names the attempt it restored.
+fn cause_word(cause: Option<providers::api::Cause>, restores: Option<i64>) -> String {
+    use providers::api::Cause;
+    match (cause, restores) {
+        (Some(Cause::Rollback), Some(to)) => format!("Rollback to {to}"),
+        (Some(cause), _) => format!("{cause:?}"),
+        (None, _) => "-".to_owned(),
+    }
+}
+
 pub fn history(item: &Fetched<Workspace>) -> Rendered {
     let ws = &item.typed;
     let status = ws.status.clone().unwrap_or_default();
     let mut table = Table::new(&[
         col("ATTEMPT"),
+        col("CAUSE"),
         col("VERSION"),
         col("OWNER"),
         col("JOB"),
         col("RESULT"),
         col("FINISHED"),
         wide("ATTEMPT ID"),
+        wide("ROLLBACK"),
         col("MESSAGE"),
     ]);
     let mut attempts: Vec<serde_json::Value> = Vec::new();
     for a in &status.attempts {
         table.push(vec![
             a.attempt.to_string(),
+            cause_word(a.cause, a.restores),
             a.version.clone(),
             a.owner.clone(),
             a.job.clone(),
             result_word(a.result),
             timestamp(a.finished_at.as_ref()),
             a.attempt_id.clone(),
+            if a.kept.is_some() { "possible" } else { "-" }.to_owned(),
             a.message.clone().unwrap_or_default(),
         ]);
         attempts.push(serde_json::to_value(a).unwrap_or_default());
@@ -217,12 +231,14 @@ pub fn history(item: &Fetched<Workspace>) -> Rendered {
         let label = state(ws).label();
         table.push(vec![
             p.attempt.to_string(),
+            cause_word(p.cause, p.restores),
             p.version.clone(),
             p.owner.username.clone(),
             p.job.clone(),
             "-".to_owned(),
             "-".to_owned(),
             p.attempt_id.clone(),
+            "-".to_owned(),
             format!("{label}: not reported by the installer yet"),
         ]);
         attempts.push(json!({
@@ -392,9 +408,9 @@ Next:
         assert_eq!(
             r.table,
             "\
-ATTEMPT   VERSION   OWNER   JOB              RESULT   FINISHED               MESSAGE
-1         6.5.0     alice   podinfo-demo-1   Failed   2025-01-01T00:05:00Z   helm exited 1
-2         6.5.0     alice   podinfo-demo-2   -        -                      Sealed: not reported by the installer yet
+ATTEMPT   CAUSE   VERSION   OWNER   JOB              RESULT   FINISHED               MESSAGE
+1         -       6.5.0     alice   podinfo-demo-1   Failed   2025-01-01T00:05:00Z   helm exited 1
+2         -       6.5.0     alice   podinfo-demo-2   -        -                      Sealed: not reported by the installer yet
 "
         );
         assert_eq!(r.data["attempts"].as_array().unwrap().len(), 2);

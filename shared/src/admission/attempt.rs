@@ -41,6 +41,15 @@ pub fn recorded_result(workspace: &Workspace, plan: &Plan) -> Option<JobResult> 
     terminal_result(workspace, plan)
 }
 
+/// Whether the installer found the installed release drifted from its plan: a raised
+/// spec.retry then repairs it with the same plan.
+pub fn is_drifted(workspace: &Workspace) -> bool {
+    workspace
+        .status
+        .as_ref()
+        .is_some_and(|s| s.drift.is_some() && s.job_result == Some(JobResult::Succeeded))
+}
+
 /// Deletion fences new attempts: from the deletion timestamp, or the installer's record.
 pub fn is_fenced(workspace: &Workspace) -> bool {
     workspace.metadata.deletion_timestamp.is_some()

@@ -42,6 +42,30 @@ pub enum Denial {
     )]
     RetryWithdrawn { attempt: i64, why: Withdrawn },
     #[error(
+        "metadata.annotations[providers.platform.dev/rollback-to]: attempt {attempt} has no kept plan to roll back to (kept: {kept:?}); a plan is kept for the newest succeeded attempts only: `kubectl provider history` lists them"
+    )]
+    RollbackNotKept { attempt: i64, kept: Vec<i64> },
+    #[error(
+        "metadata.annotations[providers.platform.dev/rollback-to]: {value} is not an attempt number; set it to the number of a succeeded attempt (`kubectl provider history`)"
+    )]
+    RollbackTargetInvalid { value: String },
+    #[error(
+        "metadata.annotations[providers.platform.dev/rollback-to]: attempt {attempt} is still active, so nothing can be rolled back now; wait for its result (kubectl provider status)"
+    )]
+    RollbackWhileActive { attempt: i64 },
+    #[error(
+        "spec.retry: a rollback to attempt {attempt} is asked for by raising spec.retry in the same write as the rollback-to annotation; `kubectl provider rollback` does both"
+    )]
+    RollbackNeedsRetry { attempt: i64 },
+    #[error(
+        "spec.{field}: a rollback restores the intent of the attempt it rolls back to, so it cannot change spec.{field} in the same write; roll back first, then change it"
+    )]
+    RollbackWithIntentChange { field: &'static str },
+    #[error(
+        "spec.retry: the plan of attempt {attempt} cannot be rolled back to: {why}; choose another attempt (`kubectl provider history`), or change the intent, which seals a new attempt from the current Recipe"
+    )]
+    RollbackWithdrawn { attempt: i64, why: Withdrawn },
+    #[error(
         "spec.plan: attempt {attempt} was sealed for another request (a dry run or an earlier write), so it cannot start here; remove spec.plan from your change"
     )]
     PlanNotForThisRequest { attempt: i64 },
@@ -141,6 +165,12 @@ impl Denial {
             Denial::RetryOfUnverifiedPlan { .. } => "RetryOfUnverifiedPlan",
             Denial::RetryOfUnrecordedPlan { .. } => "RetryOfUnrecordedPlan",
             Denial::RetryWithdrawn { .. } => "RetryWithdrawn",
+            Denial::RollbackNotKept { .. } => "RollbackNotKept",
+            Denial::RollbackTargetInvalid { .. } => "RollbackTargetInvalid",
+            Denial::RollbackWhileActive { .. } => "RollbackWhileActive",
+            Denial::RollbackNeedsRetry { .. } => "RollbackNeedsRetry",
+            Denial::RollbackWithIntentChange { .. } => "RollbackWithIntentChange",
+            Denial::RollbackWithdrawn { .. } => "RollbackWithdrawn",
             Denial::PlanNotForThisRequest { .. } => "PlanReplayed",
             Denial::PlanChanged { .. } => "PlanChanged",
             Denial::AttemptOutOfOrder { .. } => "AttemptOutOfOrder",
@@ -171,7 +201,18 @@ impl Denial {
             }
             Denial::RetryOfUnverifiedPlan { .. }
             | Denial::RetryOfUnrecordedPlan { .. }
-            | Denial::RetryWithdrawn { .. } => "spec.retry".to_owned(),
+            | Denial::RetryWithdrawn { .. }
+            | Denial::RollbackNeedsRetry { .. }
+            | Denial::RollbackWithdrawn { .. } => "spec.retry".to_owned(),
+            Denial::RollbackNotKept { .. }
+            | Denial::RollbackTargetInvalid { .. }
+            | Denial::RollbackWhileActive { .. } => {
+                format!(
+                    "metadata.annotations[{}]",
+                    crate::installer::names::ANNOTATION_ROLLBACK_TO
+                )
+            }
+            Denial::RollbackWithIntentChange { field } => format!("spec.{field}"),
             Denial::UnknownRecipe { .. }
             | Denial::RecipeNotEntitled { .. }
             | Denial::RecipeAuthorizationUnavailable { .. } => "spec.recipe".to_owned(),
@@ -196,7 +237,9 @@ impl Denial {
             | Denial::RecipeAuthorizationUnavailable { .. }
             | Denial::LookupFailed { .. }
             | Denial::Seal(_) => 503,
-            Denial::Fenced { .. } | Denial::AttemptActive { .. } => 409,
+            Denial::Fenced { .. }
+            | Denial::AttemptActive { .. }
+            | Denial::RollbackWhileActive { .. } => 409,
             _ => 422,
         }
     }

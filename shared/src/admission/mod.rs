@@ -11,6 +11,7 @@
 pub mod attempt;
 mod denial;
 pub mod mutate;
+mod rollback;
 pub mod validate;
 
 pub use denial::Denial;
@@ -62,6 +63,12 @@ impl Request<'_> {
 
     /// The attempt ID a new attempt `attempt` sealed for this request has.
     pub fn attempt_id(&self, attempt: i64) -> String {
+        self.attempt_id_for(attempt, &self.object.spec)
+    }
+
+    /// The attempt ID of a new attempt `attempt` sealed for this request with the intent
+    /// `intent` (a rollback's is the intent it restores).
+    pub fn attempt_id_for(&self, attempt: i64, intent: &crate::api::WorkspaceSpec) -> String {
         let old_version = self
             .old
             .and_then(|o| o.metadata.resource_version.as_deref())
@@ -71,7 +78,7 @@ impl Request<'_> {
             &self.workspace_identity(),
             attempt,
             old_version,
-            &self.object.spec,
+            intent,
             user,
         )
     }
@@ -143,5 +150,7 @@ pub fn binding_of(workspace: &Workspace) -> Binding<'_> {
     }
 }
 
+#[cfg(test)]
+mod rollback_tests;
 #[cfg(test)]
 mod tests;

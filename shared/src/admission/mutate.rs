@@ -1,7 +1,7 @@
 //! The mutating decision: seal a new attempt, keep the sealed plan, or restore it.
 
 use crate::{
-    api::{EdgeSpec, JobResult, Owner, RecipeSpec, SealedPlan},
+    api::{Cause, EdgeSpec, JobResult, KeptPlan, Owner, RecipeSpec, SealedPlan, WorkspaceSpec},
     plan::{self, AttemptContext},
     seal::{Keyring, Sealer},
     text::quoted,
@@ -10,8 +10,12 @@ use crate::{
 
 use super::{
     Denial, Operation, Request,
-    attempt::{changed_intent, is_active, is_fenced, recorded_result, retry_of, terminal_result},
+    attempt::{
+        changed_intent, is_active, is_drifted, is_fenced, recorded_result, retry_of,
+        terminal_result,
+    },
     binding_of,
+    rollback::{kept_plan, rollback_target},
 };
 
 /// Why a new attempt starts.
@@ -21,9 +25,42 @@ pub enum StartKind {
     Create,
     /// The tenant changed the intent after a terminal attempt: resolve the new intent.
     Upgrade,
-    /// The tenant raised spec.retry after a failed attempt: run the original plan again,
-    /// once its seal and binding verify and the Recipe still offers what it pinned.
-    Retry { original: Box<SealedPlan> },
+    /// The tenant raised spec.retry after a failed attempt ([`Cause::Retry`]), or while the
+    /// installed release has drifted ([`Cause::Repair`]): run the original plan again, once
+    /// its seal and binding verify and the Recipe still offers what it pinned.
+    Retry {
+        original: Box<SealedPlan>,
+        cause: Cause,
+    },
+    /// The tenant raised spec.retry with the rollback annotation: seal the kept plan of
+    /// attempt `to` again, under the same checks as a retry. The intent goes back to what
+    /// it was for that attempt.
+    Rollback { to: i64, kept: Box<KeptPlan> },
+}
+
+impl StartKind {
+    /// Why the attempt is sealed, as its plan records it.
+    pub fn cause(&self) -> Cause {
+        match self {
+            StartKind::Create => Cause::Create,
+            StartKind::Upgrade => Cause::Upgrade,
+            StartKind::Retry { cause, .. } => *cause,
+            StartKind::Rollback { .. } => Cause::Rollback,
+        }
+    }
+
+    /// The intent the new attempt is sealed for: the request's, or for a rollback the
+    /// intent of the attempt it restores.
+    pub fn intent(&self, requested: &WorkspaceSpec) -> WorkspaceSpec {
+        match self {
+            StartKind::Rollback { kept, .. } => WorkspaceSpec {
+                version: kept.version.clone(),
+                values: kept.values.clone(),
+                ..requested.clone()
+            },
+            _ => requested.clone(),
+        }
+    }
 }
 
 /// A new attempt to seal, and what the caller must look up for it: the Recipe and the
@@ -41,9 +78,13 @@ pub struct Start {
 impl Start {
     fn new(kind: StartKind, attempt: i64, request: &Request<'_>) -> Self {
         let (recipe, edge) = match &kind {
-            StartKind::Retry { original } => (
+            StartKind::Retry { original, .. } => (
                 original.plan.provider.clone(),
                 original.plan.edge_name.clone(),
+            ),
+            StartKind::Rollback { kept, .. } => (
+                kept.plan.plan.provider.clone(),
+                kept.plan.plan.edge_name.clone(),
             ),
             _ => (
                 request.object.spec.recipe.clone(),
@@ -113,11 +154,19 @@ pub fn is_object_name(name: &str) -> bool {
 
 /// The attempt this write starts, if any, whatever plan the request carries: on create; on
 /// an update of a Workspace stored unsealed; on changed intent after a terminal attempt;
-/// on a raised spec.retry after the recorded attempt failed.
+/// on a raised spec.retry after the recorded attempt failed, while its release has
+/// drifted, or with the rollback annotation.
 pub fn start_of(request: &Request<'_>) -> Result<Option<Start>, Denial> {
     let new = &request.object.spec;
+    let rollback = rollback_target(request)?;
     let old = match (request.operation, request.old) {
         (Operation::Create, _) | (Operation::Update, None) => {
+            if let Some(to) = rollback {
+                return Err(Denial::RollbackNotKept {
+                    attempt: to,
+                    kept: Vec::new(),
+                });
+            }
             return Ok(Some(Start::new(StartKind::Create, 1, request)));
         }
         (Operation::Update, Some(old)) => old,
@@ -129,25 +178,37 @@ pub fn start_of(request: &Request<'_>) -> Result<Option<Start>, Denial> {
         // Stored unsealed (written while the webhooks were not registered): seal now.
         return Ok(Some(Start::new(StartKind::Create, recorded + 1, request)));
     };
-    if is_fenced(old) || is_fenced(request.object) || is_active(old) {
+    if is_fenced(old) || is_fenced(request.object) {
         return Ok(None);
     }
     let next = sealed.plan.attempt.max(recorded) + 1;
+    if let Some(to) = rollback {
+        return rollback_start(request, old, to, next).map(Some);
+    }
+    if is_active(old) {
+        return Ok(None);
+    }
     if changed_intent(&old.spec, new).is_some() {
         return Ok(Some(Start::new(StartKind::Upgrade, next, request)));
     }
     if retry_of(new) <= retry_of(&old.spec) {
         return Ok(None);
     }
-    let failed = |result| matches!(result, Some(JobResult::Failed | JobResult::Rejected));
-    if failed(recorded_result(old, &sealed.plan)) {
-        return Ok(Some(Start::new(
-            StartKind::Retry {
-                original: Box::new(sealed.clone()),
-            },
+    let retry = |cause| {
+        let original = Box::new(sealed.clone());
+        Ok(Some(Start::new(
+            StartKind::Retry { original, cause },
             next,
             request,
-        )));
+        )))
+    };
+    let failed = |result| matches!(result, Some(JobResult::Failed | JobResult::Rejected));
+    let recorded_result = recorded_result(old, &sealed.plan);
+    if failed(recorded_result) {
+        return retry(Cause::Retry);
+    }
+    if recorded_result == Some(JobResult::Succeeded) && is_drifted(old) {
+        return retry(Cause::Repair);
     }
     if failed(terminal_result(old, &sealed.plan)) {
         // The number of a failed attempt, but not its plan: a replay stored while the
@@ -163,6 +224,37 @@ pub fn start_of(request: &Request<'_>) -> Result<Option<Start>, Denial> {
         });
     }
     Ok(None)
+}
+
+/// A rollback to attempt `to`: only between attempts, with spec.retry raised and the
+/// intent otherwise unchanged, to an attempt whose plan the status keeps.
+fn rollback_start(
+    request: &Request<'_>,
+    old: &crate::api::Workspace,
+    to: i64,
+    next: i64,
+) -> Result<Start, Denial> {
+    if is_active(old) {
+        let attempt = old.spec.plan.as_ref().map(|p| p.plan.attempt).unwrap_or(0);
+        return Err(Denial::RollbackWhileActive { attempt });
+    }
+    if retry_of(&request.object.spec) <= retry_of(&old.spec) {
+        return Err(Denial::RollbackNeedsRetry { attempt: to });
+    }
+    let kept = StartKind::Rollback {
+        to,
+        kept: Box::new(kept_plan(old, to)?),
+    };
+    // As the tenant sent it (only the counter and the annotation changed), or as the
+    // mutating webhook left it (the intent of the attempt it restores).
+    let new = &request.object.spec;
+    let restored = kept.intent(&old.spec);
+    if let Some(field) = changed_intent(&old.spec, new)
+        && changed_intent(&restored, new).is_some()
+    {
+        return Err(Denial::RollbackWithIntentChange { field });
+    }
+    Ok(Start::new(kept, next, request))
 }
 
 /// What the caller looked up for a new attempt.
@@ -192,11 +284,11 @@ pub fn seal_attempt(
     lookups: Lookups<'_>,
     sealing: &Sealing<'_>,
 ) -> Result<SealedPlan, Denial> {
-    let intent = &request.object.spec;
+    let intent = &start.kind.intent(&request.object.spec);
     let user = request.user.username.clone().unwrap_or_default();
     let workspace = request.workspace_identity();
     let context = AttemptContext {
-        attempt_id: request.attempt_id(start.attempt),
+        attempt_id: request.attempt_id_for(start.attempt, intent),
         workspace,
         owner: Owner {
             username: user.clone(),
@@ -208,6 +300,11 @@ pub fn seal_attempt(
         retry: retry_of(intent),
         sealed_at: request.now,
         dry_run: request.dry_run,
+        cause: start.kind.cause(),
+        restores: match &start.kind {
+            StartKind::Rollback { to, .. } => Some(*to),
+            _ => None,
+        },
     };
     let recipe = lookups.recipe.ok_or_else(|| Denial::UnknownRecipe {
         name: quoted(&start.recipe),
@@ -216,7 +313,7 @@ pub fn seal_attempt(
         name: quoted(&start.edge),
     })?;
     let plan = match &start.kind {
-        StartKind::Retry { original } => {
+        StartKind::Retry { original, .. } => {
             check_original(request, original, sealing.keyring)?;
             plan::check_retry(&original.plan, recipe, edge, sealing.allowlist).map_err(|why| {
                 Denial::RetryWithdrawn {
@@ -226,6 +323,13 @@ pub fn seal_attempt(
             })?;
             authorize(&lookups, &user, start)?;
             plan::retry(&original.plan, context)
+        }
+        StartKind::Rollback { to, kept } => {
+            check_original(request, &kept.plan, sealing.keyring)?;
+            plan::check_retry(&kept.plan.plan, recipe, edge, sealing.allowlist)
+                .map_err(|why| Denial::RollbackWithdrawn { attempt: *to, why })?;
+            authorize(&lookups, &user, start)?;
+            plan::retry(&kept.plan.plan, context)
         }
         StartKind::Create | StartKind::Upgrade => {
             authorize(&lookups, &user, start)?;

@@ -23,16 +23,16 @@ use crate::{
     verify::PlanDefect,
 };
 
-fn sealer() -> Sealer {
+pub(super) fn sealer() -> Sealer {
     Sealer::from_seed([7; 32])
 }
 
 /// The time every review in these tests happens at.
-fn now() -> Timestamp {
+pub(super) fn now() -> Timestamp {
     Timestamp::from_second(1_800_000_000).unwrap()
 }
 
-fn request<'a>(
+pub(super) fn request<'a>(
     operation: Operation,
     user: &'a UserInfo,
     object: &'a Workspace,
@@ -48,7 +48,7 @@ fn request<'a>(
     }
 }
 
-fn seal_with(
+pub(super) fn seal_with(
     request: &Request<'_>,
     start: &super::mutate::Start,
     lookups: Lookups<'_>,
@@ -64,7 +64,7 @@ fn seal_with(
     seal_attempt(request, start, lookups, &sealing)
 }
 
-fn recipe(chart: &str) -> RecipeSpec {
+pub(super) fn recipe(chart: &str) -> RecipeSpec {
     RecipeSpec {
         chart: ChartRef {
             repository: "https://charts.example/stable".into(),
@@ -89,7 +89,7 @@ fn recipe(chart: &str) -> RecipeSpec {
     }
 }
 
-fn edge() -> EdgeSpec {
+pub(super) fn edge() -> EdgeSpec {
     EdgeSpec {
         cluster_id: "c1".into(),
         workspace_uuid: "u1".into(),
@@ -101,7 +101,7 @@ fn edge() -> EdgeSpec {
     }
 }
 
-fn alice() -> UserInfo {
+pub(super) fn alice() -> UserInfo {
     UserInfo {
         username: Some("alice".into()),
         uid: Some("uid-alice".into()),
@@ -110,11 +110,11 @@ fn alice() -> UserInfo {
     }
 }
 
-fn allow() -> Vec<String> {
+pub(super) fn allow() -> Vec<String> {
     vec!["https://charts.example".into()]
 }
 
-fn workspace(values: serde_json::Value) -> Workspace {
+pub(super) fn workspace(values: serde_json::Value) -> Workspace {
     let mut ws = Workspace::new(
         "ws",
         WorkspaceSpec {
@@ -136,7 +136,7 @@ fn workspace(values: serde_json::Value) -> Workspace {
 
 /// Runs the mutating decision end to end, as the webhook does, with every lookup found
 /// and the user authorized. Returns the object as the API server would store it.
-fn admit(
+pub(super) fn admit(
     operation: Operation,
     object: &Workspace,
     old: Option<&Workspace>,
@@ -145,7 +145,7 @@ fn admit(
 }
 
 /// [`admit`] with the Recipe as the platform has it at the time of the request.
-fn admit_with(
+pub(super) fn admit_with(
     operation: Operation,
     object: &Workspace,
     old: Option<&Workspace>,
@@ -166,6 +166,18 @@ fn admit_with(
                 entitled: Ok(true),
             };
             result.spec.plan = Some(seal_with(&request, &start, lookups, &allow())?);
+            // As the webhook patches it: a rollback puts back the restored intent and
+            // consumes its annotation.
+            if let StartKind::Rollback { .. } = &start.kind {
+                let plan = result.spec.plan.take();
+                result.spec = WorkspaceSpec {
+                    plan,
+                    ..start.kind.intent(&result.spec)
+                };
+                if let Some(annotations) = result.metadata.annotations.as_mut() {
+                    annotations.remove(crate::installer::names::ANNOTATION_ROLLBACK_TO);
+                }
+            }
         }
     }
     // The API server assigns the UID and creation time before validating admission.
@@ -182,7 +194,7 @@ fn admit_with(
     Ok(result)
 }
 
-fn with_result(mut ws: Workspace, result: Option<JobResult>) -> Workspace {
+pub(super) fn with_result(mut ws: Workspace, result: Option<JobResult>) -> Workspace {
     let attempt = ws.spec.plan.as_ref().map(|p| p.plan.attempt);
     let attempt_id = ws.spec.plan.as_ref().map(|p| p.plan.attempt_id.clone());
     ws.status = Some(WorkspaceStatus {
@@ -194,7 +206,7 @@ fn with_result(mut ws: Workspace, result: Option<JobResult>) -> Workspace {
     ws
 }
 
-fn created() -> Workspace {
+pub(super) fn created() -> Workspace {
     admit(
         Operation::Create,
         &workspace(json!({"replicaCount": 2})),
@@ -619,7 +631,7 @@ fn failed_with_stored(plan: crate::api::SealedPlan) -> Workspace {
     with_result(ws, Some(JobResult::Failed))
 }
 
-fn raise_retry(old: &Workspace) -> Workspace {
+pub(super) fn raise_retry(old: &Workspace) -> Workspace {
     let mut new = old.clone();
     new.spec.retry = Some(old.spec.retry.unwrap_or(0) + 1);
     new

@@ -105,6 +105,10 @@ fn check_unchanged_plan(
             workspace: request.workspace_key(),
         });
     }
+    if super::rollback::rollback_target(request)?.is_some() {
+        // The mutating webhook consumes the annotation when it seals the rollback.
+        return Err(Denial::NotResealed { field: "retry" });
+    }
     let mut warnings = Vec::new();
     if retry_raised && active {
         warnings.push(format!(

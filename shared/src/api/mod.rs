@@ -10,10 +10,11 @@ mod recipe;
 mod workspace;
 
 pub use edge::{Edge, EdgeSpec, EdgeStatus, SecretKeyRef};
-pub use plan::{ChartRef, Owner, Plan, Seal, SealedPlan, WorkspaceIdentity};
+pub use plan::{Cause, ChartRef, Owner, Plan, Seal, SealedPlan, WorkspaceIdentity};
 pub use recipe::{ExecutionRule, Recipe, RecipeSpec, RuntimeCredential, ValueField, ValueType};
 pub use workspace::{
-    AttemptRecord, JobResult, Phase, Preparation, Target, Workspace, WorkspaceSpec, WorkspaceStatus,
+    AttemptRecord, Drift, InstalledRelease, JobResult, KeptPlan, Phase, Preparation, Target,
+    Workspace, WorkspaceSpec, WorkspaceStatus,
 };
 
 /// The API group of every kind this project defines.

@@ -107,6 +107,27 @@ pub struct Plan {
     /// Whether the plan was sealed for a dry run. Such a plan is shown, never run.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub dry_run: bool,
+    /// Why the attempt was sealed. Absent in plans sealed before causes were recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<Cause>,
+    /// For a rollback: the earlier attempt whose plan this one runs again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restores: Option<i64>,
+}
+
+/// Why an attempt was sealed: what `kubectl provider history` shows beside each attempt.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum Cause {
+    /// The Workspace was created (or stored without a plan).
+    Create,
+    /// The tenant changed the intent (recipe, edge, version or values).
+    Upgrade,
+    /// spec.retry was raised after a failed attempt: the same plan again.
+    Retry,
+    /// spec.retry was raised while the installed release had drifted: the same plan again.
+    Repair,
+    /// An earlier succeeded attempt's plan, sealed again (`kubectl provider rollback`).
+    Rollback,
 }
 
 /// The signature over a plan.

@@ -3,7 +3,7 @@ use kube::{CustomResource, KubeSchema};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::plan::SealedPlan;
+use super::plan::{Cause, SealedPlan};
 
 /// A tenant's provider workspace: which recipe to install on which edge, with which
 /// values. Namespaced; the namespace is the organization.
@@ -145,6 +145,64 @@ pub struct AttemptRecord {
     /// Why it ended as it did, in a sentence.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// Why it was sealed, as its plan says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<Cause>,
+    /// For a rollback: the attempt whose plan it ran again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restores: Option<i64>,
+    /// The sealed plan and the intent it was resolved from, kept once the attempt
+    /// succeeded so that `kubectl provider rollback` can seal it again. Only the newest
+    /// few succeeded attempts keep theirs (the installer's --rollback-history).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept: Option<KeptPlan>,
+}
+
+/// A succeeded attempt's plan, kept for a rollback.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct KeptPlan {
+    /// spec.version as it was when the attempt was sealed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// spec.values as they were when the attempt was sealed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::schema::free_form_object")]
+    pub values: Option<Value>,
+    /// The attempt's sealed plan; its seal is verified again before it is sealed anew.
+    pub plan: SealedPlan,
+}
+
+/// The Helm release an installed attempt left on its edge: what drift is measured against.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct InstalledRelease {
+    /// The release's name.
+    pub name: String,
+    /// Helm's revision number.
+    pub revision: i64,
+    /// The UID of Helm's storage Secret of that revision: a release uninstalled and
+    /// installed again outside the installer has another.
+    #[serde(rename = "recordUID")]
+    pub record_uid: String,
+}
+
+/// How the release on the edge differs from what the installed attempt left.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Drift {
+    /// `ReleaseMissing`, `ReleaseChanged` or `ReleaseReplaced`.
+    pub reason: String,
+    /// What changed and what to do, in a sentence.
+    pub message: String,
+    /// The newest revision found, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<i64>,
+    /// The UID of its storage Secret: the content is read once per revision found.
+    #[serde(default, rename = "recordUID", skip_serializing_if = "Option::is_none")]
+    pub record_uid: Option<String>,
+    /// When the installer found it.
+    pub detected_at: Time,
 }
 
 /// The edge route an attempt runs on, resolved from its sealed plan when it starts. Kept
@@ -243,6 +301,12 @@ pub struct WorkspaceStatus {
     /// Every attempt, oldest first.
     #[serde(default)]
     pub attempts: Vec<AttemptRecord>,
+    /// The release the installed attempt left on the edge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub release: Option<InstalledRelease>,
+    /// How the release on the edge has drifted from it, while it has.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift: Option<Drift>,
 }
 
 /// A CEL rule that keeps one intent field fixed while the sealed attempt has no result.

@@ -172,7 +172,13 @@ impl Machine<'_> {
             result: None,
             finished_at: None,
             message: None,
+            cause: plan.cause,
+            restores: plan.restores,
+            kept: None,
         });
+        // The next success records its own release; drift of the last one is moot.
+        s.release = None;
+        s.drift = None;
         let keep = self.settings.attempt_history.max(1);
         if s.attempts.len() > keep {
             let drop = s.attempts.len() - keep;
@@ -311,6 +317,7 @@ impl Machine<'_> {
             }
             JobOutcome::Succeeded => {
                 self.record_result(JobResult::Succeeded, job.finished_at.clone(), None);
+                self.record_installed();
                 self.event(Note::normal(
                     "JobSucceeded",
                     format!(

@@ -16,8 +16,9 @@ impl Machine<'_> {
     /// `cleanup_is_recorded_last`.
     pub fn cleanup(&mut self) -> Next {
         if self.status.cleaned_up {
+            let next = self.check_drift();
             self.outlook = self.done_outlook();
-            return Next::Idle;
+            return next;
         }
         let remote = match self.reachable("revoke the runner's identity") {
             Ok(remote) => remote,

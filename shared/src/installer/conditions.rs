@@ -43,8 +43,12 @@ pub const PROGRESSING: &str = "Progressing";
 pub const FAILED: &str = "Failed";
 /// True until the attempt has a result and is cleaned up, unless it failed (kstatus: InProgress).
 pub const RECONCILING: &str = "Reconciling";
-/// True when the attempt failed and only a person can move it on (kstatus: Failed).
+/// True when the attempt failed, or its release drifted, and only a person can move it on
+/// (kstatus: Failed).
 pub const STALLED: &str = "Stalled";
+/// Whether the installed release still is what the attempt left on the edge; present once
+/// an attempt succeeded.
+pub const DRIFTED: &str = "Drifted";
 
 /// What the Workspace is doing, as the conditions say it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -102,20 +106,58 @@ pub fn settle(
     status.observed_generation = generation;
     let installed =
         status.job_result == Some(JobResult::Succeeded) && status.cleaned_up && !status.deleting;
-    let ready_reason = if installed {
-        reason::INSTALLED
-    } else {
-        outlook.reason.as_str()
+    // Drift is a failure a person acts on (kubectl provider repair): Ready goes False and
+    // Stalled True with its words.
+    let drift = status
+        .drift
+        .clone()
+        .filter(|_| installed)
+        .map(|d| Failure::new(&d.reason, d.message));
+    let failure = failure.or(drift.as_ref());
+    let (ready_reason, ready_message) = match (&drift, installed) {
+        (Some(drift), _) => (drift.reason.as_str(), drift.message.as_str()),
+        (None, true) => (reason::INSTALLED, outlook.message.as_str()),
+        (None, false) => (outlook.reason.as_str(), outlook.message.as_str()),
     };
     upsert(
         status,
         READY,
-        installed,
+        installed && drift.is_none(),
         ready_reason,
-        &outlook.message,
+        ready_message,
         generation,
         now,
     );
+    if installed && (status.release.is_some() || drift.is_some()) {
+        let (why, message) = match &drift {
+            Some(drift) => (drift.reason.as_str(), drift.message.clone()),
+            None => (
+                super::drift::reason::IN_SYNC,
+                status
+                    .release
+                    .as_ref()
+                    .map(|r| {
+                        format!(
+                            "release {} is at revision {}, as the installed attempt left it",
+                            r.name, r.revision
+                        )
+                    })
+                    .unwrap_or_default(),
+            ),
+        };
+        upsert(
+            status,
+            DRIFTED,
+            drift.is_some(),
+            why,
+            &message,
+            generation,
+            now,
+        );
+    } else {
+        // Until the next attempt is installed, there is nothing to drift from.
+        status.conditions.retain(|c| c.type_ != DRIFTED);
+    }
     upsert(
         status,
         PROGRESSING,
@@ -145,7 +187,7 @@ pub fn settle(
         RECONCILING,
         !installed && failure.is_none(),
         ready_reason,
-        &outlook.message,
+        ready_message,
         generation,
         now,
     );

@@ -1,9 +1,9 @@
 //! Which attempt a decision is about, and so what the shell must read before deciding.
 //!
-//! A Workspace that is installed and cleaned up needs nothing from its edge: a resync of
-//! a thousand settled Workspaces makes no edge calls.
+//! A Workspace that is installed and cleaned up needs only its release's records, from the
+//! edge's watch cache: a resync of a thousand settled Workspaces makes no edge calls.
 
-use crate::api::{Plan, Workspace, WorkspaceStatus};
+use crate::api::{JobResult, Plan, Workspace, WorkspaceStatus};
 
 use super::names::{AttemptNames, CredentialNames};
 
@@ -18,8 +18,12 @@ pub struct Focus {
     pub namespace: String,
     /// The attempt's objects on the edge.
     pub names: AttemptNames,
-    /// The Helm release whose storage records to read, while the attempt prepares.
+    /// The Helm release whose storage records to read: while the attempt prepares (a
+    /// revision left pending), when its Job ends (the revision it made), and once installed
+    /// (drift).
     pub release: Option<String>,
+    /// The attempt is installed and cleaned up: only its release is read, for drift.
+    pub installed: bool,
     /// The runtime credential objects to read, while the attempt prepares.
     pub credential: Option<CredentialNames>,
     /// Read the Job alone first: while it runs, nothing else of the edge is needed. When
@@ -79,6 +83,7 @@ pub fn focus(workspace: &Workspace) -> Option<Focus> {
         namespace: r.namespace.clone(),
         names: AttemptNames::for_job(&r.job),
         release: None,
+        installed: false,
         credential: None,
         job_first,
         authorize: false,
@@ -96,7 +101,21 @@ pub fn focus(workspace: &Workspace) -> Option<Focus> {
             return Some(of_recorded(r, running));
         }
         if current && status.cleaned_up {
-            return None;
+            // Installed: its release is watched for drift, from the edge's cache. A failed
+            // or refused attempt needs nothing more.
+            let plan = plan?;
+            return (status.job_result == Some(JobResult::Succeeded)).then(|| Focus {
+                attempt: plan.attempt,
+                attempt_id: plan.attempt_id.clone(),
+                edge: plan.edge_name.clone(),
+                namespace: plan.namespace.clone(),
+                names: AttemptNames::for_job(&plan.job),
+                release: Some(plan.release.clone()),
+                installed: true,
+                credential: None,
+                job_first: false,
+                authorize: false,
+            });
         }
     }
     let plan = plan?;
@@ -110,7 +129,8 @@ pub fn focus(workspace: &Workspace) -> Option<Focus> {
         edge: plan.edge_name.clone(),
         namespace: plan.namespace.clone(),
         names: AttemptNames::for_job(&plan.job),
-        release: preparing.then(|| plan.release.clone()),
+        release: Some(plan.release.clone()),
+        installed: false,
         credential: plan
             .runtime_credential
             .as_ref()

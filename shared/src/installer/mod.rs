@@ -28,6 +28,7 @@ mod attempt;
 mod cleanup;
 pub mod conditions;
 pub mod delete;
+pub mod drift;
 pub mod focus;
 mod machine;
 pub mod manifests;
@@ -64,6 +65,11 @@ pub struct Settings {
     pub preparation_ttl_seconds: i64,
     /// How many attempt records a Workspace's status keeps.
     pub attempt_history: usize,
+    /// Of how many succeeded attempts the status keeps the plan, for a rollback.
+    pub rollback_history: usize,
+    /// How often an installed release is compared with what its attempt left, in seconds
+    /// (0: never). Changes of Helm's records on the edge are checked as they are seen.
+    pub drift_interval_seconds: u64,
 }
 
 impl Default for Settings {
@@ -74,6 +80,8 @@ impl Default for Settings {
             job_deadline_seconds: 900,
             preparation_ttl_seconds: 300,
             attempt_history: 20,
+            rollback_history: 5,
+            drift_interval_seconds: 300,
         }
     }
 }

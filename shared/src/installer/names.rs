@@ -34,6 +34,9 @@ pub const ANNOTATION_WORKSPACE: &str = "providers.platform.dev/workspace";
 /// workspaces may): its deletion goes on without cleaning up on the edge, which is gone
 /// for good. The value says why; it is repeated in the Event that records it.
 pub const ANNOTATION_ABANDON: &str = "providers.platform.dev/abandon";
+/// Set on a Workspace together with a raised spec.retry: the attempt whose kept plan the
+/// webhook seals again (a rollback). The webhook consumes it: it is never stored.
+pub const ANNOTATION_ROLLBACK_TO: &str = "providers.platform.dev/rollback-to";
 /// The attempt number, on Jobs, for people reading them.
 pub const ANNOTATION_ATTEMPT: &str = "providers.platform.dev/attempt";
 

@@ -191,7 +191,7 @@ impl ObjectState {
 pub type NamespaceState = ObjectState;
 
 /// The attempt's objects on the edge, each `None` when absent.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Remote {
     pub namespace: Option<NamespaceState>,
     pub service_account: Option<ObjectState>,
@@ -203,6 +203,8 @@ pub struct Remote {
     pub runtime_credential: Option<ObjectState>,
     /// The newest revision of the Helm release, from Helm's own storage.
     pub release: Option<ReleaseRevision>,
+    /// What that revision installs, read when drift is to be described.
+    pub release_content: Option<super::drift::ReleaseContent>,
 }
 
 /// The attempt's Job.
@@ -249,6 +251,8 @@ pub struct ReleaseRevision {
     pub revision: i64,
     /// Helm's status: `deployed`, `failed`, `pending-install`, `pending-upgrade`, ...
     pub status: String,
+    /// When the record was made.
+    pub created: Option<Time>,
 }
 
 impl ReleaseRevision {
@@ -337,6 +341,7 @@ pub fn newest_revision(records: &[ObjectMeta]) -> Option<ReleaseRevision> {
                 uid: meta.uid.clone().unwrap_or_default(),
                 revision: labels.get("version")?.parse().ok()?,
                 status: labels.get("status").cloned().unwrap_or_default(),
+                created: meta.creation_timestamp.clone(),
             })
         })
         .max_by_key(|r| r.revision)

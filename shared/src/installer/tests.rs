@@ -18,11 +18,11 @@ use super::*;
 const UID: &str = "uid-ws-1";
 const OTHER_UID: &str = "uid-ws-0";
 
-fn now() -> Timestamp {
+pub(super) fn now() -> Timestamp {
     Timestamp::from_second(1_800_000_000).unwrap()
 }
 
-fn plan(attempt: i64) -> Plan {
+pub(super) fn plan(attempt: i64) -> Plan {
     Plan {
         attempt,
         attempt_id: format!("a{attempt}"),
@@ -62,10 +62,12 @@ fn plan(attempt: i64) -> Plan {
         runtime_credential: None,
         sealed_at: Some(Time(now())),
         dry_run: false,
+        cause: None,
+        restores: None,
     }
 }
 
-fn workspace(plan: Option<Plan>, status: Option<WorkspaceStatus>) -> Workspace {
+pub(super) fn workspace(plan: Option<Plan>, status: Option<WorkspaceStatus>) -> Workspace {
     Workspace {
         metadata: ObjectMeta {
             name: Some("demo".into()),
@@ -96,7 +98,7 @@ fn workspace(plan: Option<Plan>, status: Option<WorkspaceStatus>) -> Workspace {
 }
 
 /// The status of attempt `attempt` once bound (and prepared, with a Job when `job_uid`).
-fn bound(attempt: i64, job_uid: Option<&str>) -> WorkspaceStatus {
+pub(super) fn bound(attempt: i64, job_uid: Option<&str>) -> WorkspaceStatus {
     let plan = plan(attempt);
     WorkspaceStatus {
         attempt: Some(attempt),
@@ -126,16 +128,19 @@ fn bound(attempt: i64, job_uid: Option<&str>) -> WorkspaceStatus {
             result: None,
             finished_at: None,
             message: None,
+            cause: None,
+            restores: None,
+            kept: None,
         }],
         ..Default::default()
     }
 }
 
-fn jiff_secs(s: i64) -> k8s_openapi::jiff::SignedDuration {
+pub(super) fn jiff_secs(s: i64) -> k8s_openapi::jiff::SignedDuration {
     k8s_openapi::jiff::SignedDuration::from_secs(s)
 }
 
-fn ready() -> EdgeState {
+pub(super) fn ready() -> EdgeState {
     EdgeState::Ready(EdgeRoute {
         cluster: "cluster-1".into(),
         workspace_uuid: "ews-1".into(),
@@ -177,7 +182,7 @@ fn prepared(attempt: i64) -> Remote {
     }
 }
 
-fn job(attempt: i64, outcome: JobOutcome, finalized: bool) -> JobState {
+pub(super) fn job(attempt: i64, outcome: JobOutcome, finalized: bool) -> JobState {
     let mut o = object("job-uid", UID, &format!("a{attempt}"), "p1");
     if finalized {
         o.finalizers = vec![names::FINALIZER.into()];
@@ -197,17 +202,17 @@ fn failed() -> JobOutcome {
     }
 }
 
-struct Case<'a> {
-    ws: &'a Workspace,
-    seal: SealCheck,
-    edge: EdgeState,
-    remote: Option<Remote>,
-    hub: Option<HubObjects>,
-    authorization: Authorization,
+pub(super) struct Case<'a> {
+    pub ws: &'a Workspace,
+    pub seal: SealCheck,
+    pub edge: EdgeState,
+    pub remote: Option<Remote>,
+    pub hub: Option<HubObjects>,
+    pub authorization: Authorization,
 }
 
 impl<'a> Case<'a> {
-    fn new(ws: &'a Workspace) -> Self {
+    pub(super) fn new(ws: &'a Workspace) -> Self {
         Self {
             ws,
             seal: SealCheck::Verified,
@@ -217,7 +222,7 @@ impl<'a> Case<'a> {
             authorization: Authorization::Allowed,
         }
     }
-    fn decide(&self) -> Decision {
+    pub(super) fn decide(&self) -> Decision {
         decide(
             &Observed {
                 workspace: self.ws,
@@ -233,7 +238,7 @@ impl<'a> Case<'a> {
     }
 }
 
-fn steps(decision: &Decision) -> Vec<&'static str> {
+pub(super) fn steps(decision: &Decision) -> Vec<&'static str> {
     decision
         .actions
         .iter()
@@ -250,7 +255,7 @@ fn edge_steps(decision: &Decision) -> Vec<&'static str> {
         .collect()
 }
 
-fn events(decision: &Decision) -> Vec<&'static str> {
+pub(super) fn events(decision: &Decision) -> Vec<&'static str> {
     decision
         .actions
         .iter()
@@ -261,7 +266,7 @@ fn events(decision: &Decision) -> Vec<&'static str> {
         .collect()
 }
 
-fn last_status(decision: &Decision) -> WorkspaceStatus {
+pub(super) fn last_status(decision: &Decision) -> WorkspaceStatus {
     decision
         .actions
         .iter()
@@ -273,7 +278,7 @@ fn last_status(decision: &Decision) -> WorkspaceStatus {
         .expect("a status write")
 }
 
-fn condition(status: &WorkspaceStatus, kind: &str) -> (String, String) {
+pub(super) fn condition(status: &WorkspaceStatus, kind: &str) -> (String, String) {
     let c = status
         .conditions
         .iter()
@@ -282,7 +287,7 @@ fn condition(status: &WorkspaceStatus, kind: &str) -> (String, String) {
     (c.status.clone(), c.reason.clone())
 }
 
-fn edge_actions(decision: &Decision) -> usize {
+pub(super) fn edge_actions(decision: &Decision) -> usize {
     decision.actions.iter().filter(|a| a.touches_edge()).count()
 }
 
@@ -877,6 +882,9 @@ fn retry_starts_exactly_one_new_attempt() {
         result: Some(JobResult::Failed),
         finished_at: Some(Time(now())),
         message: None,
+        cause: None,
+        restores: None,
+        kept: None,
     }];
     let ws = workspace(Some(plan(2)), Some(done));
     let mut case = Case::new(&ws);
@@ -1035,6 +1043,7 @@ fn pending_release_is_recovered() {
         uid: "rel-uid".into(),
         revision: 1,
         status: "pending-install".into(),
+        created: None,
     });
     case.remote = Some(remote.clone());
     let decision = case.decide();
@@ -1387,12 +1396,20 @@ fn another_workspaces_objects_are_never_touched() {
 }
 
 #[test]
-fn settled_workspace_needs_nothing_from_the_edge() {
+fn settled_workspace_needs_only_its_release_from_the_edge_cache() {
     let mut done = bound(1, Some("job-uid"));
     done.job_result = Some(JobResult::Succeeded);
     done.cleaned_up = true;
-    let ws = workspace(Some(plan(1)), Some(done));
-    assert_eq!(focus(&ws), None);
+    let ws = workspace(Some(plan(1)), Some(done.clone()));
+    let installed = focus(&ws).expect("an installed release is watched for drift");
+    assert!(installed.installed && !installed.authorize && installed.credential.is_none());
+    assert_eq!(installed.release.as_deref(), Some("hello"));
+    done.job_result = Some(JobResult::Failed);
+    assert_eq!(
+        focus(&workspace(Some(plan(1)), Some(done))),
+        None,
+        "a failed attempt needs nothing"
+    );
     let mut case = Case::new(&ws);
     case.remote = None;
     case.edge = EdgeState::Unreachable("down".into());

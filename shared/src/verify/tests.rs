@@ -48,6 +48,8 @@ fn plan(attempt: i64, uid: &str) -> Plan {
         runtime_credential: None,
         sealed_at: Some(Time(sealed_at())),
         dry_run: false,
+        cause: None,
+        restores: None,
     }
 }
 

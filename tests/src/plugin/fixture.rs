@@ -190,6 +190,8 @@ pub fn seal(
             k8s_openapi::jiff::Timestamp::now(),
         )),
         dry_run: false,
+        cause: None,
+        restores: None,
     };
     let sealed = serde_json::to_value(Sealer::from_seed(seed).seal(plan)?)?;
     write_plan(plane, namespace, name, &sealed)?;

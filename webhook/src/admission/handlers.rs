@@ -8,15 +8,16 @@ use axum::{
     http::{StatusCode, header},
     response::{IntoResponse, Response},
 };
-use json_patch::{AddOperation, Patch, PatchOperation, jsonptr::PointerBuf};
+use json_patch::{AddOperation, Patch, PatchOperation, RemoveOperation, jsonptr::PointerBuf};
 use k8s_openapi::jiff::Timestamp;
 use providers::{
     admission::{
         Denial, Request,
-        mutate::{Lookups, PlanAction, Sealing, Start, plan_action, seal_attempt},
+        mutate::{Lookups, PlanAction, Sealing, Start, StartKind, plan_action, seal_attempt},
         validate,
     },
     api::SealedPlan,
+    installer::names::ANNOTATION_ROLLBACK_TO,
     seal::SealError,
 };
 use tracing::Instrument;
@@ -118,23 +119,24 @@ fn request_of(review: &WorkspaceReview) -> Request<'_> {
 
 async fn mutate_review(state: &AppState, review: &WorkspaceReview) -> Answer {
     let request = request_of(review);
-    let sealed = match plan_action(&request) {
+    let (sealed, start) = match plan_action(&request) {
         Err(denial) => return denied(review, &denial),
         Ok(PlanAction::Keep) => return Answer::allow(&review.uid),
-        Ok(PlanAction::Restore(sealed)) => *sealed,
+        Ok(PlanAction::Restore(sealed)) => (*sealed, None),
         Ok(PlanAction::Start(start)) => match seal(state, &request, &start).await {
             Ok(sealed) => {
                 tracing::info!(
                     attempt = sealed.plan.attempt,
                     attempt_id = %sealed.plan.attempt_id,
+                    cause = ?sealed.plan.cause,
                     "sealed a new attempt"
                 );
-                sealed
+                (sealed, Some(start))
             }
             Err(denial) => return denied(review, &denial),
         },
     };
-    patch_plan(review, &sealed)
+    patch_plan(review, &sealed, start.as_ref())
 }
 
 fn validate_review(state: &AppState, review: &WorkspaceReview) -> Answer {
@@ -200,17 +202,56 @@ async fn seal(
 }
 
 /// Writes the sealed plan at /spec/plan, only when it differs from what the request
-/// carries: a plan already in place needs no patch.
-fn patch_plan(review: &WorkspaceReview, sealed: &SealedPlan) -> Answer {
-    if review.object.spec.plan.as_ref() == Some(sealed) {
+/// carries: a plan already in place needs no patch. A rollback also puts back the intent
+/// of the attempt it restores and consumes its annotation.
+fn patch_plan(review: &WorkspaceReview, sealed: &SealedPlan, start: Option<&Start>) -> Answer {
+    let mut operations = Vec::new();
+    if let Some(Start {
+        kind: StartKind::Rollback { kept, .. },
+        ..
+    }) = start
+    {
+        let spec = &review.object.spec;
+        for (field, now, restored) in [
+            (
+                "version",
+                spec.version.clone().map(serde_json::Value::String),
+                kept.version.clone().map(serde_json::Value::String),
+            ),
+            ("values", spec.values.clone(), kept.values.clone()),
+        ] {
+            let path = PointerBuf::from_tokens(["spec", field]);
+            match (now, restored) {
+                (Some(_), None) => {
+                    operations.push(PatchOperation::Remove(RemoveOperation { path }))
+                }
+                (now, Some(value)) if now.as_ref() != Some(&value) => {
+                    operations.push(PatchOperation::Add(AddOperation { path, value }))
+                }
+                _ => {}
+            }
+        }
+        if review
+            .object
+            .metadata
+            .annotations
+            .as_ref()
+            .is_some_and(|a| a.contains_key(ANNOTATION_ROLLBACK_TO))
+        {
+            operations.push(PatchOperation::Remove(RemoveOperation {
+                path: PointerBuf::from_tokens(["metadata", "annotations", ANNOTATION_ROLLBACK_TO]),
+            }));
+        }
+    }
+    if review.object.spec.plan.as_ref() == Some(sealed) && operations.is_empty() {
         return Answer::allow(&review.uid);
     }
     let patched = serde_json::to_value(sealed).and_then(|value| {
-        let patch = Patch(vec![PatchOperation::Add(AddOperation {
+        operations.push(PatchOperation::Add(AddOperation {
             path: PointerBuf::from_tokens(["spec", "plan"]),
             value,
-        })]);
-        Answer::patched(&review.uid, &patch)
+        }));
+        Answer::patched(&review.uid, &Patch(operations))
     });
     match patched {
         Ok(answer) => answer,

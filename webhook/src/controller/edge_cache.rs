@@ -85,6 +85,9 @@ pub struct EdgeCache {
     helm_records: Store<PartialObjectMeta<Secret>>,
     jobs: Store<Job>,
     own: Arc<Mutex<HashMap<Key, Own>>>,
+    /// The installed releases watched for drift: `(namespace, release)` → the Workspace
+    /// (`<org>/<name>`) a change of their records wakes.
+    followed: Followed,
     /// Why the edge's API is thought unreachable: a watch or a write failed to connect,
     /// and nothing has answered since. The caches then hold what was last seen, which no
     /// decision should act on.
@@ -93,6 +96,9 @@ pub struct EdgeCache {
 
 /// Who to wake when an object on the edge changes: the Workspace named in its annotation.
 pub type Wake = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// Installed releases by `(namespace, release)`, and the Workspace each belongs to.
+type Followed = Arc<Mutex<HashMap<(String, String), String>>>;
 
 /// The caches and the tasks that fill them; the tasks stop when this is dropped.
 pub struct Watches {
@@ -137,8 +143,14 @@ impl Watches {
         let (secrets, task) =
             watch_metadata::<Secret>(Api::all(client.clone()), managed.clone(), &health, None);
         tasks.push(task);
-        let (helm_records, task) =
-            watch_metadata::<Secret>(Api::all(client.clone()), helm, &health, None);
+        let followed: Followed = Arc::new(Mutex::new(HashMap::new()));
+        let (helm_records, task) = watch_helm_records(
+            Api::all(client.clone()),
+            helm,
+            &health,
+            followed.clone(),
+            wake.clone(),
+        );
         tasks.push(task);
         let (jobs, task) = watch_jobs(
             Api::all(client.clone()),
@@ -158,6 +170,7 @@ impl Watches {
                 helm_records,
                 jobs,
                 own,
+                followed,
                 unreachable,
             },
             _tasks: tasks,
@@ -191,6 +204,44 @@ where
     let task = Task::spawn(drive(stream, health.clone(), move |event| {
         if let (Some(wake), watcher::Event::Delete(object)) = (&wake_on_delete, event) {
             wake_owner(wake, object.meta());
+        }
+    }));
+    (store, task)
+}
+
+/// Helm's release records, metadata only. A change of an installed release's records
+/// (an upgrade, rollback or uninstall made outside the installer) wakes its Workspace,
+/// which checks it for drift at once.
+fn watch_helm_records(
+    api: Api<PartialObjectMeta<Secret>>,
+    config: watcher::Config,
+    health: &Health,
+    followed: Followed,
+    wake: Wake,
+) -> (Store<PartialObjectMeta<Secret>>, Task) {
+    let (store, writer) = reflector::store();
+    let stream = reflector(
+        writer,
+        watcher(api, config)
+            .default_backoff()
+            .modify(|o| o.managed_fields_mut().clear()),
+    );
+    let task = Task::spawn(drive(stream, health.clone(), move |event| {
+        let record = match event {
+            watcher::Event::Apply(record) | watcher::Event::Delete(record) => record,
+            _ => return,
+        };
+        let key = (
+            record.metadata.namespace.clone().unwrap_or_default(),
+            record.labels().get("name").cloned().unwrap_or_default(),
+        );
+        let owner = followed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&key)
+            .cloned();
+        if let Some(workspace) = owner {
+            wake(&workspace);
         }
     }));
     (store, task)
@@ -364,8 +415,29 @@ impl EdgeCache {
         }
     }
 
-    /// The newest revision of `release` in `namespace`, from Helm's records.
-    pub fn release(&self, namespace: &str, release: &str) -> Option<ReleaseRevision> {
+    /// The newest revision of `release` in `namespace`, from Helm's records. With the
+    /// revision an installed attempt left, two lookups by name answer when nothing changed
+    /// (that revision is there and the next is not); otherwise every record is looked at.
+    pub fn release(
+        &self,
+        namespace: &str,
+        release: &str,
+        installed: Option<i64>,
+    ) -> Option<ReleaseRevision> {
+        if let Some(revision) = installed {
+            let record = |revision: i64| {
+                self.helm_records.get(
+                    &ObjectRef::new(&format!("sh.helm.release.v1.{release}.v{revision}"))
+                        .within(namespace),
+                )
+            };
+            if record(revision + 1).is_none()
+                && let Some(found) = record(revision)
+                && found.labels().get("name").map(String::as_str) == Some(release)
+            {
+                return newest_revision(std::slice::from_ref(&found.metadata));
+            }
+        }
         let records: Vec<ObjectMeta> = self
             .helm_records
             .state()
@@ -377,6 +449,15 @@ impl EdgeCache {
             .map(|r| r.metadata.clone())
             .collect();
         newest_revision(&records)
+    }
+
+    /// Wakes `workspace` when the records of `release` in `namespace` change.
+    pub fn follow_release(&self, namespace: &str, release: &str, workspace: &str) {
+        let mut followed = self.followed.lock().unwrap_or_else(PoisonError::into_inner);
+        let key = (namespace.to_owned(), release.to_owned());
+        if followed.get(&key).map(String::as_str) != Some(workspace) {
+            followed.insert(key, workspace.to_owned());
+        }
     }
 
     /// The installer created or changed `object` (the API server's answer).
@@ -537,6 +618,7 @@ mod tests {
             helm_records: reflector::store().0,
             jobs: reflector::store().0,
             own: Arc::new(Mutex::new(HashMap::new())),
+            followed: Arc::new(Mutex::new(HashMap::new())),
             unreachable: Arc::new(Mutex::new(None)),
         };
         (cache, writer)

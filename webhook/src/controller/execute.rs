@@ -423,8 +423,21 @@ where
     }
 }
 
-/// Counts attempts that reached a result with this write.
+/// Counts attempts that reached a result with this write, and drift found by it.
 fn count_results(ctx: &Context, before: &WorkspaceStatus, after: &WorkspaceStatus) {
+    if let Some(drift) = &after.drift
+        && before
+            .drift
+            .as_ref()
+            .is_none_or(|d| d.record_uid != drift.record_uid || d.reason != drift.reason)
+    {
+        ctx.metrics
+            .drift_found
+            .get_or_create(&ReasonLabels {
+                reason: drift.reason.clone(),
+            })
+            .inc();
+    }
     let new = after.job_result.is_some()
         && (before.job_result.is_none() || before.attempt != after.attempt);
     if !new {

@@ -12,8 +12,65 @@ use base64::{Engine, engine::general_purpose::STANDARD};
 use flate2::{Compression, read::GzDecoder, write::GzEncoder};
 use k8s_openapi::{ByteString, api::core::v1::Secret, jiff::Timestamp};
 use kube::{Api, Client, api::PostParams};
+use providers::installer::drift::ReleaseContent;
 
 use super::error::{self, Error, Result};
+
+/// The most a release record's content may inflate to when it is read: a chart's
+/// manifests and values, far below what a gzip bomb planted on the edge would make.
+const MAX_RELEASE_BYTES: u64 = 16 * 1024 * 1024;
+
+/// What the record `secret` installs (chart, version, values), read once when drift is
+/// found; `None` when it is gone or cannot be decoded (the drift is then reported without
+/// it).
+pub async fn content(
+    edge: &str,
+    client: &Client,
+    namespace: &str,
+    secret: &str,
+) -> Result<Option<ReleaseContent>> {
+    let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
+    let Some(record) = api
+        .get_opt(secret)
+        .await
+        .map_err(|e| error::edge(edge, e))?
+    else {
+        return Ok(None);
+    };
+    let encoded = record
+        .data
+        .as_ref()
+        .and_then(|d| d.get("release"))
+        .map(|b| b.0.as_slice())
+        .unwrap_or_default();
+    match decode(encoded) {
+        Ok(release) => Ok(Some(ReleaseContent::of_release(&release))),
+        Err(why) => {
+            tracing::info!(%edge, %namespace, %secret, %why, "cannot read a release record");
+            Ok(None)
+        }
+    }
+}
+
+/// A record's `release` entry: base64 of gzipped JSON (or of plain JSON), bounded.
+pub fn decode(encoded: &[u8]) -> Result<serde_json::Value, String> {
+    let compressed = STANDARD
+        .decode(encoded)
+        .map_err(|e| format!("the release entry is not base64: {e}"))?;
+    let mut json = Vec::new();
+    if compressed.starts_with(&[0x1f, 0x8b, 0x08]) {
+        GzDecoder::new(compressed.as_slice())
+            .take(MAX_RELEASE_BYTES + 1)
+            .read_to_end(&mut json)
+            .map_err(|e| format!("the release entry is not gzip: {e}"))?;
+    } else {
+        json = compressed;
+    }
+    if json.len() as u64 > MAX_RELEASE_BYTES {
+        return Err(format!("the release is over {MAX_RELEASE_BYTES} bytes"));
+    }
+    serde_json::from_slice(&json).map_err(|e| format!("the release is not JSON: {e}"))
+}
 
 /// Marks the record `secret` failed, if it is still the observed object and pending.
 pub async fn mark_failed(
@@ -71,20 +128,7 @@ pub async fn mark_failed(
 
 /// The `release` entry of a record with `info.status` set to `failed`.
 pub fn rewrite_failed(encoded: &[u8], description: &str) -> Result<Vec<u8>, String> {
-    let compressed = STANDARD
-        .decode(encoded)
-        .map_err(|e| format!("the release entry is not base64: {e}"))?;
-    let json = if compressed.starts_with(&[0x1f, 0x8b, 0x08]) {
-        let mut text = Vec::new();
-        GzDecoder::new(compressed.as_slice())
-            .read_to_end(&mut text)
-            .map_err(|e| format!("the release entry is not gzip: {e}"))?;
-        text
-    } else {
-        compressed
-    };
-    let mut release: serde_json::Value =
-        serde_json::from_slice(&json).map_err(|e| format!("the release is not JSON: {e}"))?;
+    let mut release = decode(encoded)?;
     let info = release
         .get_mut("info")
         .and_then(|i| i.as_object_mut())
@@ -129,6 +173,28 @@ mod tests {
         assert_eq!(back["info"]["status"], "failed");
         assert_eq!(back["info"]["description"], "interrupted");
         assert_eq!(back["manifest"], "kind: ConfigMap");
+    }
+
+    #[test]
+    fn a_bomb_is_refused_at_the_bound() {
+        let mut encoder = GzEncoder::new(Vec::new(), Compression::best());
+        encoder
+            .write_all(&vec![b' '; (MAX_RELEASE_BYTES + 10) as usize])
+            .unwrap();
+        let bomb = STANDARD.encode(encoder.finish().unwrap()).into_bytes();
+        assert!(super::decode(&bomb).unwrap_err().contains("over"));
+    }
+
+    #[test]
+    fn the_content_names_chart_version_and_values() {
+        let release = serde_json::json!({
+            "chart": {"metadata": {"name": "hello", "version": "0.2.0"}},
+            "config": {"replicas": 3},
+        });
+        let content = ReleaseContent::of_release(&super::decode(&encode(&release)).unwrap());
+        assert_eq!(content.chart, "hello");
+        assert_eq!(content.version, "0.2.0");
+        assert_eq!(content.values, serde_json::json!({"replicas": 3}));
     }
 
     #[test]

@@ -67,6 +67,8 @@ pub struct Metrics {
     /// Edge objects of Workspaces gone from the hub without their cleanup, removed or
     /// released by the orphan sweep, by edge and action.
     pub orphans_swept: Family<SweptLabels, Counter>,
+    /// Installed releases found drifted from what their attempt left, by reason.
+    pub drift_found: Family<ReasonLabels, Counter>,
 }
 
 impl Metrics {
@@ -125,9 +127,16 @@ impl Metrics {
             "Edge objects of Workspaces gone without their cleanup, removed or released by the orphan sweep",
             orphans_swept.clone(),
         );
+        let drift_found = Family::<ReasonLabels, Counter>::default();
+        registry.register(
+            "drift_found",
+            "Installed releases found drifted from what their attempt left on the edge, by reason",
+            drift_found.clone(),
+        );
         Self {
             registry,
             orphans_swept,
+            drift_found,
             attempts_started,
             attempts_succeeded,
             attempts_failed,

@@ -82,6 +82,15 @@ pub struct ControllerArgs {
     /// How many attempt records each Workspace's status keeps.
     #[arg(long, default_value_t = 20)]
     pub attempt_history: usize,
+    /// Of how many succeeded attempts per Workspace the plan is kept, for
+    /// `kubectl provider rollback`.
+    #[arg(long, default_value_t = 5)]
+    pub rollback_history: usize,
+    /// How often an installed release is compared with what its attempt left on the edge,
+    /// in seconds (0: never). A change of Helm's records is checked as soon as it is seen;
+    /// this catches what a watch missed. Each Workspace's time is spread by up to a tenth.
+    #[arg(long, default_value_t = 300)]
+    pub drift_interval: u64,
     /// Of how many failed attempts per Workspace the runner's log is kept on the hub.
     #[arg(long, default_value_t = 5)]
     pub runner_log_history: usize,
@@ -156,6 +165,8 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         job_deadline_seconds: args.job_deadline,
         preparation_ttl_seconds: args.preparation_ttl,
         attempt_history: args.attempt_history,
+        rollback_history: args.rollback_history,
+        drift_interval_seconds: args.drift_interval,
     };
     let metrics = Arc::new(metrics::Metrics::new());
     let listener = tokio::net::TcpListener::bind(args.metrics_listen)

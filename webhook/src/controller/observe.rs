@@ -15,7 +15,7 @@ use providers::{
     api::{Plan, Workspace},
     installer::{
         self, Authorization, EdgeState, Focus, HubObjects, JobOutcome, Kind, Observed, Remote,
-        SealCheck, names::CredentialNames, state_of,
+        SealCheck, drift, names::CredentialNames, state_of,
     },
 };
 
@@ -27,6 +27,7 @@ use super::{
     edge_logs,
     edges::EdgeView,
     error::{self, Error, Result},
+    helm_release,
 };
 
 /// One observation of a Workspace.
@@ -89,7 +90,7 @@ pub async fn observe(ctx: &Context, workspace: Workspace) -> Result<Observation>
                 edge_cache::SYNC_TIMEOUT.as_secs()
             ));
         } else {
-            match read_remote(&edge_name, client, cache, focus).await {
+            match read_remote(&edge_name, client, cache, focus, &workspace).await {
                 Ok(objects) => remote = Some(objects),
                 Err(Error::EdgeUnreachable { message, .. }) => {
                     edge = EdgeState::Unreachable(message)
@@ -141,9 +142,13 @@ async fn read_remote(
     client: &Client,
     cache: &EdgeCache,
     focus: &Focus,
+    workspace: &Workspace,
 ) -> Result<Remote> {
     let ns = focus.namespace.as_str();
     let names = &focus.names;
+    if focus.installed {
+        return read_installed(edge, client, cache, focus, workspace).await;
+    }
     if focus.authorize {
         // The first use of the edge for this attempt: one live read of its namespace, so
         // that nothing is recorded as prepared for an edge that does not answer, and a
@@ -185,7 +190,45 @@ async fn read_remote(
         release: focus
             .release
             .as_ref()
-            .and_then(|release| cache.release(ns, release)),
+            .and_then(|release| cache.release(ns, release, None)),
+        release_content: None,
+    })
+}
+
+/// An installed attempt's release, for drift: its newest revision from the cache, and, for
+/// a revision the installer did not make and has not described yet, what it installs (one
+/// live read of its record).
+async fn read_installed(
+    edge: &str,
+    client: &Client,
+    cache: &EdgeCache,
+    focus: &Focus,
+    workspace: &Workspace,
+) -> Result<Remote> {
+    let ns = focus.namespace.as_str();
+    let Some(release) = focus.release.as_deref() else {
+        return Ok(Remote::default());
+    };
+    let status = workspace.status.clone().unwrap_or_default();
+    cache.follow_release(
+        ns,
+        release,
+        &installer::names::workspace_key(
+            workspace.metadata.namespace.as_deref().unwrap_or_default(),
+            workspace.metadata.name.as_deref().unwrap_or_default(),
+        ),
+    );
+    let newest = cache.release(ns, release, status.release.as_ref().map(|r| r.revision));
+    let release_content = match &newest {
+        Some(revision) if drift::needs_content(&status, revision) => {
+            helm_release::content(edge, client, ns, &revision.secret).await?
+        }
+        _ => None,
+    };
+    Ok(Remote {
+        release: newest,
+        release_content,
+        ..Remote::default()
     })
 }
 

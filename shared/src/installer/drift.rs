@@ -1,0 +1,334 @@
+//! Drift: after an attempt succeeded, the release on the edge is compared with what the
+//! attempt left there, from Helm's own storage records (their labels, watched; a record's
+//! content is read once, when a revision the installer did not make appears).
+//!
+//! Nothing is corrected here: drift is reported (the Drifted condition, Ready=False,
+//! Stalled=True, an Event), and a raised spec.retry seals the same plan again as a repair.
+
+use k8s_openapi::jiff::SignedDuration;
+use serde_json::Value;
+
+use crate::api::{Drift, InstalledRelease, JobResult, Plan, SealedPlan, WorkspaceStatus};
+
+use super::{
+    action::{Next, Note},
+    machine::Machine,
+    observed::ReleaseRevision,
+};
+
+/// Drift reasons: the Drifted condition's reason.
+pub mod reason {
+    /// No revision of the release is left on the edge: it was uninstalled.
+    pub const RELEASE_MISSING: &str = "ReleaseMissing";
+    /// A revision the installer did not make is the newest, or the installed one changed.
+    pub const RELEASE_CHANGED: &str = "ReleaseChanged";
+    /// The release was uninstalled and installed again outside the installer.
+    pub const RELEASE_REPLACED: &str = "ReleaseReplaced";
+    /// The release is as the installed attempt left it.
+    pub const IN_SYNC: &str = "ReleaseInSync";
+}
+
+/// How long after a Job's completion a revision may have been made and still count as the
+/// attempt's own: helm writes its record before it exits, the job controller notes the
+/// completion after. The rest is room for a slow edge.
+const OWN_REVISION_SLACK: SignedDuration = SignedDuration::from_secs(30);
+
+/// What Helm recorded of one revision, read from the content of its storage record.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReleaseContent {
+    pub chart: String,
+    pub version: String,
+    /// The values supplied to helm (the release's `config`).
+    pub values: Value,
+}
+
+impl ReleaseContent {
+    /// The parts of a decoded Helm release (`chart.metadata.name`, `.version`, `config`).
+    pub fn of_release(release: &Value) -> Self {
+        let text = |pointer: &str| {
+            release
+                .pointer(pointer)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        Self {
+            chart: text("/chart/metadata/name"),
+            version: text("/chart/metadata/version"),
+            values: release
+                .get("config")
+                .cloned()
+                .unwrap_or(Value::Object(Default::default())),
+        }
+    }
+}
+
+/// Whether the shell should read the content of `newest` to describe it: it is not the
+/// installed revision, and the recorded drift does not describe it yet.
+pub fn needs_content(status: &WorkspaceStatus, newest: &ReleaseRevision) -> bool {
+    let installed = status
+        .release
+        .as_ref()
+        .is_some_and(|r| r.record_uid == newest.uid && newest.status == "deployed");
+    let described =
+        status.drift.as_ref().and_then(|d| d.record_uid.as_deref()) == Some(newest.uid.as_str());
+    !installed && !described
+}
+
+/// The check's next time: the interval, spread by the Workspace's UID so that a thousand
+/// installs made together are not all checked in the same second.
+pub fn next_check(uid: &str, interval: u64) -> Next {
+    if interval == 0 {
+        return Next::Idle;
+    }
+    let spread = interval / 10 + 1;
+    let offset = uid
+        .bytes()
+        .fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(b.into()))
+        % spread;
+    Next::After(interval + offset)
+}
+
+impl Machine<'_> {
+    /// Rule `installed_release_is_checked_for_drift`: an installed attempt's release is
+    /// compared with the revision it left; the first check records that revision.
+    pub fn check_drift(&mut self) -> Next {
+        if self.settings.drift_interval_seconds == 0
+            || self.status.job_result != Some(JobResult::Succeeded)
+            || !self.status.cleaned_up
+            || self.status.deleting
+        {
+            return Next::Idle;
+        }
+        let Some(sealed) = self.current_plan().cloned() else {
+            return Next::Idle;
+        };
+        let next = next_check(&self.uid, self.settings.drift_interval_seconds);
+        // An edge that cannot be read is judged later, not now.
+        let Some(remote) = self.o.remote.clone() else {
+            return next;
+        };
+        let plan = &sealed.plan;
+        let newest = remote.release.as_ref();
+        let baseline = self.status.release.clone();
+        let found = match (baseline.as_ref(), newest) {
+            (None, Some(r)) if r.status == "deployed" && self.made_by_attempt(r) => {
+                self.status.release = Some(installed(plan, r));
+                None
+            }
+            (None, None) => None,
+            (Some(b), Some(r)) if r.uid == b.record_uid && r.status == "deployed" => None,
+            (baseline, None) => Some(Drift {
+                reason: reason::RELEASE_MISSING.to_owned(),
+                message: format!(
+                    "release {} is no longer installed in namespace {} on edge {}{}: it was uninstalled outside the installer",
+                    plan.release,
+                    plan.namespace,
+                    plan.edge_name,
+                    baseline
+                        .map(|b| format!(
+                            " (attempt {} left revision {})",
+                            plan.attempt, b.revision
+                        ))
+                        .unwrap_or_default(),
+                ),
+                revision: None,
+                record_uid: None,
+                detected_at: self.now(),
+            }),
+            (baseline, Some(r)) => {
+                let replaced =
+                    baseline.is_some_and(|b| r.uid != b.record_uid && r.revision <= b.revision);
+                let (why, what) = if replaced {
+                    (
+                        reason::RELEASE_REPLACED,
+                        format!(
+                            "release {} was uninstalled and installed again outside the installer: revision {} ({})",
+                            plan.release, r.revision, r.status
+                        ),
+                    )
+                } else if baseline.is_some_and(|b| b.record_uid == r.uid) {
+                    (
+                        reason::RELEASE_CHANGED,
+                        format!(
+                            "revision {} of release {} is now {:?}, not deployed",
+                            r.revision, plan.release, r.status
+                        ),
+                    )
+                } else {
+                    (
+                        reason::RELEASE_CHANGED,
+                        format!(
+                            "release {} is at revision {} ({}), made outside the installer{}",
+                            plan.release,
+                            r.revision,
+                            r.status,
+                            baseline
+                                .map(|b| format!(" after revision {}", b.revision))
+                                .unwrap_or_default()
+                        ),
+                    )
+                };
+                let content = match (&remote.release_content, &self.status.drift) {
+                    (Some(content), _) => describe(content, plan),
+                    // Described already, when this revision was first found.
+                    (None, Some(d)) if d.record_uid.as_deref() == Some(r.uid.as_str()) => {
+                        self.status.drift = Some(d.clone());
+                        return next;
+                    }
+                    (None, _) => String::new(),
+                };
+                Some(Drift {
+                    reason: why.to_owned(),
+                    message: format!(
+                        "{what} in namespace {} on edge {}{content}",
+                        plan.namespace, plan.edge_name
+                    ),
+                    revision: Some(r.revision),
+                    record_uid: Some(r.uid.clone()),
+                    detected_at: self.now(),
+                })
+            }
+        };
+        match found {
+            None => self.status.drift = None,
+            Some(mut drift) => {
+                let name = self.ws.metadata.name.clone().unwrap_or_default();
+                drift.message = format!(
+                    "{}. To install attempt {}'s plan again: kubectl provider repair {name} (raises spec.retry)",
+                    drift.message, plan.attempt
+                );
+                let new =
+                    self.status.drift.as_ref().is_none_or(|d| {
+                        d.reason != drift.reason || d.record_uid != drift.record_uid
+                    });
+                if new {
+                    self.event(Note::warning("ReleaseDrifted", drift.message.clone()));
+                    self.status.drift = Some(drift);
+                }
+            }
+        }
+        next
+    }
+
+    /// The sealed plan, when it is the recorded attempt.
+    pub fn current_plan(&self) -> Option<&SealedPlan> {
+        self.ws
+            .spec
+            .plan
+            .as_ref()
+            .filter(|sealed| self.status.attempt_id.as_deref() == Some(&sealed.plan.attempt_id))
+    }
+
+    /// Whether `revision` was made by the recorded attempt's Job: it is no newer than the
+    /// Job's completion.
+    fn made_by_attempt(&self, revision: &ReleaseRevision) -> bool {
+        match (&revision.created, &self.status.finished_at) {
+            (Some(created), Some(finished)) => created.0 <= finished.0 + OWN_REVISION_SLACK,
+            _ => true,
+        }
+    }
+
+    /// At success: records the revision the attempt left (when the edge's cache has it
+    /// already; otherwise the first drift check does) and keeps the plan for a rollback.
+    pub fn record_installed(&mut self) {
+        let Some(sealed) = self.current_plan().cloned() else {
+            return;
+        };
+        self.status.drift = None;
+        self.status.release = self
+            .o
+            .remote
+            .as_ref()
+            .and_then(|r| r.release.as_ref())
+            .filter(|r| r.status == "deployed" && self.made_by_attempt(r))
+            .map(|r| installed(&sealed.plan, r));
+        let spec = &self.ws.spec;
+        let attempt = sealed.plan.attempt;
+        if let Some(record) = self
+            .status
+            .attempts
+            .iter_mut()
+            .rev()
+            .find(|r| r.attempt == attempt)
+        {
+            record.kept = Some(crate::api::KeptPlan {
+                version: spec.version.clone(),
+                values: spec.values.clone(),
+                plan: sealed,
+            });
+        }
+        let keep = self.settings.rollback_history;
+        let mut kept = 0;
+        for record in self.status.attempts.iter_mut().rev() {
+            if record.kept.is_some() {
+                kept += 1;
+                if kept > keep {
+                    record.kept = None;
+                }
+            }
+        }
+    }
+}
+
+fn installed(plan: &Plan, revision: &ReleaseRevision) -> InstalledRelease {
+    InstalledRelease {
+        name: plan.release.clone(),
+        revision: revision.revision,
+        record_uid: revision.uid.clone(),
+    }
+}
+
+/// What a revision made outside the installer installs, against the sealed plan.
+pub fn describe(content: &ReleaseContent, plan: &Plan) -> String {
+    let mut parts = Vec::new();
+    if content.chart != plan.chart.name || content.version != plan.version {
+        parts.push(format!(
+            "it installs chart {} {}, the plan pins {} {}",
+            content.chart, content.version, plan.chart.name, plan.version
+        ));
+    }
+    match first_difference(&content.values, &plan.values, "") {
+        Some(path) => parts.push(format!(
+            "its values differ from the plan's at {}",
+            match path.trim_start_matches('.') {
+                "" => "the top",
+                path => path,
+            }
+        )),
+        None if parts.is_empty() => {
+            parts.push("its chart, version and values are the plan's".to_owned())
+        }
+        None => {}
+    }
+    format!("; {}", parts.join("; "))
+}
+
+/// The first path at which two values differ (numbers compared by value, as Helm stores
+/// every number as a float); `None` when they are equal.
+pub fn first_difference(found: &Value, wanted: &Value, at: &str) -> Option<String> {
+    match (found, wanted) {
+        (Value::Object(a), Value::Object(b)) => {
+            let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
+            keys.sort();
+            keys.dedup();
+            keys.into_iter().find_map(|key| {
+                let path = format!("{at}.{key}");
+                match (a.get(key), b.get(key)) {
+                    (Some(x), Some(y)) => first_difference(x, y, &path),
+                    _ => Some(path),
+                }
+            })
+        }
+        (Value::Number(a), Value::Number(b)) => (a.as_f64() != b.as_f64()).then(|| at.to_owned()),
+        (Value::Array(a), Value::Array(b)) if a.len() == b.len() => a
+            .iter()
+            .zip(b)
+            .enumerate()
+            .find_map(|(i, (x, y))| first_difference(x, y, &format!("{at}[{i}]"))),
+        (a, b) => (a != b).then(|| at.to_owned()),
+    }
+}
+
+#[cfg(test)]
+mod tests;

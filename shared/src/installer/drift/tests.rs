@@ -1,0 +1,219 @@
+//! Rule `installed_release_is_checked_for_drift`, case by case.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use serde_json::json;
+
+use super::{ReleaseContent, first_difference, reason};
+use crate::{
+    api::{InstalledRelease, JobResult, Workspace, WorkspaceStatus},
+    installer::{
+        Next, ReleaseRevision, Remote,
+        conditions::{DRIFTED, READY, STALLED},
+        tests::{Case, bound, condition, events, last_status, now, plan, workspace},
+    },
+};
+
+fn revision(revision: i64, uid: &str, status: &str) -> ReleaseRevision {
+    ReleaseRevision {
+        secret: format!("sh.helm.release.v1.hello.v{revision}"),
+        uid: uid.into(),
+        revision,
+        status: status.into(),
+        created: Some(Time(now())),
+    }
+}
+
+/// Attempt 1, succeeded and cleaned up, having left `left` (when recorded).
+fn installed(left: Option<InstalledRelease>) -> Workspace {
+    let mut status = bound(1, Some("job-uid"));
+    status.job_result = Some(JobResult::Succeeded);
+    status.finished_at = Some(Time(now()));
+    status.cleaned_up = true;
+    status.release = left;
+    workspace(Some(plan(1)), Some(status))
+}
+
+fn left(revision: i64, uid: &str) -> Option<InstalledRelease> {
+    Some(InstalledRelease {
+        name: "hello".into(),
+        revision,
+        record_uid: uid.into(),
+    })
+}
+
+fn check(
+    ws: &Workspace,
+    newest: Option<ReleaseRevision>,
+    content: Option<ReleaseContent>,
+) -> (WorkspaceStatus, Vec<&'static str>, Next) {
+    let mut case = Case::new(ws);
+    case.remote = Some(Remote {
+        release: newest,
+        release_content: content,
+        ..Remote::default()
+    });
+    let decision = case.decide();
+    let status = if decision.actions.iter().any(|a| a.name() == "write-status") {
+        last_status(&decision)
+    } else {
+        ws.status.clone().unwrap()
+    };
+    (status, events(&decision), decision.next)
+}
+
+#[test]
+fn the_revision_an_attempt_left_is_recorded_once_and_then_in_sync() {
+    let ws = installed(None);
+    let (status, events, next) = check(&ws, Some(revision(1, "r1", "deployed")), None);
+    assert_eq!(status.release, left(1, "r1"));
+    assert!(events.is_empty());
+    assert!(
+        matches!(next, Next::After(s) if (300..=331).contains(&s)),
+        "{next:?}"
+    );
+    assert_eq!(
+        condition(&status, DRIFTED),
+        ("False".into(), reason::IN_SYNC.into())
+    );
+    assert_eq!(condition(&status, READY).0, "True");
+    // Unchanged: nothing to write.
+    let settled = Workspace {
+        status: Some(status),
+        ..ws
+    };
+    let mut case = Case::new(&settled);
+    case.remote = Some(Remote {
+        release: Some(revision(1, "r1", "deployed")),
+        ..Remote::default()
+    });
+    assert!(
+        case.decide().actions.is_empty(),
+        "an unchanged release writes nothing"
+    );
+}
+
+#[test]
+fn an_uninstalled_release_is_missing() {
+    let (status, events, _) = check(&installed(left(1, "r1")), None, None);
+    let drift = status.drift.clone().unwrap();
+    assert_eq!(drift.reason, reason::RELEASE_MISSING);
+    assert!(
+        drift.message.contains("uninstalled outside the installer"),
+        "{}",
+        drift.message
+    );
+    assert!(
+        drift.message.contains("kubectl provider repair demo"),
+        "{}",
+        drift.message
+    );
+    assert_eq!(events, vec!["ReleaseDrifted"]);
+    assert_eq!(
+        condition(&status, READY),
+        ("False".into(), reason::RELEASE_MISSING.into())
+    );
+    assert_eq!(condition(&status, STALLED).0, "True");
+    assert_eq!(condition(&status, DRIFTED).0, "True");
+}
+
+#[test]
+fn a_newer_revision_is_described_by_what_it_installs() {
+    let content = ReleaseContent {
+        chart: "hello".into(),
+        version: "0.2.0".into(),
+        values: json!({"greeting": "hello"}),
+    };
+    let (status, events, _) = check(
+        &installed(left(1, "r1")),
+        Some(revision(2, "r2", "deployed")),
+        Some(content),
+    );
+    let drift = status.drift.unwrap();
+    assert_eq!(drift.reason, reason::RELEASE_CHANGED);
+    assert_eq!(
+        (drift.revision, drift.record_uid.as_deref()),
+        (Some(2), Some("r2"))
+    );
+    for words in [
+        "revision 2 (deployed), made outside the installer after revision 1",
+        "chart hello 0.2.0, the plan pins hello 0.1.0",
+        "values differ from the plan's at greeting",
+    ] {
+        assert!(
+            drift.message.contains(words),
+            "{words:?} in {}",
+            drift.message
+        );
+    }
+    assert_eq!(events, vec!["ReleaseDrifted"]);
+}
+
+#[test]
+fn drift_already_reported_is_not_reported_again() {
+    let ws = installed(left(1, "r1"));
+    let (status, _, _) = check(&ws, Some(revision(2, "r2", "deployed")), None);
+    let again = Workspace {
+        status: Some(status),
+        ..ws
+    };
+    let mut case = Case::new(&again);
+    case.remote = Some(Remote {
+        release: Some(revision(2, "r2", "deployed")),
+        ..Remote::default()
+    });
+    let decision = case.decide();
+    assert!(decision.actions.is_empty(), "{:?}", decision.actions);
+}
+
+#[test]
+fn a_release_installed_again_outside_the_installer_is_replaced() {
+    let (status, _, _) = check(
+        &installed(left(2, "r2")),
+        Some(revision(1, "other", "deployed")),
+        None,
+    );
+    assert_eq!(status.drift.unwrap().reason, reason::RELEASE_REPLACED);
+}
+
+#[test]
+fn an_edge_that_cannot_be_read_is_not_judged() {
+    let ws = installed(left(1, "r1"));
+    let (status, _, _) = check(&ws, Some(revision(1, "r1", "deployed")), None);
+    let settled = Workspace {
+        status: Some(status),
+        ..ws
+    };
+    let mut case = Case::new(&settled);
+    case.remote = None;
+    case.edge = crate::installer::EdgeState::Unreachable("down".into());
+    let decision = case.decide();
+    assert!(decision.actions.is_empty(), "{:?}", decision.actions);
+    assert!(matches!(decision.next, Next::After(_)));
+}
+
+#[test]
+fn a_revision_made_after_the_job_is_not_taken_for_the_attempts_own() {
+    let mut later = revision(2, "r2", "deployed");
+    later.created = Some(Time(
+        now() + k8s_openapi::jiff::SignedDuration::from_secs(600),
+    ));
+    let (status, _, _) = check(&installed(None), Some(later), None);
+    assert_eq!(status.release, None);
+    assert_eq!(status.drift.unwrap().reason, reason::RELEASE_CHANGED);
+}
+
+#[test]
+fn values_are_compared_by_value_not_by_number_type() {
+    assert_eq!(
+        first_difference(&json!({"a": 1.0}), &json!({"a": 1}), ""),
+        None
+    );
+    assert_eq!(
+        first_difference(&json!({"a": {"b": 2}}), &json!({"a": {"b": 3}}), ""),
+        Some(".a.b".into())
+    );
+    assert_eq!(
+        first_difference(&json!({}), &json!({"c": 1}), ""),
+        Some(".c".into())
+    );
+}
