@@ -17,6 +17,15 @@
 //! `installer_scale workspaces=N edges=E jobs_s=.. recorded_s=.. cleanup_s=.. rss_mb=..
 //! controller_cpu_s=.. planes_cpu_s=.. writes_per_attempt=.. reads_per_attempt=..`.
 //! `tests/benches/peer_helm_controller.rs` measures a peer the same way.
+//!
+//! Each completed Job gets the storage record helm would have left
+//! (`sh.helm.release.v1.<release>.v1`, labelled as Helm labels it), so the installer sees an
+//! installed release. Then the cost of drift checks: the controller runs with
+//! `--drift-interval` `PROVIDERS_SCALE_DRIFT_INTERVAL` (default 20 s); over two intervals
+//! after cleanup the API requests are counted again, per Workspace per interval, and one
+//! release record is deleted (an uninstall by hand) to time until its drift is reported:
+//! `installer_scale_drift workspaces=N interval_s=.. reads_per_workspace_interval=..
+//! writes_per_workspace_interval=.. checks=.. detected_s=..`.
 
 use std::{
     path::Path,
@@ -26,7 +35,10 @@ use std::{
 use anyhow::{Context, ensure};
 use futures::{StreamExt, TryStreamExt, stream};
 use k8s_openapi::{
-    api::{batch::v1::Job, core::v1::Namespace},
+    api::{
+        batch::v1::Job,
+        core::v1::{Namespace, Secret},
+    },
     apimachinery::pkg::apis::meta::v1::Time,
     jiff::Timestamp,
 };
@@ -71,6 +83,10 @@ async fn main() -> anyhow::Result<()> {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(3);
+    let drift_interval: u64 = std::env::var("PROVIDERS_SCALE_DRIFT_INTERVAL")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20);
     let bin = Path::new(env!("CARGO_BIN_EXE_providers-controlplane")).to_path_buf();
     let started = Instant::now();
     let mut planes = Vec::new();
@@ -132,7 +148,12 @@ async fn main() -> anyhow::Result<()> {
     let mut controller = ControllerProcess::start(
         &hub,
         ControllerOptions {
-            args: vec!["--concurrency".into(), "32".into()],
+            args: vec![
+                "--concurrency".into(),
+                "32".into(),
+                "--drift-interval".into(),
+                drift_interval.to_string(),
+            ],
             ..ControllerOptions::new("scale", "scale-0", "lease-scale")
         },
     )
@@ -316,7 +337,6 @@ async fn main() -> anyhow::Result<()> {
         own.0,
         own.1
     );
-    controller.kill();
     let per_attempt = |n: u64, own: u64| n.saturating_sub(own) as f64 / count as f64;
     println!(
         "installer_scale workspaces={count} edges={edge_count} jobs_s={:.1} recorded_s={:.1} cleanup_s={:.1} rss_mb={rss_mb:.1} controller_cpu_s={:.1} planes_cpu_s={:.1} writes_per_attempt={:.1} reads_per_attempt={:.1}",
@@ -328,7 +348,76 @@ async fn main() -> anyhow::Result<()> {
         per_attempt(requests.writes(), own.1),
         per_attempt(requests.reads(), own.0),
     );
+
+    // Drift checks of 1,000 installed releases: two intervals, nothing changed.
+    let checks_before = reconciles(&controller.scrape().await?);
+    let requests_before = RequestCounts::scrape_all(&plane_clients).await?;
+    let own_before = (OWN.reads(), OWN.writes());
+    let window = Duration::from_secs(2 * drift_interval + drift_interval / 5 + 2);
+    tokio::time::sleep(window).await;
+    let requests = RequestCounts::scrape_all(&plane_clients)
+        .await?
+        .delta(&requests_before);
+    let own = (OWN.reads() - own_before.0, OWN.writes() - own_before.1);
+    let checks = reconciles(&controller.scrape().await?) - checks_before;
+    let per_interval = |n: u64, own: u64| n.saturating_sub(own) as f64 / count as f64 / 2.0;
+    // One release uninstalled by hand: how long until the Workspace says so.
+    let first = list_first(&admin).await?;
+    let plan = first.spec.plan.as_ref().context("sealed")?.plan.clone();
+    let edge_of = edges
+        .iter()
+        .position(|e| e.name == plan.edge_name)
+        .unwrap_or(0);
+    let t2 = Instant::now();
+    OWN.write();
+    Api::<Secret>::namespaced(edge_clients[edge_of].clone(), &plan.namespace)
+        .delete(
+            &format!("sh.helm.release.v1.{}.v1", plan.release),
+            &Default::default(),
+        )
+        .await?;
+    installer::eventually("the drift reported", Duration::from_secs(120), || async {
+        OWN.read();
+        let ws = installer::workspace(
+            &admin,
+            &first.namespace().unwrap_or_default(),
+            &first.name_any(),
+        )
+        .await?;
+        Ok(ws.status.and_then(|s| s.drift).map(|_| ()))
+    })
+    .await?;
+    let detected = t2.elapsed();
+    controller.kill();
+    println!(
+        "installer_scale_drift workspaces={count} interval_s={drift_interval} reads_per_workspace_interval={:.2} writes_per_workspace_interval={:.2} checks={checks} detected_s={:.1}",
+        per_interval(requests.reads(), own.0),
+        per_interval(requests.writes(), own.1),
+        detected.as_secs_f64(),
+    );
     Ok(())
+}
+
+/// The controller's count of reconciles, from its metrics.
+fn reconciles(metrics: &str) -> u64 {
+    metrics
+        .lines()
+        .find(|l| l.starts_with("providers_installer_reconcile_duration_seconds_count"))
+        .and_then(|l| l.split_whitespace().last())
+        .and_then(|v| v.parse::<f64>().ok())
+        .unwrap_or_default() as u64
+}
+
+/// One of the benchmark's Workspaces.
+async fn list_first(admin: &Client) -> anyhow::Result<Workspace> {
+    OWN.read();
+    Api::<Workspace>::all(admin.clone())
+        .list(&scale().limit(1))
+        .await?
+        .items
+        .into_iter()
+        .next()
+        .context("a Workspace")
 }
 
 fn scale() -> ListParams {
@@ -406,6 +495,27 @@ async fn count_jobs(edges: &[Client]) -> anyhow::Result<usize> {
 
 async fn complete(client: &Client, job: &Job) -> anyhow::Result<()> {
     let now = Time(Timestamp::now());
+    // The storage record helm leaves for revision 1 (labels only: the installer reads
+    // those; the content is read only when drift is described).
+    let namespace = job.namespace().unwrap_or_default();
+    let record: Secret = serde_json::from_value(json!({
+        "metadata": {
+            "name": "sh.helm.release.v1.hello.v1",
+            "namespace": namespace,
+            "labels": {"owner": "helm", "name": "hello", "status": "deployed", "version": "1"},
+        },
+        "type": "helm.sh/release.v1",
+        "data": {"release": ""},
+    }))?;
+    OWN.write();
+    match Api::<Secret>::namespaced(client.clone(), &namespace)
+        .create(&PostParams::default(), &record)
+        .await
+    {
+        Ok(_) => {}
+        Err(kube::Error::Api(status)) if status.is_already_exists() => {}
+        Err(e) => return Err(e.into()),
+    }
     let condition = |kind: &str| {
         json!({"type": kind, "status": "True", "reason": "CompletionsReached",
                "message": "Reached expected number of succeeded pods",

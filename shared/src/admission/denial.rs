@@ -62,6 +62,14 @@ pub enum Denial {
     )]
     RollbackWithIntentChange { field: &'static str },
     #[error(
+        "spec.{field}: attempt {attempt} ran with spec.{field} {was}, and the Workspace names another now; a rollback does not move a Workspace: set spec.{field} back first, or choose a later attempt (`kubectl provider history`)"
+    )]
+    RollbackAcrossTargets {
+        attempt: i64,
+        field: &'static str,
+        was: String,
+    },
+    #[error(
         "spec.retry: the plan of attempt {attempt} cannot be rolled back to: {why}; choose another attempt (`kubectl provider history`), or change the intent, which seals a new attempt from the current Recipe"
     )]
     RollbackWithdrawn { attempt: i64, why: Withdrawn },
@@ -171,6 +179,7 @@ impl Denial {
             Denial::RollbackNeedsRetry { .. } => "RollbackNeedsRetry",
             Denial::RollbackWithIntentChange { .. } => "RollbackWithIntentChange",
             Denial::RollbackWithdrawn { .. } => "RollbackWithdrawn",
+            Denial::RollbackAcrossTargets { .. } => "RollbackAcrossTargets",
             Denial::PlanNotForThisRequest { .. } => "PlanReplayed",
             Denial::PlanChanged { .. } => "PlanChanged",
             Denial::AttemptOutOfOrder { .. } => "AttemptOutOfOrder",
@@ -212,7 +221,10 @@ impl Denial {
                     crate::installer::names::ANNOTATION_ROLLBACK_TO
                 )
             }
-            Denial::RollbackWithIntentChange { field } => format!("spec.{field}"),
+            Denial::RollbackWithIntentChange { field }
+            | Denial::RollbackAcrossTargets { field, .. } => {
+                format!("spec.{field}")
+            }
             Denial::UnknownRecipe { .. }
             | Denial::RecipeNotEntitled { .. }
             | Denial::RecipeAuthorizationUnavailable { .. } => "spec.recipe".to_owned(),

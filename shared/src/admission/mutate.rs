@@ -241,9 +241,23 @@ fn rollback_start(
     if retry_of(&request.object.spec) <= retry_of(&old.spec) {
         return Err(Denial::RollbackNeedsRetry { attempt: to });
     }
+    let kept = kept_plan(old, to)?;
+    // A rollback restores a plan on its own target; it does not move the Workspace.
+    for (field, was, is) in [
+        ("recipe", &kept.plan.plan.provider, &old.spec.recipe),
+        ("edge", &kept.plan.plan.edge_name, &old.spec.edge),
+    ] {
+        if was != is {
+            return Err(Denial::RollbackAcrossTargets {
+                attempt: to,
+                field,
+                was: quoted(was),
+            });
+        }
+    }
     let kept = StartKind::Rollback {
         to,
-        kept: Box::new(kept_plan(old, to)?),
+        kept: Box::new(kept),
     };
     // As the tenant sent it (only the counter and the annotation changed), or as the
     // mutating webhook left it (the intent of the attempt it restores).

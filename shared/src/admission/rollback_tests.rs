@@ -185,3 +185,21 @@ fn a_raised_retry_repairs_a_drifted_release_with_the_same_plan() {
         (&original.chart, &original.version, &original.values)
     );
 }
+
+#[test]
+fn a_rollback_does_not_move_a_workspace_to_another_edge() {
+    let first = succeeded(created());
+    let mut moved = first.clone();
+    moved.spec.edge = "edge-2".into();
+    let mut second = admit(Operation::Update, &moved, Some(&first)).unwrap();
+    second.status = first.status.clone();
+    let second = succeeded(second);
+    assert!(matches!(
+        admit(Operation::Update, &rollback_to(&second, "1"), Some(&second)).unwrap_err(),
+        Denial::RollbackAcrossTargets {
+            attempt: 1,
+            field: "edge",
+            ..
+        }
+    ));
+}

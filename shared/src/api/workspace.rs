@@ -170,6 +170,9 @@ pub struct KeptPlan {
     #[schemars(schema_with = "crate::schema::free_form_object")]
     pub values: Option<Value>,
     /// The attempt's sealed plan; its seal is verified again before it is sealed anew.
+    /// (Schemaless here: the API server's rules on spec.plan need not run again on a copy
+    /// only the installer writes and the webhook verifies.)
+    #[schemars(schema_with = "crate::schema::free_form_object")]
     pub plan: SealedPlan,
 }
 

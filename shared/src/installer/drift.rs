@@ -8,7 +8,10 @@
 use k8s_openapi::jiff::SignedDuration;
 use serde_json::Value;
 
-use crate::api::{Drift, InstalledRelease, JobResult, Plan, SealedPlan, WorkspaceStatus};
+use crate::{
+    api::{Drift, InstalledRelease, JobResult, Plan, SealedPlan, WorkspaceStatus},
+    text::shown,
+};
 
 use super::{
     action::{Next, Note},
@@ -110,13 +113,22 @@ impl Machine<'_> {
         };
         let plan = &sealed.plan;
         let newest = remote.release.as_ref();
+        if let Some(r) = newest
+            && r.is_transient()
+            && self.recently_changed(r)
+        {
+            // Someone's helm is at work on it: judge what it leaves, not its steps.
+            return Next::After(5);
+        }
         let baseline = self.status.release.clone();
         let found = match (baseline.as_ref(), newest) {
             (None, Some(r)) if r.status == "deployed" && self.made_by_attempt(r) => {
                 self.status.release = Some(installed(plan, r));
                 None
             }
-            (None, None) => None,
+            // Not seen yet: the watch may lag the Job's completion by a moment; after that,
+            // a release with no record at all is gone.
+            (None, None) if !self.long_finished() => None,
             (Some(b), Some(r)) if r.uid == b.record_uid && r.status == "deployed" => None,
             (baseline, None) => Some(Drift {
                 reason: reason::RELEASE_MISSING.to_owned(),
@@ -144,15 +156,19 @@ impl Machine<'_> {
                         reason::RELEASE_REPLACED,
                         format!(
                             "release {} was uninstalled and installed again outside the installer: revision {} ({})",
-                            plan.release, r.revision, r.status
+                            plan.release,
+                            r.revision,
+                            shown(&r.status)
                         ),
                     )
                 } else if baseline.is_some_and(|b| b.record_uid == r.uid) {
                     (
                         reason::RELEASE_CHANGED,
                         format!(
-                            "revision {} of release {} is now {:?}, not deployed",
-                            r.revision, plan.release, r.status
+                            "revision {} of release {} is now {}, not deployed",
+                            r.revision,
+                            plan.release,
+                            shown(&r.status)
                         ),
                     )
                 } else {
@@ -162,7 +178,7 @@ impl Machine<'_> {
                             "release {} is at revision {} ({}), made outside the installer{}",
                             plan.release,
                             r.revision,
-                            r.status,
+                            shown(&r.status),
                             baseline
                                 .map(|b| format!(" after revision {}", b.revision))
                                 .unwrap_or_default()
@@ -218,6 +234,24 @@ impl Machine<'_> {
             .plan
             .as_ref()
             .filter(|sealed| self.status.attempt_id.as_deref() == Some(&sealed.plan.attempt_id))
+    }
+
+    /// Whether Helm changed `revision` within the last ten minutes (a helm killed mid-way
+    /// leaves a record pending for good; that is then reported as it is).
+    fn recently_changed(&self, revision: &ReleaseRevision) -> bool {
+        let changed = revision
+            .modified
+            .or_else(|| revision.created.as_ref().map(|c| c.0.as_second()));
+        changed.is_none_or(|at| self.o.now.as_second() - at < 600)
+    }
+
+    /// Whether the attempt's Job completed long enough ago for its release's record to be
+    /// in any watch cache.
+    fn long_finished(&self) -> bool {
+        self.status
+            .finished_at
+            .as_ref()
+            .is_none_or(|f| f.0 + OWN_REVISION_SLACK + OWN_REVISION_SLACK < self.o.now)
     }
 
     /// Whether `revision` was made by the recorded attempt's Job: it is no newer than the
@@ -281,19 +315,23 @@ fn installed(plan: &Plan, revision: &ReleaseRevision) -> InstalledRelease {
 
 /// What a revision made outside the installer installs, against the sealed plan.
 pub fn describe(content: &ReleaseContent, plan: &Plan) -> String {
+    // What the edge says is anyone's words: escaped and bounded before a tenant reads it.
     let mut parts = Vec::new();
     if content.chart != plan.chart.name || content.version != plan.version {
         parts.push(format!(
             "it installs chart {} {}, the plan pins {} {}",
-            content.chart, content.version, plan.chart.name, plan.version
+            shown(&content.chart),
+            shown(&content.version),
+            plan.chart.name,
+            plan.version
         ));
     }
     match first_difference(&content.values, &plan.values, "") {
         Some(path) => parts.push(format!(
             "its values differ from the plan's at {}",
             match path.trim_start_matches('.') {
-                "" => "the top",
-                path => path,
+                "" => "the top".to_owned(),
+                path => shown(path),
             }
         )),
         None if parts.is_empty() => {

@@ -253,6 +253,8 @@ pub struct ReleaseRevision {
     pub status: String,
     /// When the record was made.
     pub created: Option<Time>,
+    /// When Helm last changed it (its `modifiedAt` label, in seconds), if it says.
+    pub modified: Option<i64>,
 }
 
 impl ReleaseRevision {
@@ -260,6 +262,11 @@ impl ReleaseRevision {
     /// "another operation (install/upgrade/rollback) is in progress".
     pub fn is_pending(&self) -> bool {
         self.status.starts_with("pending-")
+    }
+
+    /// Whether a Helm operation is under way on it: pending, or being uninstalled.
+    pub fn is_transient(&self) -> bool {
+        self.is_pending() || self.status == "uninstalling"
     }
 }
 
@@ -342,6 +349,7 @@ pub fn newest_revision(records: &[ObjectMeta]) -> Option<ReleaseRevision> {
                 revision: labels.get("version")?.parse().ok()?,
                 status: labels.get("status").cloned().unwrap_or_default(),
                 created: meta.creation_timestamp.clone(),
+                modified: labels.get("modifiedAt").and_then(|m| m.parse().ok()),
             })
         })
         .max_by_key(|r| r.revision)

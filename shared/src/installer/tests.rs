@@ -1039,6 +1039,7 @@ fn pending_release_is_recovered() {
     let mut case = Case::new(&ws);
     let mut remote = prepared(2);
     remote.release = Some(ReleaseRevision {
+        modified: None,
         secret: "sh.helm.release.v1.hello.v1".into(),
         uid: "rel-uid".into(),
         revision: 1,

@@ -266,6 +266,102 @@ pub async fn run(system: &System) -> anyhow::Result<()> {
     )?;
     shell.alice(&["history", "canary"], Expect::Success)?;
     shell.alice(&["target", "canary"], Expect::Success)?;
+
+    day_two(&shell, system)
+}
+
+/// Drift seen and repaired, then a rollback to the last good plan.
+fn day_two(shell: &Shell, system: &System) -> anyhow::Result<()> {
+    let edge = &shell.edge_admin;
+    let configmap_greeting = [
+        "get",
+        "configmap",
+        "hello-greeting",
+        "--namespace",
+        "org-a-hello",
+        "-o",
+        "jsonpath={.data.greeting}",
+    ];
+    say(
+        "someone upgrades alice's release by hand on the edge: the installer reports the drift and corrects nothing",
+    );
+    let chart = format!("{}/hello-0.1.0.tgz", system.repo.url);
+    shell.run(
+        "platform",
+        edge,
+        "helm",
+        &[
+            "upgrade",
+            "hello",
+            &chart,
+            "--namespace",
+            "org-a-hello",
+            "--reuse-values",
+            "--set",
+            "greeting=changed by hand",
+        ],
+        Expect::Success,
+    )?;
+    shell.run(
+        "alice",
+        &shell.hub.alice,
+        "kubectl",
+        &[
+            "wait",
+            "--for=condition=Drifted",
+            "workspace/greeter",
+            "--namespace",
+            "org-a",
+            "--timeout=60s",
+        ],
+        Expect::Success,
+    )?;
+    let status = shell.alice(&["status", "greeter"], Expect::Success)?;
+    ensure(&status, "made outside the installer")?;
+
+    say("alice repairs it: the webhook seals the installed plan again as a new attempt");
+    shell.alice(
+        &["repair", "greeter", "--wait", "--timeout", "180s"],
+        Expect::Success,
+    )?;
+    let greeting = shell.run(
+        "platform",
+        edge,
+        "kubectl",
+        &configmap_greeting,
+        Expect::Success,
+    )?;
+    ensure(&greeting, "hi from alice")?;
+
+    say("alice upgrades to 0.1.0 with a new greeting, then rolls back to the last good plan");
+    shell.alice(
+        &[
+            "set",
+            "greeter",
+            "--version",
+            "0.1.0",
+            "--set",
+            "greeting=an experiment",
+            "--wait",
+            "--timeout",
+            "180s",
+        ],
+        Expect::Success,
+    )?;
+    shell.alice(
+        &["rollback", "greeter", "--wait", "--timeout", "180s"],
+        Expect::Success,
+    )?;
+    let history = shell.alice(&["history", "greeter"], Expect::Success)?;
+    ensure(&history, "Rollback to 2")?;
+    let greeting = shell.run(
+        "platform",
+        edge,
+        "kubectl",
+        &configmap_greeting,
+        Expect::Success,
+    )?;
+    ensure(&greeting, "hi from alice")?;
     Ok(())
 }
 

@@ -20,6 +20,7 @@ fn revision(revision: i64, uid: &str, status: &str) -> ReleaseRevision {
         revision,
         status: status.into(),
         created: Some(Time(now())),
+        modified: None,
     }
 }
 
@@ -173,6 +174,36 @@ fn a_release_installed_again_outside_the_installer_is_replaced() {
         None,
     );
     assert_eq!(status.drift.unwrap().reason, reason::RELEASE_REPLACED);
+}
+
+#[test]
+fn a_release_never_seen_is_missing_only_once_the_watch_had_time() {
+    let ws = installed(None);
+    let (status, events, _) = check(&ws, None, None);
+    assert_eq!(status.drift, None, "just completed: the watch may lag");
+    assert!(events.is_empty());
+    let mut long_ago = ws.clone();
+    long_ago.status.as_mut().unwrap().finished_at = Some(Time(
+        now() - k8s_openapi::jiff::SignedDuration::from_secs(600),
+    ));
+    let (status, _, _) = check(&long_ago, None, None);
+    assert_eq!(status.drift.unwrap().reason, reason::RELEASE_MISSING);
+}
+
+#[test]
+fn a_helm_at_work_is_waited_for_then_judged() {
+    let ws = installed(left(1, "r1"));
+    let (status, events, next) = check(&ws, Some(revision(2, "r2", "pending-upgrade")), None);
+    assert_eq!(
+        (status.drift, events.len(), next),
+        (None, 0, Next::After(5))
+    );
+    let mut stuck = revision(2, "r2", "pending-upgrade");
+    stuck.created = Some(Time(
+        now() - k8s_openapi::jiff::SignedDuration::from_secs(3600),
+    ));
+    let (status, _, _) = check(&ws, Some(stuck), None);
+    assert!(status.drift.unwrap().message.contains("(pending-upgrade)"));
 }
 
 #[test]

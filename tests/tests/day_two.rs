@@ -1,0 +1,309 @@
+//! Day two through the whole system (the real webhook and installer on a hub, an edge whose
+//! Jobs run the real helm, alice using `kubectl provider`):
+//!
+//! - an out-of-band `helm upgrade` and a `helm uninstall` on the edge are reported as
+//!   drift (the Drifted condition, Ready=False) and repaired by a new attempt of the same
+//!   sealed plan;
+//! - a rollback seals an earlier succeeded attempt's plan again and restores its version
+//!   and values; a version the platform has withdrawn is refused with that reason.
+
+use std::{path::Path, process::Command, time::Duration};
+
+use anyhow::{Context, bail, ensure};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::{
+    Api, Client,
+    api::{ApiResource, DynamicObject},
+};
+use providers::api::{Cause, Workspace};
+use serde_json::json;
+use testbed::{
+    User, binaries, engines,
+    installer::{self, has_condition, status_of, wait_workspace},
+    plugin,
+    system::{self, System, publish},
+};
+
+async fn system() -> anyhow::Result<&'static System> {
+    system::shared(Path::new(env!("CARGO_BIN_EXE_providers-controlplane"))).await
+}
+
+/// The hello chart's ConfigMap on the edge: `(greeting, chartVersion)`.
+async fn rendered(
+    edge: &Client,
+    namespace: &str,
+    release: &str,
+) -> anyhow::Result<Option<(String, String)>> {
+    Ok(Api::<ConfigMap>::namespaced(edge.clone(), namespace)
+        .get_opt(&format!("{release}-greeting"))
+        .await?
+        .and_then(|c| {
+            let data = c.data?;
+            Some((
+                data.get("greeting")?.clone(),
+                data.get("chartVersion")?.clone(),
+            ))
+        }))
+}
+
+/// Runs helm against the edge as its admin, as someone working by hand on the edge would.
+fn helm_on_edge(kubeconfig: &Path, args: &[&str]) -> anyhow::Result<String> {
+    let home = tempfile::tempdir()?;
+    let out = Command::new(binaries::path("helm")?)
+        .args(args)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .env("HELM_CACHE_HOME", home.path().join("cache"))
+        .env("HELM_CONFIG_HOME", home.path().join("config"))
+        .env("HELM_DATA_HOME", home.path().join("data"))
+        .output()
+        .context("running helm")?;
+    if !out.status.success() {
+        bail!("helm {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+async fn drifted(hub: &Client, name: &str, reason: &str) -> anyhow::Result<Workspace> {
+    wait_workspace(hub, "org-a", name, &format!("drift {reason}"), |ws| {
+        has_condition(ws, "Drifted", "True", reason) && has_condition(ws, "Ready", "False", reason)
+    })
+    .await
+}
+
+async fn installed(hub: &Client, name: &str, attempt: i64) -> anyhow::Result<Workspace> {
+    wait_workspace(
+        hub,
+        "org-a",
+        name,
+        &format!("attempt {attempt} installed"),
+        |ws| {
+            status_of(ws).attempt == Some(attempt)
+                && has_condition(ws, "Ready", "True", "Installed")
+                && has_condition(ws, "Drifted", "False", "ReleaseInSync")
+        },
+    )
+    .await
+}
+
+/// Issue 16: a release changed or removed by hand on the edge is reported, never corrected
+/// behind anyone's back, and `kubectl provider repair` installs the sealed plan again.
+#[tokio::test]
+async fn drift_on_the_edge_is_reported_and_repaired() -> anyhow::Result<()> {
+    let System { env, .. } = system().await?;
+    publish(env, "drift-hello", "hello", &["0.1.0", "0.2.0"]).await?;
+    let (hub, edge) = (env.hub_admin().await?, env.edge_admin().await?);
+    let alice = env.hub.kubeconfig(User::Alice);
+    let edge_admin = env.edge.kubeconfig(User::Admin);
+    let (namespace, release) = ("org-a-drift-hello", "drift-hello");
+    plugin::run(
+        alice,
+        &[
+            "install",
+            "drifty",
+            "--recipe",
+            "drift-hello",
+            "--edge",
+            installer::EDGE,
+            "--set",
+            "greeting=sealed",
+            "--wait",
+            "--timeout",
+            "3m",
+        ],
+    )?
+    .ok()?;
+    let ws = installed(&hub, "drifty", 1).await?;
+    let left = status_of(&ws)
+        .release
+        .context("the revision attempt 1 left")?;
+    ensure!(left.name == release && left.revision == 1, "{left:?}");
+
+    // Someone upgrades the release by hand: another version and other values.
+    let chart = format!("{}/hello-0.2.0.tgz", env.repo.url);
+    helm_on_edge(
+        edge_admin,
+        &[
+            "upgrade",
+            release,
+            &chart,
+            "-n",
+            namespace,
+            "--set",
+            "greeting=by-hand",
+        ],
+    )?;
+    let ws = drifted(&hub, "drifty", "ReleaseChanged").await?;
+    let drift = status_of(&ws).drift.context("status.drift")?;
+    for words in [
+        "revision 2 (deployed), made outside the installer after revision 1",
+        "chart hello 0.2.0, the plan pins hello 0.1.0",
+        "values differ from the plan's at greeting",
+        "kubectl provider repair drifty",
+    ] {
+        ensure!(
+            drift.message.contains(words),
+            "{words:?} in {}",
+            drift.message
+        );
+    }
+    ensure!(
+        has_condition(&ws, "Stalled", "True", "ReleaseChanged"),
+        "kstatus reads it as failed"
+    );
+    let reasons = installer::event_reasons(&hub, &ws).await?;
+    ensure!(reasons.iter().any(|r| r == "ReleaseDrifted"), "{reasons:?}");
+    let status = plugin::run(alice, &["status", "drifty"])?;
+    ensure!(
+        status.ok()?.contains("made outside the installer"),
+        "{status:?}"
+    );
+    // Nothing was corrected behind anyone's back.
+    ensure!(
+        rendered(&edge, namespace, release).await? == Some(("by-hand".into(), "0.2.0".into())),
+        "the hand-made revision stays until someone repairs it"
+    );
+
+    let repaired = plugin::run(alice, &["repair", "drifty", "--wait", "--timeout", "3m"])?;
+    ensure!(
+        repaired.ok()?.contains("repaired (attempt 2 sealed)"),
+        "{repaired:?}"
+    );
+    let ws = installed(&hub, "drifty", 2).await?;
+    let plan = ws.spec.plan.context("sealed")?.plan;
+    ensure!(plan.cause == Some(Cause::Repair) && plan.version == "0.1.0");
+    ensure!(
+        rendered(&edge, namespace, release).await? == Some(("sealed".into(), "0.1.0".into())),
+        "the sealed plan is back"
+    );
+
+    // Someone uninstalls it by hand.
+    helm_on_edge(edge_admin, &["uninstall", release, "-n", namespace])?;
+    let ws = drifted(&hub, "drifty", "ReleaseMissing").await?;
+    ensure!(
+        status_of(&ws)
+            .drift
+            .context("drift")?
+            .message
+            .contains("uninstalled outside the installer"),
+        "{:?}",
+        status_of(&ws).drift
+    );
+    // A retry says the same as a repair while drifted.
+    plugin::run(alice, &["retry", "drifty", "--wait", "--timeout", "3m"])?.ok()?;
+    installed(&hub, "drifty", 3).await?;
+    ensure!(
+        rendered(&edge, namespace, release).await?.is_some(),
+        "reinstalled"
+    );
+    let history = plugin::run(alice, &["history", "drifty"])?;
+    let history = history.ok()?;
+    ensure!(
+        history.lines().filter(|l| l.contains("Repair")).count() == 2,
+        "the history says why each attempt ran:\n{history}"
+    );
+    Ok(())
+}
+
+/// Issue 16: a rollback seals an earlier succeeded attempt's plan again (its version and
+/// values), shows in the history as a rollback of that attempt, and a version the platform
+/// has withdrawn since is refused with that reason.
+#[tokio::test]
+async fn a_rollback_restores_the_last_good_plan() -> anyhow::Result<()> {
+    let System { env, .. } = system().await?;
+    publish(env, "rollback-hello", "hello", &["0.1.0", "0.2.0"]).await?;
+    let (hub, edge) = (env.hub_admin().await?, env.edge_admin().await?);
+    let alice = env.hub.kubeconfig(User::Alice);
+    let (namespace, release) = ("org-a-rollback-hello", "rollback-hello");
+    plugin::run(
+        alice,
+        &[
+            "install",
+            "rolling",
+            "--recipe",
+            "rollback-hello",
+            "--edge",
+            installer::EDGE,
+            "--version",
+            "0.1.0",
+            "--set",
+            "greeting=first",
+            "--wait",
+            "--timeout",
+            "3m",
+        ],
+    )?
+    .ok()?;
+    installed(&hub, "rolling", 1).await?;
+    plugin::run(
+        alice,
+        &[
+            "set",
+            "rolling",
+            "--version",
+            "0.2.0",
+            "--set",
+            "greeting=second",
+            "--wait",
+            "--timeout",
+            "3m",
+        ],
+    )?
+    .ok()?;
+    installed(&hub, "rolling", 2).await?;
+    ensure!(rendered(&edge, namespace, release).await? == Some(("second".into(), "0.2.0".into())));
+
+    let rolled = plugin::run(alice, &["rollback", "rolling", "--wait", "--timeout", "3m"])?;
+    ensure!(
+        rolled
+            .ok()?
+            .contains("rolled back to attempt 1 (attempt 3 sealed)"),
+        "{rolled:?}"
+    );
+    let ws = installed(&hub, "rolling", 3).await?;
+    let plan = ws.spec.plan.clone().context("sealed")?.plan;
+    ensure!(
+        plan.cause == Some(Cause::Rollback) && plan.restores == Some(1),
+        "{plan:?}"
+    );
+    ensure!(
+        ws.spec.version.as_deref() == Some("0.1.0")
+            && ws.spec.values == Some(json!({"greeting": "first"})),
+        "the intent is back to attempt 1's: {:?}",
+        ws.spec
+    );
+    ensure!(
+        rendered(&edge, namespace, release).await? == Some(("first".into(), "0.1.0".into())),
+        "attempt 1's version and values are installed again"
+    );
+    let history = plugin::run(alice, &["history", "rolling"])?;
+    ensure!(history.ok()?.contains("Rollback to 1"), "{history:?}");
+
+    // The platform withdraws 0.2.0: rolling back to attempt 2 is refused, with the reason.
+    publish(env, "rollback-hello", "hello", &["0.1.0"]).await?;
+    let refused = plugin::run(alice, &["rollback", "rolling", "--to-attempt", "2"])?;
+    ensure!(refused.code != 0, "refused: {refused:?}");
+    ensure!(
+        refused
+            .stderr
+            .contains("the plan of attempt 2 cannot be rolled back to")
+            && refused
+                .stderr
+                .contains("no longer offers version \"0.2.0\""),
+        "{}",
+        refused.stderr
+    );
+    // An attempt whose plan was never kept cannot be named.
+    let unknown = plugin::run(alice, &["rollback", "rolling", "--to-attempt", "9"])?;
+    ensure!(
+        unknown.code != 0 && unknown.stderr.contains("no kept plan"),
+        "{unknown:?}"
+    );
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let ws = installer::workspace(&hub, "org-a", "rolling").await?;
+    ensure!(
+        ws.spec.plan.context("sealed")?.plan.attempt == 3,
+        "nothing new was sealed"
+    );
+    Ok(())
+}
