@@ -11,7 +11,8 @@
 //! - **Volumes**: there is no container file system, so each volume is placed under a
 //!   per-run folder (the *run root*): a mount at `/etc/providers/values` becomes
 //!   `<run root>/etc/providers/values`. Secret volumes get one file per key (or per `items`
-//!   entry) with the volume's mode; emptyDir volumes an empty folder. Every argument and
+//!   entry) with the volume's mode; downwardAPI volumes one file per annotation item, as
+//!   the kubelet projects them; emptyDir volumes an empty folder. Every argument and
 //!   environment value that starts with a mount path is rewritten the same way (so
 //!   `--values=/etc/providers/values/values.yaml` and `HOME=/tmp` point into the run root).
 //! - **Command**: the container's command must be `helm`; the runner runs the real helm
@@ -296,12 +297,19 @@ async fn run_job(inner: &Arc<Inner>, job: Job) -> anyhow::Result<()> {
         .kills
         .insert(key(&namespace, &name), kill_tx);
 
+    let annotations = spec
+        .template
+        .metadata
+        .as_ref()
+        .and_then(|m| m.annotations.clone())
+        .unwrap_or_default();
     let ending = match prepare(
         inner,
         &namespace,
         &account,
         &container,
         pod.volumes.as_deref().unwrap_or_default(),
+        &annotations,
         &run_root,
         &jobs,
         &name,
@@ -422,6 +430,7 @@ async fn prepare(
     account: &str,
     container: &Container,
     volumes: &[Volume],
+    annotations: &std::collections::BTreeMap<String, String>,
     run_root: &Path,
     jobs: &Api<Job>,
     name: &str,
@@ -524,9 +533,34 @@ async fn prepare(
                     String::from_utf8_lossy(&bytes).into_owned(),
                 );
             }
+        } else if let Some(source) = &volume.downward_api {
+            // The kubelet projects the Pod's own fields; only annotations are used here.
+            let mode = source.default_mode.unwrap_or(0o644);
+            for item in source.items.as_deref().unwrap_or_default() {
+                let field = item
+                    .field_ref
+                    .as_ref()
+                    .map(|f| f.field_path.as_str())
+                    .unwrap_or_default();
+                let Some(key) = field
+                    .strip_prefix("metadata.annotations['")
+                    .and_then(|k| k.strip_suffix("']"))
+                else {
+                    bail!("downwardAPI item {field:?}: the runner projects only annotations");
+                };
+                let text = annotations.get(key).cloned().unwrap_or_default();
+                let file = target.join(&item.path);
+                std::fs::write(&file, text.as_bytes())?;
+                let mode = u32::try_from(item.mode.unwrap_or(mode)).unwrap_or(0o644) | 0o600;
+                std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode))?;
+                files.insert(
+                    format!("{}/{}", mount.mount_path.trim_end_matches('/'), item.path),
+                    text,
+                );
+            }
         } else if volume.empty_dir.is_none() {
             bail!(
-                "volume {} is neither a Secret nor an emptyDir; the runner supports only those",
+                "volume {} is not a Secret, a downwardAPI or an emptyDir; the runner supports only those",
                 volume.name
             );
         }

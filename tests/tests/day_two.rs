@@ -151,6 +151,25 @@ async fn drift_on_the_edge_is_reported_and_repaired() -> anyhow::Result<()> {
         has_condition(&ws, "Stalled", "True", "ReleaseChanged"),
         "kstatus reads it as failed"
     );
+    // The GitOps engines, through their own code, read drift as a failure.
+    let object = serde_json::to_value(
+        Api::<DynamicObject>::namespaced_with(
+            hub.clone(),
+            "org-a",
+            &ApiResource::erase::<Workspace>(&()),
+        )
+        .get("drifty")
+        .await?,
+    )?;
+    let kstatus = engines::kstatus(&object).await?;
+    ensure!(
+        kstatus.cli_utils.status == "Failed" && kstatus.flux.status == "Failed",
+        "kstatus: {kstatus:?}"
+    );
+    let script = tempfile::Builder::new().suffix(".lua").tempfile()?;
+    std::fs::write(script.path(), engines::argocd_health_script_from_docs()?)?;
+    let health = engines::argocd_health(script.path(), &object).await?;
+    ensure!(health.status == "Degraded", "Argo CD: {health:?}");
     let reasons = installer::event_reasons(&hub, &ws).await?;
     ensure!(reasons.iter().any(|r| r == "ReleaseDrifted"), "{reasons:?}");
     let status = plugin::run(alice, &["status", "drifty"])?;
