@@ -73,8 +73,8 @@ fn status_of(ws: &Workspace) -> providers::api::WorkspaceStatus {
     ws.status.clone().unwrap_or_default()
 }
 
-/// Show 1 and 2: the namespace, the identity, the values Secret and a Job with the pinned
-/// chart, version and values file; Progressing; a real Helm release with the pinned values;
+/// Show 1 and 2: the namespace, the identity, and a Job carrying the pinned chart, version
+/// and values; Progressing; a real Helm release with the pinned values;
 /// then the result in status before the identity disappears, the Job released after that,
 /// cleanedUp, Ready. The provider's runtime credential is minted and stays.
 #[tokio::test]
@@ -244,20 +244,27 @@ async fn sealed_workspace_installs_the_pinned_chart_for_real() -> anyhow::Result
         rules.contains("configmaps") && rules.contains("secrets"),
         "scoped rules: {rules}"
     );
-    let values = Api::<Secret>::namespaced(edge.clone(), namespace)
-        .get(&names::AttemptNames::for_job(&job_name).values)
-        .await?;
-    let text = values
-        .data
-        .context("data")?
-        .get("values.yaml")
-        .context("values.yaml")?
-        .0
-        .clone();
-    let sealed_values: serde_json::Value = serde_json::from_slice(&text)?;
+    // The sealed values ride in the Job's Pod template, projected as values.yaml: no
+    // values Secret to create and delete.
+    let text = jobs
+        .get(&job_name)
+        .await?
+        .spec
+        .and_then(|s| s.template.metadata)
+        .and_then(|m| m.annotations)
+        .and_then(|a| a.get(names::ANNOTATION_VALUES).cloned())
+        .context("the values annotation")?;
+    let sealed_values: serde_json::Value = serde_json::from_str(&text)?;
     ensure!(
         sealed_values == plan.values,
-        "the values Secret holds the sealed values: {sealed_values}"
+        "the Job holds the sealed values: {sealed_values}"
+    );
+    ensure!(
+        Api::<Secret>::namespaced(edge.clone(), namespace)
+            .get_opt(&names::AttemptNames::for_job(&job_name).values)
+            .await?
+            .is_none(),
+        "no values Secret"
     );
 
     let progressing = wait_workspace(&hub, "org-a", "install-demo", "Progressing", |ws| {

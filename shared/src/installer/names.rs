@@ -37,6 +37,12 @@ pub const ANNOTATION_ABANDON: &str = "providers.platform.dev/abandon";
 /// Set on a Workspace together with a raised spec.retry: the attempt whose kept plan the
 /// webhook seals again (a rollback). The webhook consumes it: it is never stored.
 pub const ANNOTATION_ROLLBACK_TO: &str = "providers.platform.dev/rollback-to";
+/// On a runner Job's Pod template: the plan's chart values, projected into the runner as
+/// `values.yaml` by a downwardAPI volume (values up to [`VALUES_ANNOTATION_LIMIT`]).
+pub const ANNOTATION_VALUES: &str = "providers.platform.dev/values";
+/// The largest values text carried in [`ANNOTATION_VALUES`]; the API server allows 256 KiB
+/// of annotations in all. Larger values travel in a values Secret, as before.
+pub const VALUES_ANNOTATION_LIMIT: usize = 128 * 1024;
 /// The attempt number, on Jobs, for people reading them.
 pub const ANNOTATION_ATTEMPT: &str = "providers.platform.dev/attempt";
 

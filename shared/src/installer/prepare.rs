@@ -97,7 +97,7 @@ impl Machine<'_> {
         self.recover_release(plan, remote);
 
         let names = AttemptNames::for_job(&plan.job);
-        let wanted: [(Kind, &Option<ObjectState>, EdgeObject); 4] = [
+        let mut wanted: Vec<(Kind, &Option<ObjectState>, EdgeObject)> = vec![
             (
                 Kind::ServiceAccount,
                 &remote.service_account,
@@ -113,12 +113,15 @@ impl Machine<'_> {
                 &remote.role_binding,
                 EdgeObject::RoleBinding(manifests::runner_role_binding(plan, &names, &marks)),
             ),
-            (
+        ];
+        // Values small enough ride in the Job itself (manifests::values_in_job).
+        if !manifests::values_in_job(plan) {
+            wanted.push((
                 Kind::Secret,
                 &remote.values,
                 EdgeObject::Secret(manifests::values_secret(plan, &names, &marks)),
-            ),
-        ];
+            ));
+        }
         let mut stale = false;
         for (kind, observed, object) in wanted {
             let name = match kind {

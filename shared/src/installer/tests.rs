@@ -320,7 +320,6 @@ fn new_attempt_binds_to_the_workspace() {
             "create-service-account",
             "create-role",
             "create-role-binding",
-            "create-values-secret",
             "create-job"
         ]
     );
@@ -486,7 +485,6 @@ fn namespace_is_created_and_recorded() {
             "create-service-account",
             "create-role",
             "create-role-binding",
-            "create-values-secret",
             "create-job"
         ]
     );
@@ -616,12 +614,62 @@ fn job_is_created_with_the_pinned_plan() {
     assert_eq!(args[args.len() - 3..], ["--", "hello", "hello"]);
 }
 
+/// The Job that `decision` creates.
+fn created_job(decision: &Decision) -> Option<k8s_openapi::api::batch::v1::Job> {
+    decision.actions.iter().find_map(|a| match a {
+        Action::Create(object) => match &**object {
+            EdgeObject::Job(job) => Some((**job).clone()),
+            _ => None,
+        },
+        _ => None,
+    })
+}
+
 #[test]
-fn values_secret_carries_the_sealed_values() {
+fn values_ride_in_the_job_and_in_a_secret_only_when_too_large() {
     let ws = workspace(Some(plan(1)), Some(bound(1, None)));
     let mut case = Case::new(&ws);
     let mut remote = prepared(1);
     remote.values = None;
+    case.remote = Some(remote.clone());
+    let decision = case.decide();
+    assert!(
+        !steps(&decision).contains(&"create-values-secret"),
+        "{:?}",
+        steps(&decision)
+    );
+    let job = created_job(&decision).expect("the Job");
+    let template = job.spec.as_ref().unwrap().template.clone();
+    let text = &template
+        .metadata
+        .as_ref()
+        .unwrap()
+        .annotations
+        .as_ref()
+        .unwrap()[names::ANNOTATION_VALUES];
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(text).unwrap(),
+        json!({"greeting": "hi"})
+    );
+    let volume = &template.spec.as_ref().unwrap().volumes.as_ref().unwrap()[0];
+    let item = &volume
+        .downward_api
+        .as_ref()
+        .expect("downwardAPI")
+        .items
+        .as_ref()
+        .unwrap()[0];
+    assert_eq!(item.path, names::VALUES_FILE);
+    assert_eq!(
+        item.field_ref.as_ref().unwrap().field_path,
+        "metadata.annotations['providers.platform.dev/values']"
+    );
+
+    // Values over the annotation limit travel in the values Secret, mounted instead.
+    let mut large = plan(1);
+    large.values = json!({"greeting": "x".repeat(names::VALUES_ANNOTATION_LIMIT)});
+    let ws = workspace(Some(large), Some(bound(1, None)));
+    let mut case = Case::new(&ws);
     case.remote = Some(remote);
     let decision = case.decide();
     let Some(Action::Create(object)) = decision
@@ -629,16 +677,22 @@ fn values_secret_carries_the_sealed_values() {
         .iter()
         .find(|a| a.name() == "create-values-secret")
     else {
-        panic!("values")
+        panic!("a values Secret: {:?}", steps(&decision))
     };
     let EdgeObject::Secret(secret) = &**object else {
         panic!("a Secret")
     };
     let data = &secret.data.as_ref().unwrap()[names::VALUES_FILE].0;
     assert_eq!(
-        serde_json::from_slice::<serde_json::Value>(data).unwrap(),
-        json!({"greeting": "hi"})
+        data.len(),
+        names::VALUES_ANNOTATION_LIMIT + "{\"greeting\":\"\"}".len()
     );
+    let order = steps(&decision);
+    let at = |step| order.iter().position(|s| *s == step).unwrap();
+    assert!(at("create-values-secret") < at("create-job"), "{order:?}");
+    let job = created_job(&decision).unwrap();
+    let volume = &job.spec.unwrap().template.spec.unwrap().volumes.unwrap()[0];
+    assert!(volume.secret.is_some() && volume.downward_api.is_none());
 }
 
 #[test]
