@@ -168,6 +168,14 @@ pub fn next_steps(ws: &Workspace, name: &str, namespace_flag: Option<&str>) -> V
             ),
             "Recipe, edge, version and values are pinned until it has a result.".to_owned(),
         ],
+        State::Succeeded { attempt } if drift(ws).is_some() => vec![
+            format!(
+                "Attempt {attempt} was installed, and its release has changed on the edge since (see Drifted above)."
+            ),
+            format!(
+                "To install its plan again: kubectl provider repair {name}{ns}. To go back to an earlier one: kubectl provider rollback {name}{ns}."
+            ),
+        ],
         State::Succeeded { attempt } => vec![format!(
             "Installed. To change values: kubectl provider set {name}{ns} --set PATH=VALUE \
              (starts attempt {}).",

@@ -272,6 +272,23 @@ async fn a_rollback_restores_the_last_good_plan() -> anyhow::Result<()> {
     installed(&hub, "rolling", 2).await?;
     ensure!(rendered(&edge, namespace, release).await? == Some(("second".into(), "0.2.0".into())));
 
+    // The annotation alone (a metadata-only write) asks for nothing and is not stored.
+    let annotated = testbed::kubectl::run(
+        alice,
+        &[
+            "annotate",
+            "workspace",
+            "rolling",
+            "-n",
+            "org-a",
+            "providers.platform.dev/rollback-to=1",
+        ],
+    )?;
+    let stderr = String::from_utf8_lossy(&annotated.stderr);
+    ensure!(
+        !annotated.status.success() && stderr.contains("raising spec.retry in the same write"),
+        "{stderr}"
+    );
     let rolled = plugin::run(alice, &["rollback", "rolling", "--wait", "--timeout", "3m"])?;
     ensure!(
         rolled

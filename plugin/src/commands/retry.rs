@@ -1,7 +1,7 @@
 //! `retry NAME`, `repair NAME` and `rollback NAME`: ask for a new attempt of a kept plan by
 //! raising `spec.retry` (a rollback also names the attempt whose plan to seal again).
 
-use providers::api::Workspace;
+use providers::api::{Cause, Workspace};
 
 use crate::{
     cli::{RetryArgs, RollbackArgs},
@@ -77,12 +77,32 @@ async fn raise(
                         format!("rolled back to attempt {}", rollback_to.unwrap_or_default())
                     }
                 };
-                let verb = match result.typed.spec.plan.as_ref().map(|p| p.plan.attempt) {
-                    Some(attempt)
-                        if Some(attempt)
-                            > live.typed.spec.plan.as_ref().map(|p| p.plan.attempt) =>
-                    {
-                        format!("{done} (attempt {attempt} sealed)")
+                let sealed = result.typed.spec.plan.as_ref().map(|p| &p.plan);
+                let before = live.typed.spec.plan.as_ref().map(|p| p.plan.attempt);
+                let verb = match sealed {
+                    Some(plan) if Some(plan.attempt) > before => {
+                        // Say what the webhook sealed, not what was asked: the plan says
+                        // why it runs.
+                        if let Ask::Rollback(_) = ask
+                            && (plan.cause != Some(Cause::Rollback) || plan.restores != rollback_to)
+                        {
+                            return Err(user_error(
+                                format!(
+                                    "attempt {} was sealed as {:?}, not as a rollback to attempt {}",
+                                    plan.attempt,
+                                    plan.cause,
+                                    rollback_to.unwrap_or_default()
+                                ),
+                                Some(format!("see kubectl provider history {name}")),
+                            ));
+                        }
+                        format!("{done} (attempt {} sealed)", plan.attempt)
+                    }
+                    _ if matches!(ask, Ask::Rollback(_)) => {
+                        return Err(user_error(
+                            "the webhook sealed no rollback".to_owned(),
+                            Some(format!("see kubectl provider status {name}")),
+                        ));
                     }
                     _ => format!("retry requested (spec.retry={})", intent.retry.unwrap_or(1)),
                 };

@@ -54,7 +54,7 @@ pub enum Denial {
     )]
     RollbackWhileActive { attempt: i64 },
     #[error(
-        "spec.retry: a rollback to attempt {attempt} is asked for by raising spec.retry in the same write as the rollback-to annotation; `kubectl provider rollback` does both"
+        "spec.retry: a rollback to attempt {attempt} is asked for by raising spec.retry in the same write as the rollback-to annotation (`kubectl provider rollback` does both); otherwise remove the annotation"
     )]
     RollbackNeedsRetry { attempt: i64 },
     #[error(
@@ -69,6 +69,10 @@ pub enum Denial {
         field: &'static str,
         was: String,
     },
+    #[error(
+        "metadata.annotations[providers.platform.dev/rollback-to]: attempt {attempt} is the current attempt, nothing to roll back; to install its plan again after drift, use `kubectl provider repair`"
+    )]
+    RollbackToCurrent { attempt: i64 },
     #[error(
         "spec.retry: the plan of attempt {attempt} cannot be rolled back to: {why}; choose another attempt (`kubectl provider history`), or change the intent, which seals a new attempt from the current Recipe"
     )]
@@ -180,6 +184,7 @@ impl Denial {
             Denial::RollbackWithIntentChange { .. } => "RollbackWithIntentChange",
             Denial::RollbackWithdrawn { .. } => "RollbackWithdrawn",
             Denial::RollbackAcrossTargets { .. } => "RollbackAcrossTargets",
+            Denial::RollbackToCurrent { .. } => "RollbackToCurrent",
             Denial::PlanNotForThisRequest { .. } => "PlanReplayed",
             Denial::PlanChanged { .. } => "PlanChanged",
             Denial::AttemptOutOfOrder { .. } => "AttemptOutOfOrder",
@@ -215,7 +220,8 @@ impl Denial {
             | Denial::RollbackWithdrawn { .. } => "spec.retry".to_owned(),
             Denial::RollbackNotKept { .. }
             | Denial::RollbackTargetInvalid { .. }
-            | Denial::RollbackWhileActive { .. } => {
+            | Denial::RollbackWhileActive { .. }
+            | Denial::RollbackToCurrent { .. } => {
                 format!(
                     "metadata.annotations[{}]",
                     crate::installer::names::ANNOTATION_ROLLBACK_TO

@@ -241,6 +241,11 @@ fn rollback_start(
     if retry_of(&request.object.spec) <= retry_of(&old.spec) {
         return Err(Denial::RollbackNeedsRetry { attempt: to });
     }
+    if let Some(current) = old.spec.plan.as_ref().map(|p| p.plan.attempt)
+        && current == to
+    {
+        return Err(Denial::RollbackToCurrent { attempt: to });
+    }
     let kept = kept_plan(old, to)?;
     // A rollback restores a plan on its own target; it does not move the Workspace.
     for (field, was, is) in [

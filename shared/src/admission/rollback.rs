@@ -10,26 +10,27 @@ use super::{Denial, Request};
 
 /// The attempt this write asks to roll back to, if any.
 ///
-/// Before mutation the request says so with the rollback annotation, newly set (one stored
-/// while the webhooks were bypassed is stale and ignored). After mutation the annotation is
-/// gone and the plan the mutating webhook sealed for this very request says so: its cause
-/// is a rollback and its attempt ID is this request's.
+/// Before mutation the request says so with the rollback annotation: present in a write
+/// (the webhooks see every write that carries it), it is a request, and the mutating
+/// webhook consumes it. After mutation the annotation is gone and the plan the mutating
+/// webhook sealed for this very request says so: its cause is a rollback and its attempt
+/// ID is this request's.
 pub fn rollback_target(request: &Request<'_>) -> Result<Option<i64>, Denial> {
-    let annotation = |workspace: &Workspace| {
-        workspace
-            .metadata
-            .annotations
-            .as_ref()
-            .and_then(|a| a.get(ANNOTATION_ROLLBACK_TO))
-            .cloned()
-    };
-    if let Some(value) = annotation(request.object)
-        && request.old.and_then(annotation).as_ref() != Some(&value)
-    {
-        return match value.trim().parse::<i64>() {
-            Ok(attempt) if attempt >= 1 => Ok(Some(attempt)),
+    let annotation = request
+        .object
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(ANNOTATION_ROLLBACK_TO));
+    if let Some(value) = annotation {
+        // Plain digits only: " 2", "+2", "02" and "2e0" are not attempt numbers.
+        let digits = !value.is_empty()
+            && !value.starts_with('0')
+            && value.bytes().all(|b| b.is_ascii_digit());
+        return match value.parse::<i64>() {
+            Ok(attempt) if digits && attempt >= 1 => Ok(Some(attempt)),
             _ => Err(Denial::RollbackTargetInvalid {
-                value: quoted(&value),
+                value: quoted(value),
             }),
         };
     }

@@ -107,14 +107,33 @@ fn a_rollback_needs_a_kept_plan_a_number_and_a_raised_retry() {
             kept: vec![1, 2]
         }
     );
-    assert!(matches!(
-        admit(Operation::Update, &rollback_to(&old, "one"), Some(&old)).unwrap_err(),
-        Denial::RollbackTargetInvalid { .. }
-    ));
+    for odd in ["one", " 1", "+1", "01", "1e0", "0", "-1", ""] {
+        assert!(
+            matches!(
+                admit(Operation::Update, &rollback_to(&old, odd), Some(&old)).unwrap_err(),
+                Denial::RollbackTargetInvalid { .. }
+            ),
+            "{odd:?}"
+        );
+    }
+    assert_eq!(
+        admit(Operation::Update, &rollback_to(&old, "2"), Some(&old)).unwrap_err(),
+        Denial::RollbackToCurrent { attempt: 2 }
+    );
     let mut unraised = rollback_to(&old, "1");
     unraised.spec.retry = old.spec.retry;
     assert_eq!(
         admit(Operation::Update, &unraised, Some(&old)).unwrap_err(),
+        Denial::RollbackNeedsRetry { attempt: 1 }
+    );
+    // An annotation stored while the webhooks were bypassed is no license for later
+    // writes: any write that carries it without a raised retry is refused.
+    let mut stale = old.clone();
+    stale.metadata.annotations = unraised.metadata.annotations.clone();
+    let mut relabelled = stale.clone();
+    relabelled.metadata.labels = Some([("a".to_owned(), "b".to_owned())].into());
+    assert_eq!(
+        admit(Operation::Update, &relabelled, Some(&stale)).unwrap_err(),
         Denial::RollbackNeedsRetry { attempt: 1 }
     );
     let mut changed = rollback_to(&old, "1");
@@ -129,22 +148,22 @@ fn a_rollback_needs_a_kept_plan_a_number_and_a_raised_retry() {
 fn a_rollback_to_a_withdrawn_version_is_refused_with_the_reason() {
     let old = upgraded();
     let mut today = recipe("demo");
-    today.versions = vec!["1.2.0".into()];
+    today.versions = vec!["1.1.0".into()];
     let denial = admit_with(
         Operation::Update,
-        &rollback_to(&old, "2"),
+        &rollback_to(&old, "1"),
         Some(&old),
         &today,
     )
     .unwrap_err();
     assert!(
-        matches!(&denial, Denial::RollbackWithdrawn { attempt: 2, .. }),
+        matches!(&denial, Denial::RollbackWithdrawn { attempt: 1, .. }),
         "{denial:?}"
     );
     assert!(
         denial
             .to_string()
-            .contains("no longer offers version \"1.1.0\""),
+            .contains("no longer offers version \"1.2.0\""),
         "{denial}"
     );
 }

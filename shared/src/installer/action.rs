@@ -229,6 +229,10 @@ pub struct Note {
     /// PascalCase, for example `JobCreated`.
     pub reason: &'static str,
     pub message: String,
+    /// What the installer did, when it is not the usual `Reconcile`. Events of one reason
+    /// and action form one series that keeps its first message; a different action starts
+    /// a new Event (each drift found is its own).
+    pub action: Option<String>,
 }
 
 impl Note {
@@ -237,6 +241,7 @@ impl Note {
             warning: false,
             reason,
             message: message.into(),
+            action: None,
         }
     }
 
@@ -245,6 +250,13 @@ impl Note {
             warning: true,
             reason,
             message: message.into(),
+            action: None,
         }
+    }
+
+    /// The same note, reported as `action`.
+    pub fn with_action(mut self, action: impl Into<String>) -> Self {
+        self.action = Some(action.into());
+        self
     }
 }

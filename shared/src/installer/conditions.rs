@@ -113,7 +113,7 @@ pub fn settle(
         .clone()
         .filter(|_| installed)
         .map(|d| Failure::new(&d.reason, d.message));
-    let failure = failure.or(drift.as_ref());
+    let stalled = failure.or(drift.as_ref());
     let (ready_reason, ready_message) = match (&drift, installed) {
         (Some(drift), _) => (drift.reason.as_str(), drift.message.as_str()),
         (None, true) => (reason::INSTALLED, outlook.message.as_str()),
@@ -167,17 +167,18 @@ pub fn settle(
         generation,
         now,
     );
-    let (failed_reason, failed_message) = match failure {
-        Some(failure) => (failure.reason.as_str(), failure.message.as_str()),
-        None => (outlook.reason.as_str(), outlook.message.as_str()),
-    };
-    for kind in [FAILED, STALLED] {
+    // Failed is about the attempt; Stalled also about its release (drift).
+    for (kind, why) in [(FAILED, failure), (STALLED, stalled)] {
+        let (reason, message) = match why {
+            Some(why) => (why.reason.as_str(), why.message.as_str()),
+            None => (outlook.reason.as_str(), outlook.message.as_str()),
+        };
         upsert(
             status,
             kind,
-            failure.is_some(),
-            failed_reason,
-            failed_message,
+            why.is_some(),
+            reason,
+            message,
             generation,
             now,
         );

@@ -36,34 +36,14 @@ pub mod reason {
 /// completion after. The rest is room for a slow edge.
 const OWN_REVISION_SLACK: SignedDuration = SignedDuration::from_secs(30);
 
-/// What Helm recorded of one revision, read from the content of its storage record.
+/// What Helm recorded of one revision, read from the content of its storage record
+/// (`chart.metadata.name`, `chart.metadata.version` and `config`, the values helm was given).
 #[derive(Clone, Debug, PartialEq)]
 pub struct ReleaseContent {
     pub chart: String,
     pub version: String,
     /// The values supplied to helm (the release's `config`).
     pub values: Value,
-}
-
-impl ReleaseContent {
-    /// The parts of a decoded Helm release (`chart.metadata.name`, `.version`, `config`).
-    pub fn of_release(release: &Value) -> Self {
-        let text = |pointer: &str| {
-            release
-                .pointer(pointer)
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned()
-        };
-        Self {
-            chart: text("/chart/metadata/name"),
-            version: text("/chart/metadata/version"),
-            values: release
-                .get("config")
-                .cloned()
-                .unwrap_or(Value::Object(Default::default())),
-        }
-    }
 }
 
 /// Whether the shell should read the content of `newest` to describe it: it is not the
@@ -219,7 +199,13 @@ impl Machine<'_> {
                         d.reason != drift.reason || d.record_uid != drift.record_uid
                     });
                 if new {
-                    self.event(Note::warning("ReleaseDrifted", drift.message.clone()));
+                    // The record found, or for a missing release the one that went.
+                    let gone = self.status.release.as_ref().map(|r| r.record_uid.as_str());
+                    let which = drift.record_uid.as_deref().or(gone).unwrap_or("missing");
+                    self.event(
+                        Note::warning("ReleaseDrifted", drift.message.clone())
+                            .with_action(format!("FindDrift/{}", shown(which))),
+                    );
                     self.status.drift = Some(drift);
                 }
             }
@@ -242,7 +228,8 @@ impl Machine<'_> {
         let changed = revision
             .modified
             .or_else(|| revision.created.as_ref().map(|c| c.0.as_second()));
-        changed.is_none_or(|at| self.o.now.as_second() - at < 600)
+        // A time in the future is a forged record's, not a helm at work.
+        changed.is_none_or(|at| (0..600).contains(&(self.o.now.as_second() - at)))
     }
 
     /// Whether the attempt's Job completed long enough ago for its release's record to be

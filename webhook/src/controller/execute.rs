@@ -178,7 +178,7 @@ async fn run(
                 },
                 reason: note.reason.to_owned(),
                 note: Some(truncate(&note.message, 1000)),
-                action: "Reconcile".into(),
+                action: note.action.clone().unwrap_or_else(|| "Reconcile".into()),
                 secondary: None,
             };
             // Events are best effort: a lost one never stops the installer.

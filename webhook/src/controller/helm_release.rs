@@ -20,9 +20,17 @@ use super::error::{self, Error, Result};
 /// manifests and values, far below what a gzip bomb planted on the edge would make.
 const MAX_RELEASE_BYTES: u64 = 16 * 1024 * 1024;
 
+/// The most of a release's `config` (the values given to helm) that is parsed to compare
+/// with the plan's: far above any plan's values. Parsed JSON takes many times its text
+/// (a list of zeros, sixteen), so nothing larger is ever built into a tree.
+const MAX_CONFIG_BYTES: usize = 256 * 1024;
+
+/// One release read at a time: each may hold up to [`MAX_RELEASE_BYTES`] while decoded.
+static READING: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
+
 /// What the record `secret` installs (chart, version, values), read once when drift is
 /// found; `None` when it is gone or cannot be decoded (the drift is then reported without
-/// it).
+/// it). Decoded off the async workers, one at a time.
 pub async fn content(
     edge: &str,
     client: &Client,
@@ -39,12 +47,15 @@ pub async fn content(
     };
     let encoded = record
         .data
-        .as_ref()
-        .and_then(|d| d.get("release"))
-        .map(|b| b.0.as_slice())
+        .and_then(|mut d| d.remove("release"))
+        .map(|b| b.0)
         .unwrap_or_default();
-    match decode(encoded) {
-        Ok(release) => Ok(Some(ReleaseContent::of_release(&release))),
+    let _one = READING.acquire().await.ok();
+    let decoded = tokio::task::spawn_blocking(move || summary(&encoded))
+        .await
+        .unwrap_or_else(|e| Err(format!("the decoder stopped: {e}")));
+    match decoded {
+        Ok(content) => Ok(Some(content)),
         Err(why) => {
             tracing::info!(%edge, %namespace, %secret, %why, "cannot read a release record");
             Ok(None)
@@ -52,8 +63,49 @@ pub async fn content(
     }
 }
 
-/// A record's `release` entry: base64 of gzipped JSON (or of plain JSON), bounded.
-pub fn decode(encoded: &[u8]) -> Result<serde_json::Value, String> {
+/// The chart, version and values of a record's `release` entry, without building the
+/// rest (manifests, chart files) into memory.
+pub fn summary(encoded: &[u8]) -> Result<ReleaseContent, String> {
+    #[derive(serde::Deserialize, Default)]
+    #[serde(default)]
+    struct Release<'a> {
+        chart: Chart,
+        #[serde(borrow)]
+        config: Option<&'a serde_json::value::RawValue>,
+    }
+    #[derive(serde::Deserialize, Default)]
+    #[serde(default)]
+    struct Chart {
+        metadata: Metadata,
+    }
+    #[derive(serde::Deserialize, Default)]
+    #[serde(default)]
+    struct Metadata {
+        name: String,
+        version: String,
+    }
+    let json = inflate(encoded)?;
+    let release: Release<'_> =
+        serde_json::from_slice(&json).map_err(|e| format!("the release is not JSON: {e}"))?;
+    let values = match release.config {
+        None => serde_json::Value::Object(Default::default()),
+        Some(raw) if raw.get().len() <= MAX_CONFIG_BYTES => serde_json::from_str(raw.get())
+            .map_err(|e| format!("the release's values are not JSON: {e}"))?,
+        Some(raw) => serde_json::Value::String(format!(
+            "<{} bytes of values, more than any plan holds>",
+            raw.get().len()
+        )),
+    };
+    Ok(ReleaseContent {
+        chart: release.chart.metadata.name,
+        version: release.chart.metadata.version,
+        values,
+    })
+}
+
+/// A record's `release` entry, base64 of gzipped JSON (or of plain JSON), as bytes of
+/// JSON, bounded.
+fn inflate(encoded: &[u8]) -> Result<Vec<u8>, String> {
     let compressed = STANDARD
         .decode(encoded)
         .map_err(|e| format!("the release entry is not base64: {e}"))?;
@@ -69,7 +121,12 @@ pub fn decode(encoded: &[u8]) -> Result<serde_json::Value, String> {
     if json.len() as u64 > MAX_RELEASE_BYTES {
         return Err(format!("the release is over {MAX_RELEASE_BYTES} bytes"));
     }
-    serde_json::from_slice(&json).map_err(|e| format!("the release is not JSON: {e}"))
+    Ok(json)
+}
+
+/// A record's `release` entry as a JSON tree (for rewriting one the installer owns).
+pub fn decode(encoded: &[u8]) -> Result<serde_json::Value, String> {
+    serde_json::from_slice(&inflate(encoded)?).map_err(|e| format!("the release is not JSON: {e}"))
 }
 
 /// Marks the record `secret` failed, if it is still the observed object and pending.
@@ -191,10 +248,26 @@ mod tests {
             "chart": {"metadata": {"name": "hello", "version": "0.2.0"}},
             "config": {"replicas": 3},
         });
-        let content = ReleaseContent::of_release(&super::decode(&encode(&release)).unwrap());
+        let content = super::summary(&encode(&release)).unwrap();
         assert_eq!(content.chart, "hello");
         assert_eq!(content.version, "0.2.0");
         assert_eq!(content.values, serde_json::json!({"replicas": 3}));
+    }
+
+    #[test]
+    fn values_too_large_to_compare_are_not_built() {
+        let zeros = format!("[{}0]", "0,".repeat(200_000));
+        let release = format!(
+            r#"{{"chart":{{"metadata":{{"name":"hello","version":"1"}}}},"config":{{"a":{zeros}}}}}"#
+        );
+        let content = super::summary(&encode(&serde_json::from_str(&release).unwrap())).unwrap();
+        assert!(
+            content
+                .values
+                .as_str()
+                .unwrap()
+                .contains("more than any plan holds")
+        );
     }
 
     #[test]

@@ -8,7 +8,7 @@ use crate::{
     api::{InstalledRelease, JobResult, Workspace, WorkspaceStatus},
     installer::{
         Next, ReleaseRevision, Remote,
-        conditions::{DRIFTED, READY, STALLED},
+        conditions::{DRIFTED, FAILED, READY, STALLED},
         tests::{Case, bound, condition, events, last_status, now, plan, workspace},
     },
 };
@@ -115,6 +115,11 @@ fn an_uninstalled_release_is_missing() {
     );
     assert_eq!(condition(&status, STALLED).0, "True");
     assert_eq!(condition(&status, DRIFTED).0, "True");
+    assert_eq!(
+        condition(&status, FAILED).0,
+        "False",
+        "the attempt did not fail"
+    );
 }
 
 #[test]
@@ -204,6 +209,11 @@ fn a_helm_at_work_is_waited_for_then_judged() {
     ));
     let (status, _, _) = check(&ws, Some(stuck), None);
     assert!(status.drift.unwrap().message.contains("(pending-upgrade)"));
+    // A change time in the future is no helm at work.
+    let mut forged = revision(2, "r2", "pending-upgrade");
+    forged.modified = Some(now().as_second() + 86_400);
+    let (status, _, _) = check(&ws, Some(forged), None);
+    assert!(status.drift.is_some());
 }
 
 #[test]
