@@ -18,12 +18,14 @@
 //! controller_cpu_s=.. planes_cpu_s=.. writes_per_attempt=.. reads_per_attempt=..`.
 //! `tests/benches/peer_helm_controller.rs` measures a peer the same way.
 //!
-//! Each completed Job gets the storage record helm would have left
-//! (`sh.helm.release.v1.<release>.v1`, labelled as Helm labels it), so the installer sees an
-//! installed release. Then the cost of drift checks: the controller runs with
-//! `--drift-interval` `PROVIDERS_SCALE_DRIFT_INTERVAL` (default 20 s); over two intervals
-//! after cleanup the API requests are counted again, per Workspace per interval, and one
-//! release record is deleted (an uninstall by hand) to time until its drift is reported:
+//! With `PROVIDERS_SCALE_DRIFT_INTERVAL` above 0 (default 20 s; `tests/peers/compare.sh`
+//! sets 0, as the peer's bench has nothing like it), each completed Job gets the storage
+//! record helm would have left (`sh.helm.release.v1.<release>.v1`, labelled as Helm labels
+//! it; the benchmark's own writes, which still cost the edge's API server CPU), so the
+//! installer sees an installed release; then the cost of drift checks: the controller runs
+//! with that `--drift-interval`; over two intervals after cleanup the API requests are
+//! counted again, per Workspace per interval, and one release record is deleted (an
+//! uninstall by hand) to time until its drift is reported:
 //! `installer_scale_drift workspaces=N interval_s=.. reads_per_workspace_interval=..
 //! writes_per_workspace_interval=.. checks=.. detected_s=..`.
 
@@ -250,7 +252,7 @@ async fn main() -> anyhow::Result<()> {
         stream::iter(jobs.items)
             .map(|job| {
                 let client = client.clone();
-                async move { complete(&client, &job).await }
+                async move { complete(&client, &job, drift_interval > 0).await }
             })
             .buffer_unordered(IN_FLIGHT)
             .try_collect::<Vec<()>>()
@@ -349,6 +351,10 @@ async fn main() -> anyhow::Result<()> {
         per_attempt(requests.reads(), own.0),
     );
 
+    if drift_interval == 0 {
+        controller.kill();
+        return Ok(());
+    }
     // Drift checks of 1,000 installed releases: two intervals, nothing changed.
     let checks_before = reconciles(&controller.scrape().await?);
     let requests_before = RequestCounts::scrape_all(&plane_clients).await?;
@@ -493,28 +499,10 @@ async fn count_jobs(edges: &[Client]) -> anyhow::Result<usize> {
     Ok(total)
 }
 
-async fn complete(client: &Client, job: &Job) -> anyhow::Result<()> {
+async fn complete(client: &Client, job: &Job, with_record: bool) -> anyhow::Result<()> {
     let now = Time(Timestamp::now());
-    // The storage record helm leaves for revision 1 (labels only: the installer reads
-    // those; the content is read only when drift is described).
-    let namespace = job.namespace().unwrap_or_default();
-    let record: Secret = serde_json::from_value(json!({
-        "metadata": {
-            "name": "sh.helm.release.v1.hello.v1",
-            "namespace": namespace,
-            "labels": {"owner": "helm", "name": "hello", "status": "deployed", "version": "1"},
-        },
-        "type": "helm.sh/release.v1",
-        "data": {"release": ""},
-    }))?;
-    OWN.write();
-    match Api::<Secret>::namespaced(client.clone(), &namespace)
-        .create(&PostParams::default(), &record)
-        .await
-    {
-        Ok(_) => {}
-        Err(kube::Error::Api(status)) if status.is_already_exists() => {}
-        Err(e) => return Err(e.into()),
+    if with_record {
+        leave_release_record(client, job).await?;
     }
     let condition = |kind: &str| {
         json!({"type": kind, "status": "True", "reason": "CompletionsReached",
@@ -531,6 +519,30 @@ async fn complete(client: &Client, job: &Job) -> anyhow::Result<()> {
         )
         .await?;
     Ok(())
+}
+
+/// The storage record helm leaves for revision 1 of the Job's release (labels only: the
+/// installer reads those; the content is read only when drift is described).
+async fn leave_release_record(client: &Client, job: &Job) -> anyhow::Result<()> {
+    let namespace = job.namespace().unwrap_or_default();
+    let record: Secret = serde_json::from_value(json!({
+        "metadata": {
+            "name": "sh.helm.release.v1.hello.v1",
+            "namespace": namespace,
+            "labels": {"owner": "helm", "name": "hello", "status": "deployed", "version": "1"},
+        },
+        "type": "helm.sh/release.v1",
+        "data": {"release": ""},
+    }))?;
+    OWN.write();
+    match Api::<Secret>::namespaced(client.clone(), &namespace)
+        .create(&PostParams::default(), &record)
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.is_already_exists() => Ok(()),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// A field of /proc/<pid>/status in kB (`VmHWM:`, `VmRSS:`).

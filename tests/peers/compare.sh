@@ -11,6 +11,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 rounds="${1:-2}"
 export PROVIDERS_SCALE_WORKSPACES="${PROVIDERS_SCALE_WORKSPACES:-1000}"
 export PROVIDERS_SCALE_EDGES="${PROVIDERS_SCALE_EDGES:-1}"
+# No helm storage records and no drift phase: the peer's bench has neither.
+export PROVIDERS_SCALE_DRIFT_INTERVAL="${PROVIDERS_SCALE_DRIFT_INTERVAL:-0}"
 bash tests/controlplane/build.sh >/dev/null
 bash tests/peers/build.sh >/dev/null
 cargo build --release --workspace --bins
