@@ -11,7 +11,7 @@
 pub mod attempt;
 mod denial;
 pub mod mutate;
-mod rollback;
+pub mod rollback;
 pub mod validate;
 
 pub use denial::Denial;

@@ -1,5 +1,8 @@
 //! A rollback request: which earlier attempt a write asks to seal again, and its kept plan.
 
+use json_patch::{AddOperation, PatchOperation, RemoveOperation, jsonptr::PointerBuf};
+use serde_json::Value;
+
 use crate::{
     api::{Cause, KeptPlan, Workspace},
     installer::names::ANNOTATION_ROLLBACK_TO,
@@ -66,4 +69,39 @@ pub fn kept_plan(old: &Workspace, attempt: i64) -> Result<KeptPlan, Denial> {
                 .map(|r| r.attempt)
                 .collect(),
         })
+}
+
+/// What a rollback writes beside its plan: attempt N's intent back into `spec.version` and
+/// `spec.values` (only where they differ), and the rollback annotation consumed.
+pub fn rollback_patch(object: &Workspace, kept: &KeptPlan) -> Vec<PatchOperation> {
+    let spec = &object.spec;
+    let mut operations = Vec::new();
+    for (field, now, restored) in [
+        (
+            "version",
+            spec.version.clone().map(Value::String),
+            kept.version.clone().map(Value::String),
+        ),
+        ("values", spec.values.clone(), kept.values.clone()),
+    ] {
+        let path = PointerBuf::from_tokens(["spec", field]);
+        match (now, restored) {
+            (Some(_), None) => operations.push(PatchOperation::Remove(RemoveOperation { path })),
+            (now, Some(value)) if now.as_ref() != Some(&value) => {
+                operations.push(PatchOperation::Add(AddOperation { path, value }))
+            }
+            _ => {}
+        }
+    }
+    if object
+        .metadata
+        .annotations
+        .as_ref()
+        .is_some_and(|a| a.contains_key(ANNOTATION_ROLLBACK_TO))
+    {
+        operations.push(PatchOperation::Remove(RemoveOperation {
+            path: PointerBuf::from_tokens(["metadata", "annotations", ANNOTATION_ROLLBACK_TO]),
+        }));
+    }
+    operations
 }

@@ -168,15 +168,11 @@ pub(super) fn admit_with(
             result.spec.plan = Some(seal_with(&request, &start, lookups, &allow())?);
             // As the webhook patches it: a rollback puts back the restored intent and
             // consumes its annotation.
-            if let StartKind::Rollback { .. } = &start.kind {
-                let plan = result.spec.plan.take();
-                result.spec = WorkspaceSpec {
-                    plan,
-                    ..start.kind.intent(&result.spec)
-                };
-                if let Some(annotations) = result.metadata.annotations.as_mut() {
-                    annotations.remove(crate::installer::names::ANNOTATION_ROLLBACK_TO);
-                }
+            if let StartKind::Rollback { kept, .. } = &start.kind {
+                let operations = super::rollback::rollback_patch(object, kept);
+                let mut json = serde_json::to_value(&result).expect("a Workspace is JSON");
+                json_patch::patch(&mut json, &operations).expect("the rollback patch applies");
+                result = serde_json::from_value(json).expect("still a Workspace");
             }
         }
     }

@@ -165,14 +165,16 @@ impl Machine<'_> {
                         ),
                     )
                 };
-                let content = match (&remote.release_content, &self.status.drift) {
-                    (Some(content), _) => describe(content, plan),
+                let described = self
+                    .status
+                    .drift
+                    .as_ref()
+                    .is_some_and(|d| d.record_uid.as_deref() == Some(r.uid.as_str()));
+                let content = match &remote.release_content {
+                    Some(content) => describe(content, plan),
                     // Described already, when this revision was first found.
-                    (None, Some(d)) if d.record_uid.as_deref() == Some(r.uid.as_str()) => {
-                        self.status.drift = Some(d.clone());
-                        return next;
-                    }
-                    (None, _) => String::new(),
+                    None if described => return next,
+                    None => String::new(),
                 };
                 Some(Drift {
                     reason: why.to_owned(),

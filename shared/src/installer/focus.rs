@@ -105,16 +105,8 @@ pub fn focus(workspace: &Workspace) -> Option<Focus> {
             // or refused attempt needs nothing more.
             let plan = plan?;
             return (status.job_result == Some(JobResult::Succeeded)).then(|| Focus {
-                attempt: plan.attempt,
-                attempt_id: plan.attempt_id.clone(),
-                edge: plan.edge_name.clone(),
-                namespace: plan.namespace.clone(),
-                names: AttemptNames::for_job(&plan.job),
-                release: Some(plan.release.clone()),
                 installed: true,
-                credential: None,
-                job_first: false,
-                authorize: false,
+                ..of_plan(plan)
             });
         }
     }
@@ -124,13 +116,6 @@ pub fn focus(workspace: &Workspace) -> Option<Focus> {
         .is_none_or(|r| !is_sealed_attempt(r, plan))
         || (status.job_uid.is_none() && status.job_result.is_none());
     Some(Focus {
-        attempt: plan.attempt,
-        attempt_id: plan.attempt_id.clone(),
-        edge: plan.edge_name.clone(),
-        namespace: plan.namespace.clone(),
-        names: AttemptNames::for_job(&plan.job),
-        release: Some(plan.release.clone()),
-        installed: false,
         credential: plan
             .runtime_credential
             .as_ref()
@@ -138,5 +123,23 @@ pub fn focus(workspace: &Workspace) -> Option<Focus> {
             .map(|_| CredentialNames::for_workspace(&plan.org, &plan.workspace.name)),
         job_first: !preparing && running,
         authorize: preparing && !prepared_for(&status, recorded.as_ref(), plan),
+        ..of_plan(plan)
     })
+}
+
+/// The sealed attempt's place on the edge, its objects and its release, with nothing more
+/// to read or ask.
+fn of_plan(plan: &Plan) -> Focus {
+    Focus {
+        attempt: plan.attempt,
+        attempt_id: plan.attempt_id.clone(),
+        edge: plan.edge_name.clone(),
+        namespace: plan.namespace.clone(),
+        names: AttemptNames::for_job(&plan.job),
+        release: Some(plan.release.clone()),
+        installed: false,
+        credential: None,
+        job_first: false,
+        authorize: false,
+    }
 }

@@ -8,16 +8,16 @@ use axum::{
     http::{StatusCode, header},
     response::{IntoResponse, Response},
 };
-use json_patch::{AddOperation, Patch, PatchOperation, RemoveOperation, jsonptr::PointerBuf};
+use json_patch::{AddOperation, Patch, PatchOperation, jsonptr::PointerBuf};
 use k8s_openapi::jiff::Timestamp;
 use providers::{
     admission::{
         Denial, Request,
         mutate::{Lookups, PlanAction, Sealing, Start, StartKind, plan_action, seal_attempt},
+        rollback::rollback_patch,
         validate,
     },
     api::SealedPlan,
-    installer::names::ANNOTATION_ROLLBACK_TO,
     seal::SealError,
 };
 use tracing::Instrument;
@@ -205,44 +205,13 @@ async fn seal(
 /// carries: a plan already in place needs no patch. A rollback also puts back the intent
 /// of the attempt it restores and consumes its annotation.
 fn patch_plan(review: &WorkspaceReview, sealed: &SealedPlan, start: Option<&Start>) -> Answer {
-    let mut operations = Vec::new();
-    if let Some(Start {
-        kind: StartKind::Rollback { kept, .. },
-        ..
-    }) = start
-    {
-        let spec = &review.object.spec;
-        for (field, now, restored) in [
-            (
-                "version",
-                spec.version.clone().map(serde_json::Value::String),
-                kept.version.clone().map(serde_json::Value::String),
-            ),
-            ("values", spec.values.clone(), kept.values.clone()),
-        ] {
-            let path = PointerBuf::from_tokens(["spec", field]);
-            match (now, restored) {
-                (Some(_), None) => {
-                    operations.push(PatchOperation::Remove(RemoveOperation { path }))
-                }
-                (now, Some(value)) if now.as_ref() != Some(&value) => {
-                    operations.push(PatchOperation::Add(AddOperation { path, value }))
-                }
-                _ => {}
-            }
-        }
-        if review
-            .object
-            .metadata
-            .annotations
-            .as_ref()
-            .is_some_and(|a| a.contains_key(ANNOTATION_ROLLBACK_TO))
-        {
-            operations.push(PatchOperation::Remove(RemoveOperation {
-                path: PointerBuf::from_tokens(["metadata", "annotations", ANNOTATION_ROLLBACK_TO]),
-            }));
-        }
-    }
+    let mut operations = match start {
+        Some(Start {
+            kind: StartKind::Rollback { kept, .. },
+            ..
+        }) => rollback_patch(&review.object, kept),
+        _ => Vec::new(),
+    };
     if review.object.spec.plan.as_ref() == Some(sealed) && operations.is_empty() {
         return Answer::allow(&review.uid);
     }

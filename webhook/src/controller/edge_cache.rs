@@ -124,32 +124,35 @@ impl Watches {
             Api::all(client.clone()),
             managed.clone(),
             &health,
-            Some(wake.clone()),
+            wake_owner_on_delete(wake.clone()),
         );
         tasks.push(task);
         let (service_accounts, task) = watch_metadata::<ServiceAccount>(
             Api::all(client.clone()),
             managed.clone(),
             &health,
-            None,
+            |_| {},
         );
         tasks.push(task);
         let (roles, task) =
-            watch_metadata::<Role>(Api::all(client.clone()), managed.clone(), &health, None);
+            watch_metadata::<Role>(Api::all(client.clone()), managed.clone(), &health, |_| {});
         tasks.push(task);
-        let (role_bindings, task) =
-            watch_metadata::<RoleBinding>(Api::all(client.clone()), managed.clone(), &health, None);
+        let (role_bindings, task) = watch_metadata::<RoleBinding>(
+            Api::all(client.clone()),
+            managed.clone(),
+            &health,
+            |_| {},
+        );
         tasks.push(task);
         let (secrets, task) =
-            watch_metadata::<Secret>(Api::all(client.clone()), managed.clone(), &health, None);
+            watch_metadata::<Secret>(Api::all(client.clone()), managed.clone(), &health, |_| {});
         tasks.push(task);
         let followed: Followed = Arc::new(Mutex::new(HashMap::new()));
-        let (helm_records, task) = watch_helm_records(
+        let (helm_records, task) = watch_metadata::<Secret>(
             Api::all(client.clone()),
             helm,
             &health,
-            followed.clone(),
-            wake.clone(),
+            wake_follower(followed.clone(), wake.clone()),
         );
         tasks.push(task);
         let (jobs, task) = watch_jobs(
@@ -183,7 +186,7 @@ fn watch_metadata<K>(
     api: Api<PartialObjectMeta<K>>,
     config: watcher::Config,
     health: &Health,
-    wake_on_delete: Option<Wake>,
+    on_event: impl FnMut(&watcher::Event<PartialObjectMeta<K>>) + Send + 'static,
 ) -> (Store<PartialObjectMeta<K>>, Task)
 where
     K: Resource<DynamicType = ()>
@@ -201,32 +204,28 @@ where
             .default_backoff()
             .modify(|o| o.managed_fields_mut().clear()),
     );
-    let task = Task::spawn(drive(stream, health.clone(), move |event| {
-        if let (Some(wake), watcher::Event::Delete(object)) = (&wake_on_delete, event) {
-            wake_owner(wake, object.meta());
-        }
-    }));
+    let task = Task::spawn(drive(stream, health.clone(), on_event));
     (store, task)
 }
 
-/// Helm's release records, metadata only. A change of an installed release's records
-/// (an upgrade, rollback or uninstall made outside the installer) wakes its Workspace,
-/// which checks it for drift at once.
-fn watch_helm_records(
-    api: Api<PartialObjectMeta<Secret>>,
-    config: watcher::Config,
-    health: &Health,
+/// Wakes the Workspace named in a deleted object's annotation.
+fn wake_owner_on_delete<K: Resource>(
+    wake: Wake,
+) -> impl FnMut(&watcher::Event<K>) + Send + 'static {
+    move |event| {
+        if let watcher::Event::Delete(object) = event {
+            wake_owner(&wake, object.meta());
+        }
+    }
+}
+
+/// A change of an installed release's records (an upgrade, rollback or uninstall made
+/// outside the installer) wakes its Workspace, which checks it for drift at once.
+fn wake_follower(
     followed: Followed,
     wake: Wake,
-) -> (Store<PartialObjectMeta<Secret>>, Task) {
-    let (store, writer) = reflector::store();
-    let stream = reflector(
-        writer,
-        watcher(api, config)
-            .default_backoff()
-            .modify(|o| o.managed_fields_mut().clear()),
-    );
-    let task = Task::spawn(drive(stream, health.clone(), move |event| {
+) -> impl FnMut(&watcher::Event<PartialObjectMeta<Secret>>) + Send + 'static {
+    move |event| {
         let record = match event {
             watcher::Event::Apply(record) | watcher::Event::Delete(record) => record,
             _ => return,
@@ -243,8 +242,7 @@ fn watch_helm_records(
         if let Some(workspace) = owner {
             wake(&workspace);
         }
-    }));
-    (store, task)
+    }
 }
 
 /// The installer's Jobs, their spec dropped (a decision reads their metadata and status).
