@@ -5,7 +5,10 @@
 //! and a [`Keyring`] holds every public key still accepted, so keys can rotate: publish
 //! the new public key, switch the webhook to the new private key, then drop the old one.
 
-use std::collections::BTreeMap;
+use std::{
+    collections::{BTreeMap, HashSet, VecDeque},
+    sync::{Arc, Mutex},
+};
 
 use base64::{Engine, engine::general_purpose::STANDARD};
 use ed25519_dalek::{
@@ -116,22 +119,112 @@ impl Sealer {
 
     /// Signs a plan.
     pub fn seal(&self, plan: Plan) -> Result<SealedPlan, SealError> {
-        let signature = self.key.sign(&signed_bytes(&plan)?);
-        Ok(SealedPlan {
+        self.sign(plan).map(|signed| signed.sealed)
+    }
+
+    /// Signs a plan and notes the seal in `keyring`, when the keyring accepts this very
+    /// key: the validating call of the same write then finds it noted instead of
+    /// verifying what this process has just signed.
+    pub fn seal_noted(&self, plan: Plan, keyring: &Keyring) -> Result<SealedPlan, SealError> {
+        let signed = self.sign(plan)?;
+        if keyring.keys.get(&self.key_id) == Some(&self.key.verifying_key()) {
+            keyring.signed_here.note(seal_digest(
+                &self.key_id,
+                &signed.signature,
+                &signed.message,
+            ));
+        }
+        Ok(signed.sealed)
+    }
+
+    fn sign(&self, plan: Plan) -> Result<Signed, SealError> {
+        let message = signed_bytes(&plan)?;
+        let signature = self.key.sign(&message).to_bytes();
+        let sealed = SealedPlan {
             plan,
             seal: Seal {
                 key_id: self.key_id.clone(),
                 algorithm: ALGORITHM.to_owned(),
-                signature: STANDARD.encode(signature.to_bytes()),
+                signature: STANDARD.encode(signature),
             },
+        };
+        Ok(Signed {
+            sealed,
+            signature,
+            message,
         })
     }
 }
 
-/// The public keys accepted for verification, by key ID.
+/// A plan just signed, with the signature and the bytes it covers.
+struct Signed {
+    sealed: SealedPlan,
+    signature: [u8; 64],
+    message: Vec<u8>,
+}
+
+/// How many seals a keyring remembers.
+const SIGNED_HERE_CAPACITY: usize = 2048;
+
+/// The digest a seal is remembered by: its key ID, its signature and every byte it signs,
+/// so a digest that matches stands for exactly the bytes this process signed with a key
+/// the keyring holds, which verification would accept (Ed25519 is deterministic).
+fn seal_digest(key_id: &str, signature: &[u8; 64], message: &[u8]) -> [u8; 32] {
+    let mut hasher = Sha256::new();
+    hasher.update((key_id.len() as u64).to_be_bytes());
+    hasher.update(key_id.as_bytes());
+    hasher.update(signature);
+    hasher.update(message);
+    hasher.finalize().into()
+}
+
+/// The seals this process signed with a key its keyring holds, by digest: the mutating
+/// webhook seals a write, then the validating webhook checks the same write, and need
+/// not verify a signature made a moment ago in the same process. Only the process's own
+/// signatures enter (never a seal read from a request), so nothing a client sends can
+/// fill it. Bounded: the oldest is forgotten first.
+#[derive(Debug, Default)]
+struct SignedHere {
+    inner: Mutex<SignedHereInner>,
+}
+
+#[derive(Debug, Default)]
+struct SignedHereInner {
+    digests: HashSet<[u8; 32]>,
+    order: VecDeque<[u8; 32]>,
+}
+
+impl SignedHere {
+    fn contains(&self, digest: &[u8; 32]) -> bool {
+        self.inner
+            .lock()
+            .is_ok_and(|inner| inner.digests.contains(digest))
+    }
+
+    fn note(&self, digest: [u8; 32]) {
+        // A poisoned lock only costs verifications, never admits anything.
+        let Ok(mut inner) = self.inner.lock() else {
+            return;
+        };
+        if !inner.digests.insert(digest) {
+            return;
+        }
+        inner.order.push_back(digest);
+        if inner.order.len() > SIGNED_HERE_CAPACITY
+            && let Some(oldest) = inner.order.pop_front()
+        {
+            inner.digests.remove(&oldest);
+        }
+    }
+}
+
+/// The public keys accepted for verification, by key ID, and the seals this process
+/// signed with one of them (shared by clones; a keyring's keys never change, so a new
+/// set of keys starts with nothing remembered).
 #[derive(Clone, Debug, Default)]
 pub struct Keyring {
     keys: BTreeMap<String, VerifyingKey>,
+    signed_here: Arc<SignedHere>,
 }
 
 impl Keyring {
@@ -150,7 +243,10 @@ impl Keyring {
             })?;
             keys.insert(key_id(&key), key);
         }
-        Ok(Self { keys })
+        Ok(Self {
+            keys,
+            signed_here: Arc::default(),
+        })
     }
 
     /// The key IDs in the ring.
@@ -176,7 +272,12 @@ impl Keyring {
             .ok()
             .and_then(|b| b.try_into().ok())
             .ok_or(SealError::MalformedSignature)?;
-        key.verify_strict(&signed_bytes(&sealed.plan)?, &Signature::from_bytes(&bytes))
+        let message = signed_bytes(&sealed.plan)?;
+        let digest = seal_digest(&sealed.seal.key_id, &bytes, &message);
+        if self.signed_here.contains(&digest) {
+            return Ok(());
+        }
+        key.verify_strict(&message, &Signature::from_bytes(&bytes))
             .map_err(|_| SealError::SignatureMismatch)
     }
 }
@@ -186,6 +287,7 @@ impl From<&Sealer> for Keyring {
         let key = sealer.key.verifying_key();
         Self {
             keys: BTreeMap::from([(key_id(&key), key)]),
+            signed_here: Arc::default(),
         }
     }
 }

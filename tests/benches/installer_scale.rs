@@ -484,6 +484,8 @@ fn workspace(sealer: &Sealer, i: usize, edges: usize) -> anyhow::Result<Workspac
     );
     ws.metadata.namespace = Some(org);
     ws.metadata.labels = Some([(CASE_LABEL.to_owned(), "scale".to_owned())].into());
+    // As the mutating webhook leaves a create it sealed: with the installer's finalizer.
+    ws.metadata.finalizers = Some(vec![providers::installer::names::FINALIZER.to_owned()]);
     Ok(ws)
 }
 

@@ -13,6 +13,7 @@ use providers::{
         ChartRef, Edge, EdgeSpec, Recipe, RecipeSpec, SecretKeyRef, ValueField, ValueType,
         Workspace, WorkspaceSpec,
     },
+    installer::names,
     seal::Keyring,
 };
 use serde_json::{Value, json};
@@ -495,6 +496,32 @@ fn three_applies_change_nothing(name: &str, apply: &[&str]) {
         out.contains("unchanged") || out.contains("serverside-applied"),
         "{out}"
     );
+    // The mutating webhook put the installer's finalizer on with the plan, owned by no
+    // field manager: the tool's next apply, which never lists it, does not remove it.
+    let object: Value = serde_json::from_str(
+        &kubectl::ok(
+            alice,
+            &["get", "workspace", name, "-o", "json", "--show-managed-fields"],
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        object["metadata"]["finalizers"],
+        json!([names::FINALIZER]),
+        "{object}"
+    );
+    let owners: Vec<&Value> = object["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|entry| {
+            entry["fieldsV1"]["f:metadata"]
+                .get("f:finalizers")
+                .is_some()
+        })
+        .collect();
+    assert!(owners.is_empty(), "owned by {owners:?}");
 }
 
 #[test]

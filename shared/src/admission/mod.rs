@@ -10,6 +10,7 @@
 
 pub mod attempt;
 mod denial;
+pub mod finalizer;
 pub mod mutate;
 pub mod rollback;
 pub mod validate;

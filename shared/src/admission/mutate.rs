@@ -363,7 +363,10 @@ pub fn seal_attempt(
             .map_err(Denial::Resolve)?
         }
     };
-    sealing.sealer.seal(plan).map_err(Denial::Seal)
+    sealing
+        .sealer
+        .seal_noted(plan, sealing.keyring)
+        .map_err(Denial::Seal)
 }
 
 /// A retry signs the stored plan again only when this webhook sealed it for this very

@@ -180,3 +180,49 @@ fn attempt_numbers_start_at_one() {
         Err(PlanDefect::BadAttempt { attempt: 0 })
     );
 }
+
+#[test]
+fn a_seal_noted_when_signed_verifies_and_a_changed_copy_still_does_not() {
+    let keyring = Keyring::from(&sealer());
+    let sealed = sealer().seal_noted(plan(2, "uid-1"), &keyring).unwrap();
+    assert_eq!(
+        verify_plan(&sealed, &keyring, &workspace("uid-1", None)),
+        Ok(())
+    );
+    // The same signature over other bytes is another digest: verified, and refused.
+    let mut altered = sealed.clone();
+    altered.plan.values = json!({"replicas": 9});
+    assert_eq!(
+        verify_plan(&altered, &keyring, &workspace("uid-1", None)),
+        Err(PlanDefect::Seal(SealError::SignatureMismatch))
+    );
+    // The binding is checked on every call, noted or not.
+    assert!(matches!(
+        verify_plan(&sealed, &keyring, &workspace("uid-2", None)),
+        Err(PlanDefect::OtherUid { .. })
+    ));
+}
+
+#[test]
+fn a_seal_is_noted_only_in_a_keyring_that_holds_its_key() {
+    let foreign = Sealer::from_seed([6; 32]);
+    let keyring = Keyring::from(&sealer());
+    let sealed = foreign.seal_noted(plan(2, "uid-1"), &keyring).unwrap();
+    assert!(matches!(
+        verify_plan(&sealed, &keyring, &workspace("uid-1", None)),
+        Err(PlanDefect::Seal(SealError::UnknownKey { .. }))
+    ));
+}
+
+#[test]
+fn a_seal_that_failed_is_never_remembered_as_verified() {
+    let keyring = Keyring::from(&sealer());
+    let mut forged = seal(plan(2, "uid-1"));
+    forged.plan.version = "9.9.9".into();
+    for _ in 0..2 {
+        assert_eq!(
+            verify_plan(&forged, &keyring, &workspace("uid-1", None)),
+            Err(PlanDefect::Seal(SealError::SignatureMismatch))
+        );
+    }
+}

@@ -13,6 +13,7 @@ use k8s_openapi::jiff::Timestamp;
 use providers::{
     admission::{
         Denial, Request,
+        finalizer::finalizer_patch,
         mutate::{Lookups, PlanAction, Sealing, Start, StartKind, plan_action, seal_attempt},
         rollback::rollback_patch,
         validate,
@@ -202,8 +203,9 @@ async fn seal(
 }
 
 /// Writes the sealed plan at /spec/plan, only when it differs from what the request
-/// carries: a plan already in place needs no patch. A rollback also puts back the intent
-/// of the attempt it restores and consumes its annotation.
+/// carries: a plan already in place needs no patch. A new attempt also gets the
+/// installer's finalizer if it is missing; a rollback also puts back the intent of the
+/// attempt it restores and consumes its annotation.
 fn patch_plan(review: &WorkspaceReview, sealed: &SealedPlan, start: Option<&Start>) -> Answer {
     let mut operations = match start {
         Some(Start {
@@ -212,6 +214,11 @@ fn patch_plan(review: &WorkspaceReview, sealed: &SealedPlan, start: Option<&Star
         }) => rollback_patch(&review.object, kept),
         _ => Vec::new(),
     };
+    if start.is_some() {
+        // The installer's finalizer goes on with the attempt's plan: one write less for
+        // the installer, and the Workspace is fenced before the installer first sees it.
+        operations.extend(finalizer_patch(&review.object));
+    }
     if review.object.spec.plan.as_ref() == Some(sealed) && operations.is_empty() {
         return Answer::allow(&review.uid);
     }
