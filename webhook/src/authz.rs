@@ -15,8 +15,22 @@ use providers::api::{GROUP, Owner};
 pub const INSTALL_VERB: &str = "install";
 const TIMEOUT: Duration = Duration::from_secs(4);
 
+/// Why RBAC gave no answer.
+#[derive(Debug, thiserror::Error)]
+pub enum AuthorizationError {
+    #[error("the SubjectAccessReview took longer than {} s", .0.as_secs())]
+    TimedOut(Duration),
+    #[error("the SubjectAccessReview failed: {0}")]
+    Failed(#[source] kube::Error),
+}
+
 /// RBAC's answer, or why there is none.
-pub type Answer = Result<bool, String>;
+pub type Answer = Result<bool, AuthorizationError>;
+
+/// The answer as the shared decisions take it: a refusal names why there is none.
+pub fn in_words(answer: Answer) -> Result<bool, String> {
+    answer.map_err(|error| error.to_string())
+}
 
 /// The verb tenants are granted on `recipes` (all of them, or `resourceNames: [<recipe>]`).
 pub const USE_VERB: &str = "use";
@@ -56,13 +70,8 @@ async fn may(client: &Client, user: &UserInfo, resource: &str, verb: &str, name:
     let api: Api<SubjectAccessReview> = Api::all(client.clone());
     let created = tokio::time::timeout(TIMEOUT, api.create(&PostParams::default(), &review))
         .await
-        .map_err(|_| {
-            format!(
-                "the SubjectAccessReview took longer than {} s",
-                TIMEOUT.as_secs()
-            )
-        })?
-        .map_err(|e| format!("the SubjectAccessReview failed: {e}"))?;
+        .map_err(|_| AuthorizationError::TimedOut(TIMEOUT))?
+        .map_err(AuthorizationError::Failed)?;
     Ok(created.status.is_some_and(|s| s.allowed))
 }
 

@@ -3,6 +3,9 @@
 use std::{net::SocketAddr, path::PathBuf};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use providers::installer::DEFAULT_HELM_IMAGE;
+
+use crate::runtime::ClientArgs;
 
 #[derive(Parser)]
 #[command(
@@ -36,7 +39,7 @@ pub enum Command {
     /// Write a new Ed25519 sealing key (PKCS#8 PEM) and its public key (SPKI PEM).
     Keygen(KeygenArgs),
     /// Run the installer controller.
-    Controller(crate::controller::ControllerArgs),
+    Controller(ControllerArgs),
 }
 
 #[derive(Args, Clone, Debug)]
@@ -72,9 +75,8 @@ pub struct ServeArgs {
         value_delimiter = ','
     )]
     pub allowed_chart_repositories: Vec<String>,
-    /// Path of a kubeconfig; in a cluster, the Pod's service account is used.
-    #[arg(long, env = "KUBECONFIG")]
-    pub kubeconfig: Option<PathBuf>,
+    #[command(flatten)]
+    pub client: ClientArgs,
     /// The CA (PEM) that signs the API server's client certificate for webhooks. Callers
     /// without a certificate it signed, for one of --allowed-client, are refused during the
     /// TLS handshake. Reloaded when the file changes.
@@ -93,6 +95,106 @@ pub struct ServeArgs {
     /// callers away; see docs/security.md.
     #[arg(long, conflicts_with = "client_ca")]
     pub allow_unauthenticated_callers: bool,
+}
+
+#[derive(Args, Clone, Debug)]
+pub struct ControllerArgs {
+    #[command(flatten)]
+    pub client: ClientArgs,
+    /// The controller's namespace on the hub: its Lease and the sealing keys ConfigMap.
+    #[arg(long, env = "PROVIDERS_NAMESPACE", default_value = "providers-system")]
+    pub namespace: String,
+    /// The namespace of the edges' kubeconfig Secrets: the only one where the installer
+    /// reads Secrets. An Edge whose Secret is elsewhere is not connected.
+    #[arg(
+        long,
+        env = "PROVIDERS_EDGE_CREDENTIALS_NAMESPACE",
+        default_value = "providers-edges"
+    )]
+    pub edge_credentials_namespace: String,
+    /// The ConfigMap of published sealing public keys (entries `<keyID>.pem`).
+    #[arg(long, default_value = "providers-sealing-keys")]
+    pub keys_config_map: String,
+    /// The Lease that elects the leader.
+    #[arg(long, default_value = "providers-installer")]
+    pub lease_name: String,
+    /// How long a leader's Lease lasts without renewal, in seconds.
+    #[arg(long, default_value_t = 15)]
+    pub lease_duration: u64,
+    /// How long a leader keeps trying to renew before it steps down, in seconds.
+    #[arg(long, default_value_t = 10)]
+    pub renew_deadline: u64,
+    /// How often to try to acquire or renew the Lease, in seconds.
+    #[arg(long, default_value_t = 2)]
+    pub retry_period: u64,
+    /// This replica's name in the Lease (default: the host name and process ID).
+    #[arg(long, env = "POD_NAME")]
+    pub identity: Option<String>,
+    /// The runner's image; it must provide `helm`.
+    #[arg(long, env = "PROVIDERS_HELM_IMAGE", default_value = DEFAULT_HELM_IMAGE)]
+    pub helm_image: String,
+    /// Helm's --wait strategy.
+    #[arg(long, default_value = "watcher", value_parser = ["watcher", "hookOnly", "legacy"])]
+    pub helm_wait: String,
+    /// The runner Job's activeDeadlineSeconds.
+    #[arg(long, default_value_t = 900)]
+    pub job_deadline: i64,
+    /// How long a preparation may stay without its Job before it is redone, in seconds.
+    #[arg(long, default_value_t = 300)]
+    pub preparation_ttl: i64,
+    /// How many attempt records each Workspace's status keeps.
+    #[arg(long, default_value_t = 20)]
+    pub attempt_history: usize,
+    /// Of how many succeeded attempts per Workspace the plan is kept, for
+    /// `kubectl provider rollback`.
+    #[arg(long, default_value_t = 5)]
+    pub rollback_history: usize,
+    /// How often an installed release is compared with what its attempt left on the edge,
+    /// in seconds (0: never). A change of Helm's records is checked as soon as it is seen;
+    /// this catches what a watch missed. Each Workspace's time is spread by up to a tenth.
+    #[arg(long, default_value_t = 300)]
+    pub drift_interval: u64,
+    /// Of how many failed attempts per Workspace the runner's log is kept on the hub.
+    #[arg(long, default_value_t = 5)]
+    pub runner_log_history: usize,
+    /// Address of the plain-HTTP /metrics, /healthz and /readyz endpoints.
+    #[arg(long, env = "PROVIDERS_METRICS_LISTEN", default_value = "0.0.0.0:8080")]
+    pub metrics_listen: SocketAddr,
+    /// Workspaces reconciled at the same time.
+    #[arg(long, default_value_t = 16)]
+    pub concurrency: u16,
+    /// How often a Ready edge is probed, in seconds.
+    #[arg(long, default_value_t = 10)]
+    pub edge_probe_interval: u64,
+    /// The longest wait between probes of an unreachable edge, in seconds.
+    #[arg(long, default_value_t = 60)]
+    pub edge_probe_max_backoff: u64,
+    /// How often each Ready edge is swept for objects of Workspaces gone from the hub
+    /// without their cleanup, in seconds (also once at the start of every leader term).
+    #[arg(long, default_value_t = 600)]
+    pub orphan_sweep_interval: u64,
+    /// How often every Workspace is reconciled even without a change, in seconds.
+    #[arg(long, default_value_t = 600)]
+    pub resync: u64,
+    /// The hub API URL written into providers' runtime credentials (default: the URL
+    /// this controller uses).
+    #[arg(long)]
+    pub hub_server: Option<String>,
+    /// The CA (PEM) of the hub API for providers' runtime credentials (default: the CA
+    /// this controller trusts).
+    #[arg(long)]
+    pub hub_ca_file: Option<PathBuf>,
+    /// Lifetime of a provider's runtime credential token, in seconds.
+    #[arg(long, default_value_t = 365 * 24 * 3600)]
+    pub runtime_credential_ttl: i64,
+    /// Accept edge kubeconfigs whose user runs a program (`exec`) or a plugin
+    /// (`auth-provider`) to get its credential. Off by default: such a kubeconfig would
+    /// run that program inside the installer.
+    #[arg(long)]
+    pub allow_edge_kubeconfig_exec: bool,
+    /// Only Workspaces matching this label selector (empty: all), to shard or canary.
+    #[arg(long, default_value = "")]
+    pub workspace_selector: String,
 }
 
 #[derive(Args, Clone, Debug)]

@@ -4,8 +4,9 @@
 mod admission;
 mod authz;
 mod cli;
+mod commands;
 mod controller;
-mod keygen;
+mod runtime;
 mod server;
 
 use clap::Parser;
@@ -17,8 +18,8 @@ async fn main() -> anyhow::Result<()> {
     // One process-wide crypto provider for every rustls user (server and kube client).
     let _ = rustls::crypto::ring::default_provider().install_default();
     match cli.command {
-        cli::Command::Serve(args) => admission::run(args).await,
-        cli::Command::Keygen(args) => keygen::run(&args),
-        cli::Command::Controller(args) => controller::run(args).await,
+        cli::Command::Serve(args) => commands::serve::run(args).await,
+        cli::Command::Keygen(args) => commands::keygen::run(&args),
+        cli::Command::Controller(args) => commands::controller::run(args).await,
     }
 }

@@ -2,12 +2,7 @@
 
 use std::{sync::Arc, time::Instant};
 
-use axum::{
-    body::Bytes,
-    extract::State,
-    http::{StatusCode, header},
-    response::{IntoResponse, Response},
-};
+use axum::{body::Bytes, extract::State};
 use json_patch::{AddOperation, Patch, PatchOperation, jsonptr::PointerBuf};
 use k8s_openapi::jiff::Timestamp;
 use providers::{
@@ -26,10 +21,11 @@ use tracing::Instrument;
 use crate::authz;
 
 use super::{
-    review::{self, Answer, Review, WorkspaceReview},
-    state::AppState,
+    answer::Answer,
+    app_state::AppState,
+    metrics::Outcome,
+    review::{self, Review, ReviewError, WorkspaceReview},
 };
-use crate::server::metrics::Outcome;
 
 #[derive(Clone, Copy)]
 enum Endpoint {
@@ -46,65 +42,66 @@ impl Endpoint {
     }
 }
 
-pub async fn mutate(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
+pub async fn mutate(
+    State(state): State<Arc<AppState>>,
+    body: Bytes,
+) -> Result<Answer, ReviewError> {
     handle(&state, Endpoint::Mutate, body).await
 }
 
-pub async fn validate(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
+pub async fn validate(
+    State(state): State<Arc<AppState>>,
+    body: Bytes,
+) -> Result<Answer, ReviewError> {
     handle(&state, Endpoint::Validate, body).await
 }
 
-/// A 400 for what cannot be decoded, a refusal for what this webhook does not decide,
-/// otherwise the decision; every request is counted.
-async fn handle(state: &AppState, endpoint: Endpoint, body: Bytes) -> Response {
+/// Decodes and decides one review, and counts it: an `Err` (HTTP 400) for what cannot be
+/// decoded, otherwise an answer (HTTP 200), a refusal included.
+async fn handle(state: &AppState, endpoint: Endpoint, body: Bytes) -> Result<Answer, ReviewError> {
     let started = Instant::now();
-    let decoded = review::decode(&body);
-    // Everything needed is decoded: the body's memory goes before the decision, which may
-    // wait on the API server.
-    drop(body);
-    let answer = match decoded {
-        Err(error) => {
-            state
-                .metrics
-                .record(endpoint.name(), Outcome::Error, started.elapsed());
-            return (StatusCode::BAD_REQUEST, error.to_string()).into_response();
+    let decided = decide(state, endpoint, body).await;
+    let outcome = match &decided {
+        Err(_) => Outcome::Error,
+        Ok(answer) if !answer.allowed() => {
+            state.metrics.denied(answer.reason());
+            Outcome::Denied
         }
-        Ok(Review::Refused { uid, message }) => {
-            tracing::info!(%uid, endpoint = endpoint.name(), "refused: {message}");
-            Answer::refused(&uid, message)
-        }
-        Ok(Review::Workspace(review)) => {
-            let span = tracing::info_span!(
-                "review",
-                uid = %review.uid,
-                endpoint = endpoint.name(),
-                operation = ?review.operation,
-                workspace = %review.key(),
-                user = review.user.username.as_deref().unwrap_or_default(),
-                dry_run = review.dry_run,
-            );
-            match endpoint {
-                Endpoint::Mutate => mutate_review(state, &review).instrument(span).await,
-                Endpoint::Validate => span.in_scope(|| validate_review(state, &review)),
-            }
-        }
-    };
-    let outcome = if !answer.allowed() {
-        state.metrics.denied(answer.reason());
-        Outcome::Denied
-    } else if answer.is_patched() {
-        Outcome::Patched
-    } else {
-        Outcome::Allowed
+        Ok(answer) if answer.is_patched() => Outcome::Patched,
+        Ok(_) => Outcome::Allowed,
     };
     state
         .metrics
         .record(endpoint.name(), outcome, started.elapsed());
-    (
-        [(header::CONTENT_TYPE, "application/json")],
-        answer.to_json(),
-    )
-        .into_response()
+    decided
+}
+
+async fn decide(state: &AppState, endpoint: Endpoint, body: Bytes) -> Result<Answer, ReviewError> {
+    let decoded = review::decode(&body);
+    // Everything needed is decoded: the body's memory goes before the decision, which may
+    // wait on the API server.
+    drop(body);
+    let review = match decoded? {
+        Review::Refused { uid, message } => {
+            tracing::info!(%uid, endpoint = endpoint.name(), "refused: {message}");
+            return Ok(Answer::refused(&uid, message));
+        }
+        Review::Workspace(review) => review,
+    };
+    // One span per review: every line logged while deciding it carries these.
+    let span = tracing::info_span!(
+        "review",
+        uid = %review.uid,
+        endpoint = endpoint.name(),
+        operation = ?review.operation,
+        workspace = %review.key(),
+        user = review.user.username.as_deref().unwrap_or_default(),
+        dry_run = review.dry_run,
+    );
+    Ok(match endpoint {
+        Endpoint::Mutate => mutate_review(state, &review).instrument(span).await,
+        Endpoint::Validate => span.in_scope(|| validate_review(state, &review)),
+    })
 }
 
 fn request_of(review: &WorkspaceReview) -> Request<'_> {
@@ -162,22 +159,16 @@ async fn seal(
     request: &Request<'_>,
     start: &Start,
 ) -> Result<SealedPlan, Denial> {
-    let recipe = state
-        .recipe(&start.recipe)
-        .await
-        .map_err(|e| Denial::LookupFailed {
-            field: "spec.recipe",
-            what: format!("recipe {}", providers::text::quoted(&start.recipe)),
-            reason: e.to_string(),
-        })?;
-    let edge = state
-        .edge(&start.edge)
-        .await
-        .map_err(|e| Denial::LookupFailed {
-            field: "spec.edge",
-            what: format!("edge {}", providers::text::quoted(&start.edge)),
-            reason: e.to_string(),
-        })?;
+    let recipe = state.recipe(&start.recipe).await.map_err(lookup_failed(
+        "spec.recipe",
+        "recipe",
+        &start.recipe,
+    ))?;
+    let edge =
+        state
+            .edge(&start.edge)
+            .await
+            .map_err(lookup_failed("spec.edge", "edge", &start.edge))?;
     // Ask RBAC only when there is something to authorize, so an unknown recipe or edge is
     // reported as such.
     let (authorized, entitled) = if recipe.is_some() && edge.is_some() {
@@ -191,8 +182,8 @@ async fn seal(
     let lookups = Lookups {
         recipe: recipe.as_ref(),
         edge: edge.as_ref(),
-        authorized,
-        entitled,
+        authorized: authz::in_words(authorized),
+        entitled: authz::in_words(entitled),
     };
     let sealing = Sealing {
         sealer: &state.sealer,
@@ -200,6 +191,20 @@ async fn seal(
         allowlist: &state.allowlist,
     };
     seal_attempt(request, start, lookups, &sealing)
+}
+
+/// A Recipe or Edge that could not be read: the denial names the field and the object.
+fn lookup_failed(
+    field: &'static str,
+    kind: &'static str,
+    name: &str,
+) -> impl FnOnce(kube::Error) -> Denial {
+    let what = format!("{kind} {}", providers::text::quoted(name));
+    move |error| Denial::LookupFailed {
+        field,
+        what,
+        reason: error.to_string(),
+    }
 }
 
 /// Writes the sealed plan at /spec/plan, only when it differs from what the request
@@ -231,6 +236,9 @@ fn patch_plan(review: &WorkspaceReview, sealed: &SealedPlan, start: Option<&Star
     });
     match patched {
         Ok(answer) => answer,
-        Err(e) => denied(review, &Denial::Seal(SealError::Serialize(e.to_string()))),
+        Err(error) => denied(
+            review,
+            &Denial::Seal(SealError::Serialize(error.to_string())),
+        ),
     }
 }

@@ -4,14 +4,17 @@
 //! and its old version as raw JSON, each is checked by [`shape`] before it is decoded into a
 //! Workspace, and nothing is re-serialized on the way. The answer is written the same way.
 
-use base64::{Engine, engine::general_purpose::STANDARD};
+use axum::{
+    http::StatusCode,
+    response::{IntoResponse, Response},
+};
 use k8s_openapi::api::authentication::v1::UserInfo;
 use providers::{
-    admission::{Denial, Operation},
+    admission::Operation,
     api::{GROUP, Workspace},
     text::{quoted, shown},
 };
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::shape;
@@ -31,6 +34,13 @@ pub enum ReviewError {
     NoRequest,
     #[error("the AdmissionReview is {0}, not {API_VERSION}")]
     WrongVersion(String),
+}
+
+/// What cannot be decoded is the caller's error: HTTP 400 with the reason as text.
+impl IntoResponse for ReviewError {
+    fn into_response(self) -> Response {
+        (StatusCode::BAD_REQUEST, self.to_string()).into_response()
+    }
 }
 
 #[derive(Deserialize)]
@@ -184,308 +194,5 @@ fn bounded_error(error: &serde_json::Error) -> String {
     providers::text::truncated(&error.to_string(), 256)
 }
 
-/// The answer to a review.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Answer {
-    uid: String,
-    allowed: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    status: Option<StatusOut>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    patch_type: Option<&'static str>,
-    /// Base64 of the JSON patch, as the API server expects it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    patch: Option<String>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    warnings: Vec<String>,
-}
-
-#[derive(Serialize)]
-struct StatusOut {
-    status: &'static str,
-    message: String,
-    reason: String,
-    code: u16,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ReviewOut<'a> {
-    api_version: &'static str,
-    kind: &'static str,
-    response: &'a Answer,
-}
-
-impl Answer {
-    /// Admitted as it is.
-    pub fn allow(uid: &str) -> Self {
-        Self {
-            uid: uid.to_owned(),
-            allowed: true,
-            status: None,
-            patch_type: None,
-            patch: None,
-            warnings: Vec::new(),
-        }
-    }
-
-    /// Admitted with warnings for the user.
-    pub fn with_warnings(mut self, warnings: Vec<String>) -> Self {
-        self.warnings = warnings;
-        self
-    }
-
-    /// Admitted with a JSON patch.
-    pub fn patched(uid: &str, patch: &json_patch::Patch) -> Result<Self, serde_json::Error> {
-        let mut answer = Self::allow(uid);
-        answer.patch = Some(STANDARD.encode(serde_json::to_vec(patch)?));
-        answer.patch_type = Some("JSONPatch");
-        Ok(answer)
-    }
-
-    /// Refused with a message, a machine-readable reason and a code.
-    pub fn deny(uid: &str, message: String, reason: &str, code: u16) -> Self {
-        let mut answer = Self::allow(uid);
-        answer.allowed = false;
-        answer.status = Some(StatusOut {
-            status: "Failure",
-            message,
-            reason: reason.to_owned(),
-            code,
-        });
-        answer
-    }
-
-    /// Refused for a [`Denial`].
-    pub fn denial(uid: &str, denial: &Denial) -> Self {
-        Self::deny(uid, denial.to_string(), denial.reason(), denial.code())
-    }
-
-    /// A review this webhook does not decide.
-    pub fn refused(uid: &str, message: String) -> Self {
-        Self::deny(uid, message, "BadRequest", 400)
-    }
-
-    pub fn allowed(&self) -> bool {
-        self.allowed
-    }
-
-    pub fn is_patched(&self) -> bool {
-        self.patch.is_some()
-    }
-
-    /// The machine-readable reason of a refusal.
-    pub fn reason(&self) -> &str {
-        self.status
-            .as_ref()
-            .map(|s| s.reason.as_str())
-            .unwrap_or("")
-    }
-
-    /// The AdmissionReview that carries this answer.
-    pub fn to_json(&self) -> Vec<u8> {
-        let review = ReviewOut {
-            api_version: API_VERSION,
-            kind: "AdmissionReview",
-            response: self,
-        };
-        // Plain strings, booleans and numbers: serializing cannot fail.
-        serde_json::to_vec(&review).unwrap_or_default()
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::{Value, json};
-
-    fn review_json(kind: &str, operation: &str, object: Value) -> Vec<u8> {
-        serde_json::to_vec(&json!({
-            "apiVersion": "admission.k8s.io/v1",
-            "kind": "AdmissionReview",
-            "request": {
-                "uid": "u1",
-                "kind": {"group": "providers.platform.dev", "version": "v1alpha1", "kind": kind},
-                "resource": {"group": "providers.platform.dev", "version": "v1alpha1", "resource": "workspaces"},
-                "operation": operation,
-                "userInfo": {"username": "alice"},
-                "object": object,
-                "oldObject": null,
-                "dryRun": false
-            }
-        }))
-        .unwrap()
-    }
-
-    fn workspace() -> Value {
-        json!({
-            "apiVersion": "providers.platform.dev/v1alpha1", "kind": "Workspace",
-            "metadata": {"name": "w", "namespace": "org-a"},
-            "spec": {"recipe": "r", "edge": "e"}
-        })
-    }
-
-    fn refusal_message(body: &[u8]) -> String {
-        match decode(body) {
-            Ok(Review::Refused { uid, message }) => {
-                assert_eq!(uid, "u1");
-                message
-            }
-            Ok(Review::Workspace(_)) => panic!("decoded"),
-            Err(e) => panic!("{e}"),
-        }
-    }
-
-    #[test]
-    fn a_workspace_review_decodes() {
-        let Review::Workspace(review) =
-            decode(&review_json("Workspace", "CREATE", workspace())).unwrap()
-        else {
-            panic!("refused");
-        };
-        assert_eq!(review.operation, Operation::Create);
-        assert_eq!(review.object.spec.recipe, "r");
-        assert!(review.old.is_none());
-        assert_eq!(review.user.username.as_deref(), Some("alice"));
-    }
-
-    #[test]
-    fn undecodable_bodies_are_client_errors() {
-        let cases: [(&[u8], &str); 6] = [
-            (b"", "not a JSON AdmissionReview"),
-            (
-                b"{\"apiVersion\": \"admission.k8s.io/v1\", \"kind\": \"AdmissionRev",
-                "not a JSON AdmissionReview",
-            ),
-            (b"\xff\xfe\x00garbage", "not a JSON AdmissionReview"),
-            (b"[1,2,3]", "not a JSON AdmissionReview"),
-            (
-                br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}"#,
-                "has no request",
-            ),
-            (
-                br#"{"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview"}"#,
-                "not admission.k8s.io/v1",
-            ),
-        ];
-        for (body, text) in cases {
-            let error = decode(body)
-                .err()
-                .unwrap_or_else(|| panic!("{body:?} decoded"));
-            assert!(error.to_string().contains(text), "{error}");
-        }
-    }
-
-    #[test]
-    fn reviews_this_webhook_does_not_decide_are_refused_with_a_reason() {
-        assert!(
-            refusal_message(&review_json("Pod", "CREATE", workspace())).contains("Workspace only")
-        );
-        assert!(
-            refusal_message(&review_json("Workspace", "DELETE", workspace()))
-                .contains("CREATE and UPDATE only")
-        );
-        let mut broken = workspace();
-        broken["spec"] = json!({"recipe": 5});
-        assert!(
-            refusal_message(&review_json("Workspace", "CREATE", broken))
-                .contains("not a valid Workspace")
-        );
-        let mut no_spec = workspace();
-        no_spec.as_object_mut().unwrap().remove("spec");
-        assert!(
-            refusal_message(&review_json("Workspace", "UPDATE", no_spec))
-                .contains("not a valid Workspace")
-        );
-    }
-
-    #[test]
-    fn an_object_beyond_the_shape_limits_is_refused_before_decoding() {
-        let mut wide = workspace();
-        let values: serde_json::Map<String, Value> = (0..shape::WORKSPACE.entries + 1)
-            .map(|i| (format!("k{i}"), json!(0)))
-            .collect();
-        wide["spec"]["values"] = Value::Object(values);
-        let message = refusal_message(&review_json("Workspace", "CREATE", wide));
-        assert!(message.contains("more than 20000 entries"), "{message}");
-    }
-
-    #[test]
-    fn the_answer_is_an_admission_review() {
-        let patch: json_patch::Patch = serde_json::from_value(json!([
-            {"op": "add", "path": "/spec/plan", "value": {"a": 1}}
-        ]))
-        .unwrap();
-        let answer = Answer::patched("u1", &patch).unwrap();
-        let review: Value = serde_json::from_slice(&answer.to_json()).unwrap();
-        assert_eq!(review["apiVersion"], API_VERSION);
-        assert_eq!(review["kind"], "AdmissionReview");
-        assert_eq!(review["response"]["uid"], "u1");
-        assert_eq!(review["response"]["allowed"], true);
-        assert_eq!(review["response"]["patchType"], "JSONPatch");
-        let decoded = STANDARD
-            .decode(review["response"]["patch"].as_str().unwrap())
-            .unwrap();
-        let back: Value = serde_json::from_slice(&decoded).unwrap();
-        assert_eq!(back[0]["path"], "/spec/plan");
-
-        let denied = Answer::deny("u2", "no".into(), "Nope", 422);
-        let review: Value = serde_json::from_slice(&denied.to_json()).unwrap();
-        assert_eq!(review["response"]["allowed"], false);
-        assert_eq!(review["response"]["status"]["message"], "no");
-        assert_eq!(review["response"]["status"]["code"], 422);
-    }
-
-    mod properties {
-        use proptest::prelude::*;
-        use serde_json::{Map, Value, json};
-
-        use super::super::decode;
-
-        fn json_value() -> impl Strategy<Value = Value> {
-            let leaf = prop_oneof![
-                Just(Value::Null),
-                any::<bool>().prop_map(Value::Bool),
-                any::<i64>().prop_map(|n| json!(n)),
-                ".{0,12}".prop_map(Value::String),
-            ];
-            leaf.prop_recursive(5, 64, 6, |inner| {
-                prop_oneof![
-                    prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
-                    prop::collection::vec((".{0,8}", inner), 0..6).prop_map(|entries| {
-                        Value::Object(entries.into_iter().collect::<Map<_, _>>())
-                    }),
-                ]
-            })
-        }
-
-        proptest! {
-            #![proptest_config(ProptestConfig::with_cases(512))]
-
-            #[test]
-            fn any_bytes_decode_or_are_refused(body in prop::collection::vec(any::<u8>(), 0..512)) {
-                let _ = decode(&body);
-            }
-
-            #[test]
-            fn any_json_in_a_review_decodes_or_is_refused(
-                object in json_value(),
-                old in json_value(),
-                request in json_value(),
-            ) {
-                let review = json!({
-                    "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-                    "request": {
-                        "uid": "u", "operation": "UPDATE",
-                        "kind": {"group": "providers.platform.dev", "kind": "Workspace"},
-                        "object": object, "oldObject": old,
-                    },
-                });
-                let _ = decode(&serde_json::to_vec(&review).unwrap());
-                let envelope = json!({"apiVersion": "admission.k8s.io/v1", "request": request});
-                let _ = decode(&serde_json::to_vec(&envelope).unwrap());
-            }
-        }
-    }
-}
+mod tests;

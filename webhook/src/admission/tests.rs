@@ -10,8 +10,8 @@ use providers::seal::{Keyring, Sealer};
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
+use super::metrics::Metrics;
 use super::{AppState, BODY_LIMIT, router};
-use crate::server::metrics::Metrics;
 
 fn state() -> Arc<AppState> {
     // A client for an address where nothing listens: lookups fail, as when the API

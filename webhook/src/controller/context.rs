@@ -11,7 +11,11 @@ use kube::{
 };
 use providers::installer::Settings;
 
-use super::{ControllerArgs, credential::HubEndpoint, edges::Edges, keys::Keys, metrics::Metrics};
+use super::{
+    credential::HubEndpoint, edges::Edges, metrics::Metrics, published_keys::Keys,
+    readiness::ControllerReadiness,
+};
+use crate::cli::ControllerArgs;
 
 pub struct Context {
     pub hub: Client,
@@ -21,6 +25,8 @@ pub struct Context {
     pub endpoint: HubEndpoint,
     pub keys: Keys,
     pub edges: Edges,
+    /// What `/readyz` says: standby, or leading with its caches synced and edges probed.
+    pub readiness: Arc<ControllerReadiness>,
     pub recorder: Recorder,
     /// Consecutive backoffs per Workspace (`namespace/name`).
     backoff: Mutex<HashMap<String, u32>>,
@@ -45,9 +51,11 @@ impl Context {
                 instance: Some(identity),
             },
         );
+        let edges = Edges::default();
         Self {
             keys: Keys::new(&args.namespace, &args.keys_config_map),
-            edges: Edges::default(),
+            readiness: Arc::new(ControllerReadiness::new(edges.clone())),
+            edges,
             hub,
             args,
             settings,

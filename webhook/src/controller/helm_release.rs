@@ -179,7 +179,7 @@ pub async fn mark_failed(
             action: "mark-release-failed",
             message: format!("release record {secret} changed: {}", status.message),
         }),
-        Err(e) => Err(error::edge(edge, e)),
+        Err(failed) => Err(error::edge(edge, failed)),
     }
 }
 

@@ -1,19 +1,16 @@
-//! The installer's Prometheus metrics, and the plain-HTTP endpoints that serve them.
+//! The installer's Prometheus metrics, served on the admin port's `GET /metrics`
+//! (`crate::runtime::admin`).
 //!
 //! Label values come from small fixed sets (failure reasons, error kinds, edge names),
 //! never from Workspace content.
 
-use std::sync::Arc;
-
-use axum::{Router, extract::State, http::header, response::IntoResponse, routing::get};
-use http::StatusCode;
 use prometheus_client::{
     encoding::EncodeLabelSet,
     metrics::{counter::Counter, family::Family, gauge::Gauge, histogram::Histogram},
     registry::{Registry, Unit},
 };
 
-const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+use crate::runtime::admin::{self, Exposition};
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ReasonLabels {
@@ -148,57 +145,13 @@ impl Metrics {
             edge_ready,
         }
     }
-
-    pub fn encode(&self) -> Result<String, std::fmt::Error> {
-        let mut text = String::new();
-        prometheus_client::encoding::text::encode(&mut text, &self.registry)?;
-        Ok(text)
-    }
 }
 
-async fn render(State(metrics): State<Arc<Metrics>>) -> impl IntoResponse {
-    match metrics.encode() {
-        Ok(text) => (StatusCode::OK, [(header::CONTENT_TYPE, CONTENT_TYPE)], text).into_response(),
-        Err(_) => (
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "cannot encode the metrics",
-        )
-            .into_response(),
+impl Exposition for Metrics {
+    fn encode(&self) -> Result<String, std::fmt::Error> {
+        admin::openmetrics(&self.registry)
     }
-}
-
-/// Serves `/metrics`, `/healthz` and `/readyz` until the process ends.
-pub async fn serve(listener: tokio::net::TcpListener, metrics: Arc<Metrics>) {
-    let app = Router::new()
-        .route("/metrics", get(render))
-        .route("/healthz", get(|| async { "ok" }))
-        .route("/readyz", get(|| async { "ok" }))
-        .with_state(metrics);
-    crate::server::admin::serve(listener, app).await;
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn metrics_are_named_for_the_installer() {
-        let metrics = Metrics::new();
-        metrics.attempts_started.inc();
-        metrics
-            .attempts_failed
-            .get_or_create(&ReasonLabels {
-                reason: "JobFailed".into(),
-            })
-            .inc();
-        let text = metrics.encode().unwrap();
-        assert!(
-            text.contains("providers_installer_attempts_started_total 1"),
-            "{text}"
-        );
-        assert!(
-            text.contains(r#"providers_installer_attempts_failed_total{reason="JobFailed"} 1"#),
-            "{text}"
-        );
-    }
-}
+mod tests;

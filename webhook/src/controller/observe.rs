@@ -90,7 +90,12 @@ pub async fn observe(ctx: &Context, workspace: Workspace) -> Result<Observation>
                 edge_cache::SYNC_TIMEOUT.as_secs()
             ));
         } else {
-            match read_remote(&edge_name, client, cache, focus, &workspace).await {
+            let reads = EdgeReads {
+                edge: &edge_name,
+                client,
+                cache,
+            };
+            match read_remote(&reads, focus, &workspace).await {
                 Ok(objects) => remote = Some(objects),
                 Err(Error::EdgeUnreachable { message, .. }) => {
                     edge = EdgeState::Unreachable(message)
@@ -132,22 +137,33 @@ async fn authorize(ctx: &Context, plan: &Plan) -> Authorization {
         authz::can_install(&ctx.hub, &user, &plan.edge_name),
         authz::can_use_recipe(&ctx.hub, &user, &plan.provider),
     );
-    Authorization::of_owner(plan, install, entitled)
+    Authorization::of_owner(plan, authz::in_words(install), authz::in_words(entitled))
+}
+
+/// One edge's client and caches, for one reconcile's reads.
+#[derive(Clone, Copy)]
+struct EdgeReads<'a> {
+    edge: &'a str,
+    client: &'a Client,
+    cache: &'a EdgeCache,
 }
 
 /// The attempt's objects on the edge, from the caches; only a failed Job's runner Pod is
 /// read live (its termination message is helm's own words, needed once).
 async fn read_remote(
-    edge: &str,
-    client: &Client,
-    cache: &EdgeCache,
+    reads: &EdgeReads<'_>,
     focus: &Focus,
     workspace: &Workspace,
 ) -> Result<Remote> {
+    let EdgeReads {
+        edge,
+        client,
+        cache,
+    } = *reads;
     let ns = focus.namespace.as_str();
     let names = &focus.names;
     if focus.installed {
-        return read_installed(edge, client, cache, focus, workspace).await;
+        return read_installed(reads, focus, workspace).await;
     }
     if focus.authorize {
         // The first use of the edge for this attempt: one live read of its namespace, so
@@ -199,9 +215,7 @@ async fn read_remote(
 /// a revision the installer did not make and has not described yet, what it installs (one
 /// live read of its record).
 async fn read_installed(
-    edge: &str,
-    client: &Client,
-    cache: &EdgeCache,
+    reads: &EdgeReads<'_>,
     focus: &Focus,
     workspace: &Workspace,
 ) -> Result<Remote> {
@@ -210,7 +224,7 @@ async fn read_installed(
         return Ok(Remote::default());
     };
     let status = workspace.status.clone().unwrap_or_default();
-    cache.follow_release(
+    reads.cache.follow_release(
         ns,
         release,
         &installer::names::workspace_key(
@@ -218,10 +232,12 @@ async fn read_installed(
             workspace.metadata.name.as_deref().unwrap_or_default(),
         ),
     );
-    let newest = cache.release(ns, release, status.release.as_ref().map(|r| r.revision));
+    let newest = reads
+        .cache
+        .release(ns, release, status.release.as_ref().map(|r| r.revision));
     let release_content = match &newest {
         Some(revision) if drift::needs_content(&status, revision) => {
-            helm_release::content(edge, client, ns, &revision.secret).await?
+            helm_release::content(reads.edge, reads.client, ns, &revision.secret).await?
         }
         _ => None,
     };

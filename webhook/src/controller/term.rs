@@ -59,6 +59,13 @@ pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
         .predicate_filter(predicates::generation, PredicateConfig::default());
     let controller = Controller::for_stream(changes, reader)
         .with_config(controller::Config::default().concurrency(ctx.args.concurrency));
+    let synced = controller.store();
+    let readiness = ctx.readiness.clone();
+    let _synced = Task::spawn(async move {
+        if synced.wait_until_ready().await.is_ok() {
+            readiness.set_workspaces_synced();
+        }
+    });
     let (trigger, triggered) = futures::channel::mpsc::unbounded();
     let _edges = Task::spawn(edges::run(ctx.clone(), controller.store(), trigger));
     let _sweep = Task::spawn(sweep::run(ctx.clone()));

@@ -2,32 +2,31 @@
 //! guarded: Workspace writes test its UID, edge deletions carry UID preconditions, and a
 //! create that finds the object already there stops the pass so the next one observes it.
 
-use std::fmt::Debug;
-
-use k8s_openapi::{
-    NamespaceResourceScope,
-    api::{
-        batch::v1::Job,
-        core::v1::{Namespace, Secret, ServiceAccount},
-        rbac::v1::{Role, RoleBinding},
-    },
+use k8s_openapi::api::{
+    batch::v1::Job,
+    core::v1::{Namespace, Secret, ServiceAccount},
+    rbac::v1::{Role, RoleBinding},
 };
 use kube::{
-    Api, Client, Resource,
-    api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy},
+    Api, Resource,
+    api::{Patch, PatchParams, PostParams},
     runtime::events::{Event, EventType},
 };
 use providers::{
     api::{JobResult, Workspace, WorkspaceStatus},
-    installer::{Action, Deletion, EdgeObject, Kind, conditions, patch, state_of},
+    installer::{Action, EdgeObject, Kind, conditions, patch, state_of},
 };
-use serde::{Serialize, de::DeserializeOwned};
+
+mod writes;
+
+pub use writes::delete;
+use writes::{create_in, create_learning, edge_client, edge_write, hub_write, learn};
 
 use super::{
     context::Context,
     credential,
-    edge_cache::{Cached, EdgeCache},
-    error::{self, Error, Result},
+    edge_cache::Cached,
+    error::{Error, Result},
     fault, helm_release,
     metrics::ReasonLabels,
     observe::Observation,
@@ -84,85 +83,48 @@ fn key(workspace: &Workspace) -> String {
     )
 }
 
-/// A write that found the state changed: decide again from a fresh observation.
-fn interrupted(action: &'static str, status: &kube::core::Status) -> Error {
-    Error::Interrupted {
-        action,
-        message: status.message.clone(),
-    }
-}
-
-/// Maps a hub write error: a failed guard or a conflict interrupts the pass.
-fn hub_write(action: &'static str, error: kube::Error) -> Error {
-    match error {
-        kube::Error::Api(status)
-            if status.is_conflict() || status.is_already_exists() || is_failed_test(&status) =>
-        {
-            interrupted(action, &status)
-        }
-        other => Error::Hub(other),
-    }
-}
-
-/// Maps an edge write error the same way.
-fn edge_write(edge: &str, action: &'static str, error: kube::Error) -> Error {
-    match error {
-        kube::Error::Api(status)
-            if status.is_conflict() || status.is_already_exists() || is_failed_test(&status) =>
-        {
-            interrupted(action, &status)
-        }
-        other => error::edge(edge, other),
-    }
-}
-
-/// A JSON patch whose `test` operation failed: the object is not the one observed.
-fn is_failed_test(status: &kube::core::Status) -> bool {
-    status.code == 422
-        && status.message == "the server rejected our request due to an error in our request"
-}
-
 async fn run(
     ctx: &Context,
-    o: &Observation,
+    observation: &Observation,
     action: &Action,
     status: &mut WorkspaceStatus,
 ) -> Result<Option<Workspace>> {
-    let ws = &o.workspace;
+    let ws = &observation.workspace;
     let name = ws.metadata.name.clone().unwrap_or_default();
     let namespace = ws.metadata.namespace.clone().unwrap_or_default();
     let workspaces: Api<Workspace> = Api::namespaced(ctx.hub.clone(), &namespace);
     let params = PatchParams::default();
-    let edge = o.edge_name.as_str();
+    let edge = observation.edge_name.as_str();
     match action {
         Action::AddFinalizer => {
-            let p = patch::add_finalizer(&state_of(ws));
+            let finalizer = patch::add_finalizer(&state_of(ws));
             let written = workspaces
-                .patch(&name, &params, &Patch::Json::<()>(p))
+                .patch(&name, &params, &Patch::Json::<()>(finalizer))
                 .await
                 .map_err(|e| hub_write("add-finalizer", e))?;
             return Ok(Some(written));
         }
         Action::RemoveFinalizer => {
-            if let Some(p) = patch::remove_finalizer(&state_of(ws)) {
+            if let Some(release) = patch::remove_finalizer(&state_of(ws)) {
                 match workspaces
-                    .patch(&name, &params, &Patch::Json::<()>(p))
+                    .patch(&name, &params, &Patch::Json::<()>(release))
                     .await
                 {
                     Ok(_) => {}
                     Err(kube::Error::Api(s)) if s.is_not_found() => {}
-                    Err(e) => return Err(hub_write("remove-finalizer", e)),
+                    Err(error) => return Err(hub_write("remove-finalizer", error)),
                 }
             }
         }
         Action::WriteStatus(next) => {
             let uid = ws.metadata.uid.clone().unwrap_or_default();
-            let p = patch::write_status(&uid, next).map_err(|source| Error::Serialize {
-                what: "the Workspace status",
-                source,
-            })?;
+            let status_patch =
+                patch::write_status(&uid, next).map_err(|source| Error::Serialize {
+                    what: "the Workspace status",
+                    source,
+                })?;
             let written = workspaces
-                .patch_status(&name, &params, &Patch::Json::<()>(p))
+                .patch_status(&name, &params, &Patch::Json::<()>(status_patch))
                 .await
                 .map_err(|e| hub_write("write-status", e))?;
             count_results(ctx, status, next);
@@ -208,7 +170,7 @@ async fn run(
             result.map_err(|e| hub_write(action.name(), e))?;
         }
         Action::MintRuntimeCredential(mint) => {
-            let client = edge_client(o)?;
+            let client = edge_client(observation)?;
             let kubeconfig = credential::mint(
                 &ctx.hub,
                 &ctx.endpoint,
@@ -224,33 +186,46 @@ async fn run(
                 client.clone(),
                 secret.metadata.namespace.as_deref().unwrap_or_default(),
             );
-            let created = learn(o, Cached::Attempt(Kind::Secret), api, &secret, created).await;
+            let created = learn(
+                observation,
+                Cached::Attempt(Kind::Secret),
+                api,
+                &secret,
+                created,
+            )
+            .await;
             created.map_err(|e| edge_write(edge, "mint-runtime-credential", e))?;
         }
         Action::CreateNamespace(ns) => {
-            let api: Api<Namespace> = Api::all(edge_client(o)?);
+            let api: Api<Namespace> = Api::all(edge_client(observation)?);
             let created = api.create(&PostParams::default(), ns).await;
-            let created = learn(o, Cached::Namespace, api, ns.as_ref(), created).await;
+            let created = learn(observation, Cached::Namespace, api, ns.as_ref(), created).await;
             created.map_err(|e| edge_write(edge, "create-namespace", e))?;
         }
         Action::PatchNamespace { name, patch, .. } => {
-            let api: Api<Namespace> = Api::all(edge_client(o)?);
+            let api: Api<Namespace> = Api::all(edge_client(observation)?);
             let patched = api
                 .patch(name, &params, &Patch::Json::<()>(patch.clone()))
                 .await
                 .map_err(|e| edge_write(edge, action.name(), e))?;
-            if let Some(cache) = &o.cache {
+            if let Some(cache) = &observation.cache {
                 cache.wrote(Cached::Namespace, &patched);
             }
         }
         Action::Create(object) => {
-            let client = edge_client(o)?;
+            let client = edge_client(observation)?;
             let result = match &**object {
-                EdgeObject::ServiceAccount(x) => create_learning(o, &client, x).await,
-                EdgeObject::Role(x) => create_learning(o, &client, x).await,
-                EdgeObject::RoleBinding(x) => create_learning(o, &client, x).await,
-                EdgeObject::Secret(x) => create_learning(o, &client, x).await,
-                EdgeObject::Job(x) => create_learning(o, &client, x.as_ref()).await,
+                EdgeObject::ServiceAccount(object) => {
+                    create_learning(observation, &client, object).await
+                }
+                EdgeObject::Role(object) => create_learning(observation, &client, object).await,
+                EdgeObject::RoleBinding(object) => {
+                    create_learning(observation, &client, object).await
+                }
+                EdgeObject::Secret(object) => create_learning(observation, &client, object).await,
+                EdgeObject::Job(object) => {
+                    create_learning(observation, &client, object.as_ref()).await
+                }
             };
             result.map_err(|e| edge_write(edge, action.name(), e))?;
             if matches!(**object, EdgeObject::Job(_)) {
@@ -258,7 +233,7 @@ async fn run(
             }
         }
         Action::Delete(deletion) => {
-            let client = edge_client(o)?;
+            let client = edge_client(observation)?;
             let result = match deletion.kind {
                 Kind::ServiceAccount => delete::<ServiceAccount>(&client, deletion).await,
                 Kind::Role => delete::<Role>(&client, deletion).await,
@@ -267,7 +242,7 @@ async fn run(
                 Kind::Job => delete::<Job>(&client, deletion).await,
             };
             result.map_err(|e| edge_write(edge, action.name(), e))?;
-            if let Some(cache) = &o.cache {
+            if let Some(cache) = &observation.cache {
                 cache.deleted(
                     Cached::Attempt(deletion.kind),
                     &deletion.namespace,
@@ -281,22 +256,22 @@ async fn run(
             name,
             patch,
         } => {
-            let api: Api<Job> = Api::namespaced(edge_client(o)?, namespace);
+            let api: Api<Job> = Api::namespaced(edge_client(observation)?, namespace);
             match api
                 .patch(name, &params, &Patch::Json::<()>(patch.clone()))
                 .await
             {
                 Ok(job) => {
-                    if let Some(cache) = &o.cache {
+                    if let Some(cache) = &observation.cache {
                         cache.wrote_job(&job);
                     }
                 }
                 Err(kube::Error::Api(s)) if s.is_not_found() => {}
-                Err(e) => return Err(edge_write(edge, "release-job", e)),
+                Err(error) => return Err(edge_write(edge, "release-job", error)),
             }
         }
         Action::KeepRunnerLog(log) => {
-            runner_log::keep(ctx, o.client.as_ref(), ws, log).await;
+            runner_log::keep(ctx, observation.client.as_ref(), ws, log).await;
         }
         Action::MarkReleaseFailed {
             namespace,
@@ -305,122 +280,11 @@ async fn run(
             description,
             ..
         } => {
-            let client = edge_client(o)?;
+            let client = edge_client(observation)?;
             helm_release::mark_failed(edge, &client, namespace, secret, uid, description).await?;
         }
     }
     Ok(None)
-}
-
-fn edge_client(o: &Observation) -> Result<Client> {
-    o.client.clone().ok_or_else(|| Error::EdgeUnreachable {
-        edge: o.edge_name.clone(),
-        message: "no client for the edge".into(),
-    })
-}
-
-async fn create_in<K>(client: &Client, object: &K) -> Result<K, kube::Error>
-where
-    K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>
-        + Clone
-        + Serialize
-        + DeserializeOwned
-        + Debug,
-{
-    let namespace = object.meta().namespace.clone().unwrap_or_default();
-    let api: Api<K> = Api::namespaced(client.clone(), &namespace);
-    api.create(&PostParams::default(), object).await
-}
-
-/// Creates an attempt object on the edge and records what came of it in the edge's cache.
-async fn create_learning<K>(o: &Observation, client: &Client, object: &K) -> Result<(), kube::Error>
-where
-    K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>
-        + Clone
-        + Serialize
-        + DeserializeOwned
-        + Debug
-        + 'static,
-{
-    let created = create_in(client, object).await;
-    let api = Api::namespaced(
-        client.clone(),
-        object.meta().namespace.as_deref().unwrap_or_default(),
-    );
-    learn(o, Cached::Attempt(kind_of::<K>()), api, object, created).await
-}
-
-/// The kind of an attempt object's type.
-fn kind_of<K: Resource<DynamicType = ()>>() -> Kind {
-    match K::kind(&()).as_ref() {
-        "ServiceAccount" => Kind::ServiceAccount,
-        "Role" => Kind::Role,
-        "RoleBinding" => Kind::RoleBinding,
-        "Job" => Kind::Job,
-        _ => Kind::Secret,
-    }
-}
-
-/// Records a create's result in the edge's cache. A create that finds the object already
-/// there is how the installer learns it exists (it never probes first): it reads that one
-/// object live, so the next decision sees whose it is, and the pass is interrupted.
-async fn learn<K>(
-    o: &Observation,
-    kind: Cached,
-    api: Api<K>,
-    object: &K,
-    created: Result<K, kube::Error>,
-) -> Result<(), kube::Error>
-where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + 'static,
-{
-    let Some(cache) = &o.cache else {
-        return created.map(|_| ());
-    };
-    match created {
-        Ok(created) => {
-            record(cache, kind, &created);
-            Ok(())
-        }
-        Err(kube::Error::Api(status)) if status.is_already_exists() => {
-            let name = object.meta().name.clone().unwrap_or_default();
-            if let Some(found) = api.get_opt(&name).await? {
-                record(cache, kind, &found);
-            }
-            Err(kube::Error::Api(status))
-        }
-        Err(other) => Err(other),
-    }
-}
-
-fn record<K: Resource + 'static>(cache: &EdgeCache, kind: Cached, object: &K) {
-    match (object as &dyn std::any::Any).downcast_ref::<Job>() {
-        Some(job) => cache.wrote_job(job),
-        None => cache.wrote(kind, object),
-    }
-}
-
-pub async fn delete<K>(client: &Client, deletion: &Deletion) -> Result<(), kube::Error>
-where
-    K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>
-        + Clone
-        + DeserializeOwned
-        + Debug,
-{
-    let api: Api<K> = Api::namespaced(client.clone(), &deletion.namespace);
-    let params = DeleteParams {
-        preconditions: Some(Preconditions {
-            uid: Some(deletion.uid.clone()),
-            resource_version: None,
-        }),
-        propagation_policy: Some(PropagationPolicy::Background),
-        ..Default::default()
-    };
-    match api.delete(&deletion.name, &params).await {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(s)) if s.is_not_found() => Ok(()),
-        Err(e) => Err(e),
-    }
 }
 
 /// Counts attempts that reached a result with this write, and drift found by it.

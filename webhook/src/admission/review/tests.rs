@@ -1,0 +1,193 @@
+//! Decoding reviews and encoding answers.
+
+use super::*;
+use crate::admission::answer::Answer;
+use base64::{Engine, engine::general_purpose::STANDARD};
+use serde_json::{Value, json};
+
+fn review_json(kind: &str, operation: &str, object: Value) -> Vec<u8> {
+    serde_json::to_vec(&json!({
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "u1",
+            "kind": {"group": "providers.platform.dev", "version": "v1alpha1", "kind": kind},
+            "resource": {"group": "providers.platform.dev", "version": "v1alpha1", "resource": "workspaces"},
+            "operation": operation,
+            "userInfo": {"username": "alice"},
+            "object": object,
+            "oldObject": null,
+            "dryRun": false
+        }
+    }))
+    .unwrap()
+}
+
+fn workspace() -> Value {
+    json!({
+        "apiVersion": "providers.platform.dev/v1alpha1", "kind": "Workspace",
+        "metadata": {"name": "w", "namespace": "org-a"},
+        "spec": {"recipe": "r", "edge": "e"}
+    })
+}
+
+fn refusal_message(body: &[u8]) -> String {
+    match decode(body) {
+        Ok(Review::Refused { uid, message }) => {
+            assert_eq!(uid, "u1");
+            message
+        }
+        Ok(Review::Workspace(_)) => panic!("decoded"),
+        Err(e) => panic!("{e}"),
+    }
+}
+
+#[test]
+fn a_workspace_review_decodes() {
+    let Review::Workspace(review) =
+        decode(&review_json("Workspace", "CREATE", workspace())).unwrap()
+    else {
+        panic!("refused");
+    };
+    assert_eq!(review.operation, Operation::Create);
+    assert_eq!(review.object.spec.recipe, "r");
+    assert!(review.old.is_none());
+    assert_eq!(review.user.username.as_deref(), Some("alice"));
+}
+
+#[test]
+fn undecodable_bodies_are_client_errors() {
+    let cases: [(&[u8], &str); 6] = [
+        (b"", "not a JSON AdmissionReview"),
+        (
+            b"{\"apiVersion\": \"admission.k8s.io/v1\", \"kind\": \"AdmissionRev",
+            "not a JSON AdmissionReview",
+        ),
+        (b"\xff\xfe\x00garbage", "not a JSON AdmissionReview"),
+        (b"[1,2,3]", "not a JSON AdmissionReview"),
+        (
+            br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}"#,
+            "has no request",
+        ),
+        (
+            br#"{"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview"}"#,
+            "not admission.k8s.io/v1",
+        ),
+    ];
+    for (body, text) in cases {
+        let error = decode(body)
+            .err()
+            .unwrap_or_else(|| panic!("{body:?} decoded"));
+        assert!(error.to_string().contains(text), "{error}");
+    }
+}
+
+#[test]
+fn reviews_this_webhook_does_not_decide_are_refused_with_a_reason() {
+    assert!(refusal_message(&review_json("Pod", "CREATE", workspace())).contains("Workspace only"));
+    assert!(
+        refusal_message(&review_json("Workspace", "DELETE", workspace()))
+            .contains("CREATE and UPDATE only")
+    );
+    let mut broken = workspace();
+    broken["spec"] = json!({"recipe": 5});
+    assert!(
+        refusal_message(&review_json("Workspace", "CREATE", broken))
+            .contains("not a valid Workspace")
+    );
+    let mut no_spec = workspace();
+    no_spec.as_object_mut().unwrap().remove("spec");
+    assert!(
+        refusal_message(&review_json("Workspace", "UPDATE", no_spec))
+            .contains("not a valid Workspace")
+    );
+}
+
+#[test]
+fn an_object_beyond_the_shape_limits_is_refused_before_decoding() {
+    let mut wide = workspace();
+    let values: serde_json::Map<String, Value> = (0..shape::WORKSPACE.entries + 1)
+        .map(|i| (format!("k{i}"), json!(0)))
+        .collect();
+    wide["spec"]["values"] = Value::Object(values);
+    let message = refusal_message(&review_json("Workspace", "CREATE", wide));
+    assert!(message.contains("more than 20000 entries"), "{message}");
+}
+
+#[test]
+fn the_answer_is_an_admission_review() {
+    let patch: json_patch::Patch = serde_json::from_value(json!([
+        {"op": "add", "path": "/spec/plan", "value": {"a": 1}}
+    ]))
+    .unwrap();
+    let answer = Answer::patched("u1", &patch).unwrap();
+    let review: Value = serde_json::from_slice(&answer.to_json()).unwrap();
+    assert_eq!(review["apiVersion"], API_VERSION);
+    assert_eq!(review["kind"], "AdmissionReview");
+    assert_eq!(review["response"]["uid"], "u1");
+    assert_eq!(review["response"]["allowed"], true);
+    assert_eq!(review["response"]["patchType"], "JSONPatch");
+    let decoded = STANDARD
+        .decode(review["response"]["patch"].as_str().unwrap())
+        .unwrap();
+    let back: Value = serde_json::from_slice(&decoded).unwrap();
+    assert_eq!(back[0]["path"], "/spec/plan");
+
+    let denied = Answer::deny("u2", "no".into(), "Nope", 422);
+    let review: Value = serde_json::from_slice(&denied.to_json()).unwrap();
+    assert_eq!(review["response"]["allowed"], false);
+    assert_eq!(review["response"]["status"]["message"], "no");
+    assert_eq!(review["response"]["status"]["code"], 422);
+}
+
+mod properties {
+    use proptest::prelude::*;
+    use serde_json::{Map, Value, json};
+
+    use super::super::decode;
+
+    fn json_value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|n| json!(n)),
+            ".{0,12}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(5, 64, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                prop::collection::vec((".{0,8}", inner), 0..6).prop_map(|entries| {
+                    Value::Object(entries.into_iter().collect::<Map<_, _>>())
+                }),
+            ]
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn any_bytes_decode_or_are_refused(body in prop::collection::vec(any::<u8>(), 0..512)) {
+            let _ = decode(&body);
+        }
+
+        #[test]
+        fn any_json_in_a_review_decodes_or_is_refused(
+            object in json_value(),
+            old in json_value(),
+            request in json_value(),
+        ) {
+            let review = json!({
+                "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                "request": {
+                    "uid": "u", "operation": "UPDATE",
+                    "kind": {"group": "providers.platform.dev", "kind": "Workspace"},
+                    "object": object, "oldObject": old,
+                },
+            });
+            let _ = decode(&serde_json::to_vec(&review).unwrap());
+            let envelope = json!({"apiVersion": "admission.k8s.io/v1", "request": request});
+            let _ = decode(&serde_json::to_vec(&envelope).unwrap());
+        }
+    }
+}

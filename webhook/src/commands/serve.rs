@@ -1,0 +1,122 @@
+//! `providers-webhook serve`: the admission webhooks' process. It loads the sealing keys,
+//! follows Recipes and Edges in watch caches, and serves `/mutate` and `/validate` over
+//! HTTPS to the API server only; probes and metrics go to the admin port.
+
+use std::sync::{
+    Arc,
+    atomic::{AtomicBool, Ordering},
+};
+
+use futures::StreamExt;
+use kube::{
+    Api,
+    runtime::{WatchStreamExt, reflector, reflector::Store, watcher},
+};
+use providers::api::{Edge, Recipe};
+
+use crate::{
+    admission::{self, AppState, metrics::Metrics, sealing_keys},
+    cli::ServeArgs,
+    runtime::{admin, shutdown_signal},
+    server::{self, TlsFiles, callers::ClientAuth},
+};
+
+pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
+    let client_auth = client_auth(&args)?;
+    let sealer = sealing_keys::load_sealer(&args.sealing_key)?;
+    let keyring = sealing_keys::load_keyring(&sealer, args.public_keys_dir.as_deref())?;
+    tracing::info!(key_id = sealer.key_id(), accepted = ?keyring.key_ids().collect::<Vec<_>>(), "sealing keys loaded");
+    if args.allowed_chart_repositories.is_empty() {
+        tracing::warn!("no --allowed-chart-repository: every new attempt will be denied");
+    }
+    let client = args.client.client().await?;
+    let metrics = Arc::new(Metrics::new());
+    let recipes = follow(Api::<Recipe>::all(client.clone()));
+    let edges = follow(Api::<Edge>::all(client.clone()));
+    let readiness = Arc::new(CachesWarm::default());
+    {
+        let (recipes, edges, readiness) = (recipes.clone(), edges.clone(), readiness.clone());
+        tokio::spawn(async move {
+            if recipes.wait_until_ready().await.is_ok() && edges.wait_until_ready().await.is_ok() {
+                readiness.0.store(true, Ordering::Release);
+                tracing::info!("recipe and edge caches are warm: ready");
+            }
+        });
+    }
+    let state = Arc::new(AppState {
+        client,
+        sealer,
+        keyring,
+        allowlist: args.allowed_chart_repositories.clone(),
+        recipes,
+        edges,
+        metrics: metrics.clone(),
+    });
+    admin::spawn(args.admin_listen, metrics, readiness).await?;
+    let app = admission::router(state, args.review_budget_mib.saturating_mul(1 << 20));
+    let tls = TlsFiles {
+        cert: args.tls_cert.clone(),
+        key: args.tls_key.clone(),
+    };
+    let options = server::ServeOptions {
+        client_auth,
+        ..Default::default()
+    };
+    server::serve(app, tls, args.listen, options, shutdown_signal()).await
+}
+
+/// Who may call: only holders of a client certificate the given CA signed, for one of the
+/// allowed names; or, where the API server cannot present one, anyone who reaches the port,
+/// when that is asked for explicitly.
+fn client_auth(args: &ServeArgs) -> anyhow::Result<Option<ClientAuth>> {
+    match (&args.client_ca, args.allow_unauthenticated_callers) {
+        (Some(ca_file), _) => Ok(Some(ClientAuth {
+            ca_file: ca_file.clone(),
+            allowed: args.allowed_clients.clone(),
+        })),
+        (None, true) => {
+            tracing::warn!(
+                "--allow-unauthenticated-callers: any TLS client that reaches the port gets sealed plans; keep the network to the API server only"
+            );
+            Ok(None)
+        }
+        (None, false) => anyhow::bail!(
+            "the webhook signs plans, so it answers only the API server: pass --client-ca and --allowed-client (the API server's webhook client certificate), or --allow-unauthenticated-callers where the API server cannot present one"
+        ),
+    }
+}
+
+/// A watch cache of every object of a kind, followed until the process ends.
+fn follow<K>(api: Api<K>) -> Store<K>
+where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+{
+    let (store, writer) = reflector::store();
+    let watch = reflector(writer, watcher(api, watcher::Config::default()))
+        .default_backoff()
+        .for_each(|_| async {});
+    tokio::spawn(watch);
+    store
+}
+
+/// The webhook is ready once its Recipe and Edge caches have their first lists: before,
+/// every new attempt would wait on a live read. The sealing keys are loaded before the
+/// port opens, so they need no flag.
+#[derive(Default)]
+struct CachesWarm(AtomicBool);
+
+impl admin::Readiness for CachesWarm {
+    fn check(&self) -> Result<String, String> {
+        if self.0.load(Ordering::Acquire) {
+            Ok("sealing keys loaded, Recipe and Edge caches warm".into())
+        } else {
+            Err("the Recipe and Edge caches are still syncing".into())
+        }
+    }
+}

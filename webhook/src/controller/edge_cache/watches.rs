@@ -1,0 +1,263 @@
+//! The watches that fill an edge's caches, and whom their events wake: the Workspace an
+//! object's annotation names, or the one following a Helm release.
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex, PoisonError},
+};
+
+use futures::{Stream, StreamExt};
+use k8s_openapi::{
+    api::{
+        batch::v1::Job,
+        core::v1::{Namespace, Secret, ServiceAccount},
+        rbac::v1::{Role, RoleBinding},
+    },
+    apimachinery::pkg::apis::meta::v1::ObjectMeta,
+};
+use kube::{
+    Api, Client, Resource, ResourceExt,
+    core::PartialObjectMeta,
+    runtime::{
+        WatchStreamExt,
+        reflector::{self, Store, reflector},
+        watcher,
+    },
+};
+use providers::installer::{Kind, names};
+use serde::de::DeserializeOwned;
+
+use super::{Cached, EdgeCache, Key, Own, Seen, Wake};
+use crate::controller::term::Task;
+
+/// Installed releases by `(namespace, release)`, and the Workspace each belongs to.
+pub(super) type Followed = Arc<Mutex<HashMap<(String, String), String>>>;
+
+/// The caches and the tasks that fill them; the tasks stop when this is dropped.
+pub struct Watches {
+    pub cache: EdgeCache,
+    _tasks: Vec<Task>,
+}
+
+impl Watches {
+    /// Starts the watches of `client`'s edge. Changes of the installer's Jobs, and
+    /// namespaces that go away, wake their Workspace.
+    pub fn start(client: &Client, wake: Wake) -> Self {
+        let managed = watcher::Config::default().labels(&format!(
+            "{}={}",
+            names::LABEL_MANAGED_BY,
+            names::MANAGED_BY
+        ));
+        let helm = watcher::Config::default().labels("owner=helm");
+        let unreachable = Arc::new(Mutex::new(None));
+        let health = Health(unreachable.clone());
+        let own = Arc::new(Mutex::new(HashMap::new()));
+        let mut tasks = Vec::new();
+        let (namespaces, task) = watch_metadata::<Namespace>(
+            Api::all(client.clone()),
+            managed.clone(),
+            &health,
+            wake_owner_on_delete(wake.clone()),
+        );
+        tasks.push(task);
+        let (service_accounts, task) = watch_metadata::<ServiceAccount>(
+            Api::all(client.clone()),
+            managed.clone(),
+            &health,
+            |_| {},
+        );
+        tasks.push(task);
+        let (roles, task) =
+            watch_metadata::<Role>(Api::all(client.clone()), managed.clone(), &health, |_| {});
+        tasks.push(task);
+        let (role_bindings, task) = watch_metadata::<RoleBinding>(
+            Api::all(client.clone()),
+            managed.clone(),
+            &health,
+            |_| {},
+        );
+        tasks.push(task);
+        let (secrets, task) =
+            watch_metadata::<Secret>(Api::all(client.clone()), managed.clone(), &health, |_| {});
+        tasks.push(task);
+        let followed: Followed = Arc::new(Mutex::new(HashMap::new()));
+        let (helm_records, task) = watch_metadata::<Secret>(
+            Api::all(client.clone()),
+            helm,
+            &health,
+            wake_follower(followed.clone(), wake.clone()),
+        );
+        tasks.push(task);
+        let (jobs, task) = watch_jobs(
+            Api::all(client.clone()),
+            managed,
+            &health,
+            own.clone(),
+            wake,
+        );
+        tasks.push(task);
+        Self {
+            cache: EdgeCache {
+                namespaces,
+                service_accounts,
+                roles,
+                role_bindings,
+                secrets,
+                helm_records,
+                jobs,
+                own,
+                followed,
+                unreachable,
+            },
+            _tasks: tasks,
+        }
+    }
+}
+
+/// The objects' metadata, without managed fields: all a decision reads of them.
+fn watch_metadata<K>(
+    api: Api<PartialObjectMeta<K>>,
+    config: watcher::Config,
+    health: &Health,
+    on_event: impl FnMut(&watcher::Event<PartialObjectMeta<K>>) + Send + 'static,
+) -> (Store<PartialObjectMeta<K>>, Task)
+where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    let (store, writer) = reflector::store();
+    let stream = reflector(
+        writer,
+        watcher(api, config)
+            .default_backoff()
+            .modify(|o| o.managed_fields_mut().clear()),
+    );
+    let task = Task::spawn(drive(stream, health.clone(), on_event));
+    (store, task)
+}
+
+/// Wakes the Workspace named in a deleted object's annotation.
+fn wake_owner_on_delete<K: Resource>(
+    wake: Wake,
+) -> impl FnMut(&watcher::Event<K>) + Send + 'static {
+    move |event| {
+        if let watcher::Event::Delete(object) = event {
+            wake_owner(&wake, object.meta());
+        }
+    }
+}
+
+/// A change of an installed release's records (an upgrade, rollback or uninstall made
+/// outside the installer) wakes its Workspace, which checks it for drift at once.
+fn wake_follower(
+    followed: Followed,
+    wake: Wake,
+) -> impl FnMut(&watcher::Event<PartialObjectMeta<Secret>>) + Send + 'static {
+    move |event| {
+        let record = match event {
+            watcher::Event::Apply(record) | watcher::Event::Delete(record) => record,
+            _ => return,
+        };
+        let key = (
+            record.metadata.namespace.clone().unwrap_or_default(),
+            record.labels().get("name").cloned().unwrap_or_default(),
+        );
+        let owner = followed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&key)
+            .cloned();
+        if let Some(workspace) = owner {
+            wake(&workspace);
+        }
+    }
+}
+
+/// The installer's Jobs, their spec dropped (a decision reads their metadata and status).
+fn watch_jobs(
+    api: Api<Job>,
+    config: watcher::Config,
+    health: &Health,
+    own: Arc<Mutex<HashMap<Key, Own>>>,
+    wake: Wake,
+) -> (Store<Job>, Task) {
+    let (store, writer) = reflector::store();
+    let stream = reflector(
+        writer,
+        watcher(api, config).default_backoff().modify(|job| {
+            job.managed_fields_mut().clear();
+            job.spec = None;
+        }),
+    );
+    let task = Task::spawn(drive(stream, health.clone(), move |event| match event {
+        // The installer's own create or patch, coming back: nothing new to decide on.
+        watcher::Event::Apply(job) if is_own_write(&own, job) => {}
+        watcher::Event::Apply(job) | watcher::Event::Delete(job) => {
+            wake_owner(&wake, &job.metadata)
+        }
+        _ => {}
+    }));
+    (store, task)
+}
+
+/// Whether `job` is exactly what the installer's own last write of it returned.
+fn is_own_write(own: &Mutex<HashMap<Key, Own>>, job: &Job) -> bool {
+    let key = Key {
+        kind: Cached::Attempt(Kind::Job),
+        namespace: job.metadata.namespace.clone().unwrap_or_default(),
+        name: job.metadata.name.clone().unwrap_or_default(),
+    };
+    let own = own.lock().unwrap_or_else(PoisonError::into_inner);
+    matches!(
+        own.get(&key),
+        Some(Own::Present(seen, _)) if matches!(
+            seen.as_ref(),
+            Seen::Job(mine) if Some(&mine.object.resource_version) == job.metadata.resource_version.as_ref()
+                && Some(&mine.object.uid) == job.metadata.uid.as_ref()
+        )
+    )
+}
+
+fn wake_owner(wake: &Wake, meta: &ObjectMeta) {
+    if let Some(key) = meta
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(names::ANNOTATION_WORKSPACE))
+    {
+        wake(key);
+    }
+}
+
+/// Whether the edge's watches connect: shared by the watches of one edge.
+#[derive(Clone)]
+pub(super) struct Health(pub(super) Arc<Mutex<Option<String>>>);
+
+impl Health {
+    pub(super) fn set(&self, why: Option<String>) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = why;
+    }
+}
+
+async fn drive<K, S>(stream: S, health: Health, mut on_event: impl FnMut(&watcher::Event<K>))
+where
+    S: Stream<Item = Result<watcher::Event<K>, watcher::Error>>,
+{
+    let mut stream = std::pin::pin!(stream);
+    while let Some(event) = stream.next().await {
+        match event {
+            Ok(event) => {
+                health.set(None);
+                on_event(&event);
+            }
+            Err(error) => {
+                tracing::debug!(%error, "watching the edge");
+                health.set(Some(format!("its watch failed: {error}")));
+            }
+        }
+    }
+}

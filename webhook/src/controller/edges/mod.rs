@@ -1,0 +1,159 @@
+//! The edges of a leader's term: one worker per Edge that reads its kubeconfig Secret,
+//! probes its API, writes the Edge's status, and watches the installer's Jobs on it.
+//! Workers start and stop as Edges come and go; a change of readiness, or of a Job,
+//! triggers the Workspaces concerned.
+
+use std::{
+    collections::{HashMap, HashSet},
+    sync::Arc,
+};
+
+use futures::{StreamExt, channel::mpsc::UnboundedSender};
+use kube::{
+    Api, ResourceExt,
+    runtime::{
+        WatchStreamExt,
+        reflector::{ObjectRef, Store},
+        watcher,
+    },
+};
+use providers::api::{Edge, EdgeSpec, Workspace};
+
+use super::{context::Context, metrics::EdgeLabels, term::Task};
+
+mod probe;
+mod registry;
+
+use probe::probe_loop;
+pub use registry::{EdgeView, Edges};
+
+/// Follows the Edges until the term ends.
+pub async fn run(
+    ctx: Arc<Context>,
+    store: Store<Workspace>,
+    trigger: UnboundedSender<ObjectRef<Workspace>>,
+) {
+    let api: Api<Edge> = Api::all(ctx.hub.clone());
+    let mut events = watcher(api, watcher::Config::default())
+        .default_backoff()
+        .boxed();
+    let mut workers: HashMap<String, (EdgeSpec, Task)> = HashMap::new();
+    let mut listed: HashSet<String> = HashSet::new();
+    let wake = Waker { store, trigger };
+    while let Some(event) = events.next().await {
+        let event = match event {
+            Ok(event) => event,
+            Err(error) => {
+                tracing::warn!(%error, "watching Edges");
+                continue;
+            }
+        };
+        match event {
+            watcher::Event::Init => listed.clear(),
+            watcher::Event::InitApply(edge) => {
+                listed.insert(edge.name_any());
+                start(&ctx, &wake, &mut workers, edge);
+            }
+            watcher::Event::InitDone => {
+                let gone: Vec<String> = workers
+                    .keys()
+                    .filter(|n| !listed.contains(*n))
+                    .cloned()
+                    .collect();
+                for name in gone {
+                    stop(&ctx, &wake, &mut workers, &name);
+                }
+                ctx.edges.set_synced();
+                // Workspaces of edges that do not exist learn it now.
+                wake.all();
+            }
+            watcher::Event::Apply(edge) => start(&ctx, &wake, &mut workers, edge),
+            watcher::Event::Delete(edge) => stop(&ctx, &wake, &mut workers, &edge.name_any()),
+        }
+    }
+}
+
+fn start(
+    ctx: &Arc<Context>,
+    wake: &Waker,
+    workers: &mut HashMap<String, (EdgeSpec, Task)>,
+    edge: Edge,
+) {
+    let name = edge.name_any();
+    if workers
+        .get(&name)
+        .is_some_and(|(spec, _)| *spec == edge.spec)
+    {
+        return;
+    }
+    tracing::info!(edge = %name, "starting the edge's probe and Job watch");
+    ctx.edges.expect(&name);
+    let task = Task::spawn(probe_loop(
+        ctx.clone(),
+        wake.clone(),
+        name.clone(),
+        edge.spec.clone(),
+    ));
+    workers.insert(name, (edge.spec, task));
+}
+
+fn stop(
+    ctx: &Arc<Context>,
+    wake: &Waker,
+    workers: &mut HashMap<String, (EdgeSpec, Task)>,
+    name: &str,
+) {
+    tracing::info!(edge = %name, "the Edge is gone: stopping its probe and Job watch");
+    workers.remove(name);
+    ctx.edges.remove(name);
+    ctx.metrics.edge_ready.remove(&EdgeLabels {
+        edge: name.to_owned(),
+    });
+    wake.edge(name);
+}
+
+/// Triggers reconciles of Workspaces.
+#[derive(Clone)]
+struct Waker {
+    store: Store<Workspace>,
+    trigger: UnboundedSender<ObjectRef<Workspace>>,
+}
+
+impl Waker {
+    fn edge(&self, edge: &str) {
+        for workspace in self.store.state() {
+            let targets = workspace.spec.edge == edge
+                || workspace
+                    .spec
+                    .plan
+                    .as_ref()
+                    .is_some_and(|p| p.plan.edge_name == edge)
+                || workspace
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.target.as_ref())
+                    .is_some_and(|t| t.edge == edge);
+            if targets {
+                let _ = self
+                    .trigger
+                    .unbounded_send(ObjectRef::from_obj(&*workspace));
+            }
+        }
+    }
+
+    fn all(&self) {
+        for workspace in self.store.state() {
+            let _ = self
+                .trigger
+                .unbounded_send(ObjectRef::from_obj(&*workspace));
+        }
+    }
+
+    fn workspace(&self, key: &str) {
+        if let Some((namespace, name)) = key.split_once('/') {
+            let _ = self
+                .trigger
+                .unbounded_send(ObjectRef::new(name).within(namespace));
+        }
+    }
+}

@@ -1,0 +1,176 @@
+//! The edges known in a leader's term, as decisions and `/readyz` see them.
+
+use std::{
+    collections::{HashMap, HashSet},
+    sync::{Arc, RwLock},
+};
+
+use k8s_openapi::jiff::Timestamp;
+use kube::Client;
+use providers::installer::EdgeState;
+
+use crate::controller::edge_cache::EdgeCache;
+
+/// What the reconciler needs of an edge.
+#[derive(Clone)]
+struct Entry {
+    state: EdgeState,
+    client: Option<Client>,
+    cache: Option<EdgeCache>,
+    since: Timestamp,
+}
+
+/// An edge as a decision sees it: its state, and while it is Ready a client for writes and
+/// the caches for reads.
+#[derive(Clone)]
+pub struct EdgeView {
+    pub state: EdgeState,
+    pub client: Option<Client>,
+    pub cache: Option<EdgeCache>,
+}
+
+/// The edges known in this term.
+#[derive(Clone, Default)]
+pub struct Edges {
+    inner: Arc<RwLock<Registry>>,
+}
+
+#[derive(Default)]
+struct Registry {
+    entries: HashMap<String, Entry>,
+    /// Whether the first list of Edges is in: an unknown edge is then missing.
+    synced: bool,
+    /// The Edges that have a worker, probed or not.
+    followed: HashSet<String>,
+}
+
+impl Edges {
+    /// The state of an edge, with a client and its caches when it is Ready.
+    pub fn lookup(&self, name: &str) -> EdgeView {
+        let view = |state| EdgeView {
+            state,
+            client: None,
+            cache: None,
+        };
+        let Ok(registry) = self.inner.read() else {
+            return view(EdgeState::NotReady(
+                "the edge registry is unavailable".into(),
+            ));
+        };
+        match registry.entries.get(name) {
+            Some(entry) => EdgeView {
+                state: entry.state.clone(),
+                client: entry.client.clone(),
+                cache: entry.cache.clone(),
+            },
+            None if registry.synced => view(EdgeState::Missing),
+            None => view(EdgeState::Unprobed),
+        }
+    }
+
+    /// The Ready edges and their clients.
+    pub fn ready(&self) -> Vec<(String, Client)> {
+        let Ok(registry) = self.inner.read() else {
+            return Vec::new();
+        };
+        registry
+            .entries
+            .iter()
+            .filter(|(_, entry)| matches!(entry.state, EdgeState::Ready(_)))
+            .filter_map(|(name, entry)| Some((name.clone(), entry.client.clone()?)))
+            .collect()
+    }
+
+    /// Forgets everything: a new term probes afresh.
+    pub fn reset(&self) {
+        if let Ok(mut registry) = self.inner.write() {
+            *registry = Registry::default();
+        }
+    }
+
+    /// How many Edges are probed, once the Edge list is in and every Edge followed has
+    /// been probed at least once; otherwise what is still awaited.
+    pub fn probed(&self) -> Result<usize, String> {
+        let Ok(registry) = self.inner.read() else {
+            return Err("the edge registry is unavailable".into());
+        };
+        if !registry.synced {
+            return Err("the Edge list is not in yet".into());
+        }
+        let mut awaited: Vec<&str> = registry
+            .followed
+            .iter()
+            .filter(|name| !registry.entries.contains_key(*name))
+            .map(String::as_str)
+            .collect();
+        if awaited.is_empty() {
+            return Ok(registry.entries.len());
+        }
+        awaited.sort_unstable();
+        let more = awaited.len().saturating_sub(5);
+        awaited.truncate(5);
+        Err(format!(
+            "edges not probed yet: {}{}",
+            awaited.join(", "),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
+        ))
+    }
+
+    /// An Edge gets a worker: it counts as awaited until its first probe.
+    pub(crate) fn expect(&self, name: &str) {
+        if let Ok(mut registry) = self.inner.write() {
+            registry.followed.insert(name.to_owned());
+        }
+    }
+
+    pub(crate) fn set_synced(&self) {
+        if let Ok(mut registry) = self.inner.write() {
+            registry.synced = true;
+        }
+    }
+
+    /// Records a probe; returns the time of the last change of state.
+    pub(crate) fn record(
+        &self,
+        name: &str,
+        state: EdgeState,
+        client: Option<(Client, EdgeCache)>,
+    ) -> (bool, Timestamp) {
+        let Ok(mut registry) = self.inner.write() else {
+            return (false, Timestamp::now());
+        };
+        let previous = registry.entries.get(name);
+        let changed = previous.is_none_or(|p| p.state != state);
+        let since = match previous {
+            Some(previous) if !changed => previous.since,
+            _ => Timestamp::now(),
+        };
+        let (client, cache) = client.unzip();
+        registry.entries.insert(
+            name.to_owned(),
+            Entry {
+                state,
+                client,
+                cache,
+                since,
+            },
+        );
+        (changed, since)
+    }
+
+    pub(crate) fn remove(&self, name: &str) {
+        if let Ok(mut registry) = self.inner.write() {
+            registry.entries.remove(name);
+            registry.followed.remove(name);
+        }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn record_unreachable_for_test(&self, name: &str) {
+        self.record(name, EdgeState::Unreachable("a test".into()), None);
+    }
+}

@@ -1,0 +1,182 @@
+//! The writes of the actions, guarded: Workspace writes test its UID, edge deletions carry
+//! UID preconditions, and a create that finds the object already there stops the pass so
+//! the next one observes it (learning whose the object is, once, live).
+
+use std::fmt::Debug;
+
+use k8s_openapi::{NamespaceResourceScope, api::batch::v1::Job};
+use kube::{
+    Api, Client, Resource,
+    api::{DeleteParams, PostParams, Preconditions, PropagationPolicy},
+};
+use providers::installer::{Deletion, Kind};
+use serde::{Serialize, de::DeserializeOwned};
+
+use crate::controller::{
+    edge_cache::{Cached, EdgeCache},
+    error::{self, Error, Result},
+    observe::Observation,
+};
+
+/// A write that found the state changed: decide again from a fresh observation.
+fn interrupted(action: &'static str, status: &kube::core::Status) -> Error {
+    Error::Interrupted {
+        action,
+        message: status.message.clone(),
+    }
+}
+
+/// Maps a hub write error: a failed guard or a conflict interrupts the pass.
+pub(super) fn hub_write(action: &'static str, error: kube::Error) -> Error {
+    match error {
+        kube::Error::Api(status)
+            if status.is_conflict() || status.is_already_exists() || is_failed_test(&status) =>
+        {
+            interrupted(action, &status)
+        }
+        other => Error::Hub(other),
+    }
+}
+
+/// Maps an edge write error the same way.
+pub(super) fn edge_write(edge: &str, action: &'static str, error: kube::Error) -> Error {
+    match error {
+        kube::Error::Api(status)
+            if status.is_conflict() || status.is_already_exists() || is_failed_test(&status) =>
+        {
+            interrupted(action, &status)
+        }
+        other => error::edge(edge, other),
+    }
+}
+
+/// A JSON patch whose `test` operation failed: the object is not the one observed.
+fn is_failed_test(status: &kube::core::Status) -> bool {
+    status.code == 422
+        && status.message == "the server rejected our request due to an error in our request"
+}
+
+pub(super) fn edge_client(observation: &Observation) -> Result<Client> {
+    observation
+        .client
+        .clone()
+        .ok_or_else(|| Error::EdgeUnreachable {
+            edge: observation.edge_name.clone(),
+            message: "no client for the edge".into(),
+        })
+}
+
+pub(super) async fn create_in<K>(client: &Client, object: &K) -> Result<K, kube::Error>
+where
+    K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + Serialize
+        + DeserializeOwned
+        + Debug,
+{
+    let namespace = object.meta().namespace.clone().unwrap_or_default();
+    let api: Api<K> = Api::namespaced(client.clone(), &namespace);
+    api.create(&PostParams::default(), object).await
+}
+
+/// Creates an attempt object on the edge and records what came of it in the edge's cache.
+pub(super) async fn create_learning<K>(
+    observation: &Observation,
+    client: &Client,
+    object: &K,
+) -> Result<(), kube::Error>
+where
+    K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + Serialize
+        + DeserializeOwned
+        + Debug
+        + 'static,
+{
+    let created = create_in(client, object).await;
+    let api = Api::namespaced(
+        client.clone(),
+        object.meta().namespace.as_deref().unwrap_or_default(),
+    );
+    learn(
+        observation,
+        Cached::Attempt(kind_of::<K>()),
+        api,
+        object,
+        created,
+    )
+    .await
+}
+
+/// The kind of an attempt object's type.
+fn kind_of<K: Resource<DynamicType = ()>>() -> Kind {
+    match K::kind(&()).as_ref() {
+        "ServiceAccount" => Kind::ServiceAccount,
+        "Role" => Kind::Role,
+        "RoleBinding" => Kind::RoleBinding,
+        "Job" => Kind::Job,
+        _ => Kind::Secret,
+    }
+}
+
+/// Records a create's result in the edge's cache. A create that finds the object already
+/// there is how the installer learns it exists (it never probes first): it reads that one
+/// object live, so the next decision sees whose it is, and the pass is interrupted.
+pub(super) async fn learn<K>(
+    observation: &Observation,
+    kind: Cached,
+    api: Api<K>,
+    object: &K,
+    created: Result<K, kube::Error>,
+) -> Result<(), kube::Error>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + 'static,
+{
+    let Some(cache) = &observation.cache else {
+        return created.map(|_| ());
+    };
+    match created {
+        Ok(created) => {
+            record(cache, kind, &created);
+            Ok(())
+        }
+        Err(kube::Error::Api(status)) if status.is_already_exists() => {
+            let name = object.meta().name.clone().unwrap_or_default();
+            if let Some(found) = api.get_opt(&name).await? {
+                record(cache, kind, &found);
+            }
+            Err(kube::Error::Api(status))
+        }
+        Err(other) => Err(other),
+    }
+}
+
+fn record<K: Resource + 'static>(cache: &EdgeCache, kind: Cached, object: &K) {
+    match (object as &dyn std::any::Any).downcast_ref::<Job>() {
+        Some(job) => cache.wrote_job(job),
+        None => cache.wrote(kind, object),
+    }
+}
+
+pub async fn delete<K>(client: &Client, deletion: &Deletion) -> Result<(), kube::Error>
+where
+    K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + Debug,
+{
+    let api: Api<K> = Api::namespaced(client.clone(), &deletion.namespace);
+    let params = DeleteParams {
+        preconditions: Some(Preconditions {
+            uid: Some(deletion.uid.clone()),
+            resource_version: None,
+        }),
+        propagation_policy: Some(PropagationPolicy::Background),
+        ..Default::default()
+    };
+    match api.delete(&deletion.name, &params).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.is_not_found() => Ok(()),
+        Err(error) => Err(error),
+    }
+}
