@@ -19,7 +19,7 @@ mod state;
 mod table;
 #[cfg(test)]
 mod testdata;
-mod values;
+mod value_args;
 mod views;
 mod wait;
 mod watching;
