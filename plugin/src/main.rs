@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 
 mod access;
+mod attempt_state;
 mod cli;
 mod columns;
 mod commands;
@@ -11,11 +12,12 @@ mod duration;
 mod events;
 mod intent;
 mod jsonpath;
+mod object_names;
 mod objects;
+mod on_delete;
 mod output;
 mod output_format;
 mod report;
-mod state;
 mod table;
 #[cfg(test)]
 mod testdata;

@@ -20,11 +20,11 @@ use providers::api::Workspace;
 use tokio::time::{Instant, sleep_until};
 
 use crate::{
+    attempt_state::wait_outcome::{Wait, wait_outcome},
     connect::Connection,
     duration::timeout_text,
     objects::{self, Fetched},
     report::user_error,
-    state::{Wait, wait_outcome},
     watching,
 };
 

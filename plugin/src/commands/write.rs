@@ -7,11 +7,11 @@ use kube::{
 use providers::api::Workspace;
 
 use crate::{
+    attempt_state::wait_outcome::{Wait, wait_outcome},
     commands::Ctx,
     intent::{Intent, apply_body, params, patch},
     objects::{self, Fetched},
     output::Rendered,
-    state::{Wait, wait_outcome},
     views::workspaces::name_of,
     wait,
 };
