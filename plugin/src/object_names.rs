@@ -1,5 +1,10 @@
-//! Objects named in the plugin's sentences: the ` -n NAMESPACE` of the commands it
-//! suggests.
+//! Objects named in the plugin's sentences: `namespace/name`, and the ` -n NAMESPACE` of
+//! the commands it suggests.
+
+/// `namespace/name`.
+pub fn namespaced_name(namespace: &str, name: &str) -> String {
+    format!("{namespace}/{name}")
+}
 
 /// ` -n NAMESPACE` to put in a suggested command when the user gave `-n`, so that it can be
 /// pasted as it is; nothing otherwise.

@@ -7,7 +7,10 @@ use providers::{
     verify::verify_plan,
 };
 
-use crate::{objects::Fetched, output::Rendered, table::Fields, views::workspaces::name_of};
+use crate::{
+    object_names::namespaced_name, objects::Fetched, output::Rendered, table::Fields,
+    views::workspaces::name_of,
+};
 
 /// Checks a Workspace's sealed plan exactly as the installer does before it runs it
 /// ([`providers::verify::verify_plan`]): the signature against the published keys, no dry
@@ -39,7 +42,10 @@ pub fn plan_detail(
     fields
         .add(
             "Workspace",
-            format!("{}/{} ({uid})", p.workspace.namespace, p.workspace.name),
+            format!(
+                "{} ({uid})",
+                namespaced_name(&p.workspace.namespace, &p.workspace.name)
+            ),
         )
         .add(
             "Attempt",
