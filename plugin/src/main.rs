@@ -52,8 +52,8 @@ fn main() -> ExitCode {
         .build()
     {
         Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("error: cannot start: {e}");
+        Err(error) => {
+            eprintln!("error: cannot start: {error}");
             return ExitCode::FAILURE;
         }
     };

@@ -109,8 +109,8 @@ async fn raise(
                 let wait = wait.wait.then_some(wait.timeout);
                 return report(ctx, &result, &verb, false, wait).await;
             }
-            Err(e) if is_stale(&e) && tries < ATTEMPTS => continue,
-            Err(e) => return Err(e),
+            Err(error) if is_stale(&error) && tries < ATTEMPTS => continue,
+            Err(error) => return Err(error),
         }
     }
 }

@@ -198,9 +198,9 @@ mod tests {
             raw,
         };
         let sealed = item.typed.spec.plan.clone().unwrap();
-        let r = plan_detail(&item, &sealed, Some("0123456789abcdef"));
+        let rendered = plan_detail(&item, &sealed, Some("0123456789abcdef"));
         assert_eq!(
-            r.table,
+            rendered.table,
             "\
 Workspace:  org-a/demo (uid uid-demo)
 Attempt:    1 (id att-1, retry 0)
@@ -218,6 +218,6 @@ Values:
     message: hello
 "
         );
-        assert_eq!(r.data["attempt"], 1);
+        assert_eq!(rendered.data["attempt"], 1);
     }
 }
