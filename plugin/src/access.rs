@@ -71,8 +71,8 @@ pub async fn ask(client: &Client, resource: &str, verb: &str, name: String) -> A
                 Access::Denied { reason }
             }
         }
-        Err(e) => Access::Unknown {
-            error: report(&e.into(), None).message,
+        Err(error) => Access::Unknown {
+            error: report(&error.into(), None).message,
         },
     }
 }

@@ -131,17 +131,17 @@ fn split_columns(spec: &str) -> Vec<String> {
     let mut depth = 0usize;
     let mut quote: Option<char> = None;
     let mut escaped = false;
-    for c in spec.chars() {
+    for character in spec.chars() {
         if escaped {
             escaped = false;
-            current.push(c);
+            current.push(character);
             continue;
         }
-        match (quote, c) {
+        match (quote, character) {
             (Some(_), '\\') => escaped = true,
-            (Some(q), c) if c == q => quote = None,
+            (Some(open_quote), _) if character == open_quote => quote = None,
             (Some(_), _) => {}
-            (None, '\'' | '"') => quote = Some(c),
+            (None, '\'' | '"') => quote = Some(character),
             (None, '[' | '{') => depth += 1,
             (None, ']' | '}') => depth = depth.saturating_sub(1),
             (None, ',') if depth == 0 => {
@@ -150,7 +150,7 @@ fn split_columns(spec: &str) -> Vec<String> {
             }
             _ => {}
         }
-        current.push(c);
+        current.push(character);
     }
     parts.push(current);
     parts

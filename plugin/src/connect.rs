@@ -120,9 +120,9 @@ async fn load(flags: &GlobalFlags) -> anyhow::Result<Config> {
                     )
                 });
             }
-            Err(e) => {
+            Err(error) => {
                 return Err(user_error(
-                    format!("cannot read a kubeconfig: {e}"),
+                    format!("cannot read a kubeconfig: {error}"),
                     Some("pass --kubeconfig PATH or set KUBECONFIG".to_owned()),
                 ));
             }

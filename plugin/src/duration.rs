@@ -52,34 +52,38 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 
 /// A duration the way kubectl prints it in tables: the largest unit, rounded down,
 /// with a second unit while the first is small (`1m30s`, `2h5m`).
-pub fn human(d: Duration) -> String {
-    let s = d.as_secs();
-    match s {
-        0..120 => format!("{s}s"),
-        120..600 if !s.is_multiple_of(60) => format!("{}m{}s", s / 60, s % 60),
-        120..3600 => format!("{}m", s / 60),
-        3600..28_800 if (s % 3600) / 60 != 0 => format!("{}h{}m", s / 3600, (s % 3600) / 60),
-        3600..172_800 => format!("{}h", s / 3600),
-        _ => format!("{}d", s / 86_400),
+pub fn human(duration: Duration) -> String {
+    let seconds = duration.as_secs();
+    match seconds {
+        0..120 => format!("{seconds}s"),
+        120..600 if !seconds.is_multiple_of(60) => {
+            format!("{}m{}s", seconds / 60, seconds % 60)
+        }
+        120..3600 => format!("{}m", seconds / 60),
+        3600..28_800 if (seconds % 3600) / 60 != 0 => {
+            format!("{}h{}m", seconds / 3600, (seconds % 3600) / 60)
+        }
+        3600..172_800 => format!("{}h", seconds / 3600),
+        _ => format!("{}d", seconds / 86_400),
     }
 }
 
 /// A timeout for messages: `5m0s` style like kubectl, but without a zero tail.
-pub fn timeout_text(d: Duration) -> String {
-    let s = d.as_secs();
-    let (h, m, sec) = (s / 3600, (s % 3600) / 60, s % 60);
+pub fn timeout_text(duration: Duration) -> String {
+    let seconds = duration.as_secs();
+    let (hours, minutes, seconds_left) = (seconds / 3600, (seconds % 3600) / 60, seconds % 60);
     let mut out = String::new();
-    if h > 0 {
-        out.push_str(&format!("{h}h"));
+    if hours > 0 {
+        out.push_str(&format!("{hours}h"));
     }
-    if m > 0 {
-        out.push_str(&format!("{m}m"));
+    if minutes > 0 {
+        out.push_str(&format!("{minutes}m"));
     }
-    if sec > 0 || out.is_empty() {
-        if out.is_empty() && d.subsec_millis() > 0 && s == 0 {
-            return format!("{}ms", d.subsec_millis());
+    if seconds_left > 0 || out.is_empty() {
+        if out.is_empty() && duration.subsec_millis() > 0 && seconds == 0 {
+            return format!("{}ms", duration.subsec_millis());
         }
-        out.push_str(&format!("{sec}s"));
+        out.push_str(&format!("{seconds_left}s"));
     }
     out
 }

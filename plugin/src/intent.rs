@@ -160,10 +160,13 @@ mod tests {
 
     #[test]
     fn applies_use_the_plugin_s_field_manager() {
-        let p = params(false, true);
-        assert_eq!(p.field_manager.as_deref(), Some("kubectl-provider"));
-        assert!(!p.force);
-        assert!(p.dry_run);
+        let patch_params = params(false, true);
+        assert_eq!(
+            patch_params.field_manager.as_deref(),
+            Some("kubectl-provider")
+        );
+        assert!(!patch_params.force);
+        assert!(patch_params.dry_run);
     }
 
     #[test]

@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 
 mod access;
+mod attempt_state;
 mod cli;
 mod columns;
 mod commands;
@@ -11,15 +12,16 @@ mod duration;
 mod events;
 mod intent;
 mod jsonpath;
+mod object_names;
 mod objects;
+mod on_delete;
 mod output;
 mod output_format;
 mod report;
-mod state;
 mod table;
 #[cfg(test)]
 mod testdata;
-mod values;
+mod value_args;
 mod views;
 mod wait;
 mod watching;
@@ -50,8 +52,8 @@ fn main() -> ExitCode {
         .build()
     {
         Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("error: cannot start: {e}");
+        Err(error) => {
+            eprintln!("error: cannot start: {error}");
             return ExitCode::FAILURE;
         }
     };

@@ -42,7 +42,7 @@ where
     match api::<K>(client, namespace).get(name).await {
         Ok(object) => parse(object),
         Err(kube::Error::Api(status)) if status.code == 404 => Err(not_found::<K>(namespace, name)),
-        Err(e) => Err(e.into()),
+        Err(error) => Err(error.into()),
     }
 }
 
@@ -113,17 +113,22 @@ where
                 ),
             ));
         }
-        Err(e) => return Err(e.into()),
+        Err(error) => return Err(error.into()),
     };
     let mut items: Vec<Fetched<K>> = listed
         .items
         .into_iter()
         .map(parse)
         .collect::<anyhow::Result<_>>()?;
+    sort_by_namespace_and_name(&mut items);
+    Ok(items)
+}
+
+/// Sorts objects by namespace, then name, as kubectl lists them.
+pub fn sort_by_namespace_and_name<K: Resource>(items: &mut [Fetched<K>]) {
     items.sort_by(|a, b| {
         (a.typed.namespace(), a.typed.name_any()).cmp(&(b.typed.namespace(), b.typed.name_any()))
     });
-    Ok(items)
 }
 
 /// The raw JSON of a returned object, and its typed reading.

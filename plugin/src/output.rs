@@ -174,13 +174,13 @@ mod tests {
 
     #[test]
     fn no_headers_drops_the_header_line_of_tables_only() {
-        let r = listed();
+        let rendered = listed();
         assert_eq!(
-            printed_with(OutputFormat::Table, true, &r).0,
+            printed_with(OutputFormat::Table, true, &rendered).0,
             "a      Failed\nb      -\n"
         );
         assert_eq!(
-            printed_with(OutputFormat::Wide, true, &r).0,
+            printed_with(OutputFormat::Wide, true, &rendered).0,
             "a      Failed  1\nb      -       2\n"
         );
         // A detail view has no header to drop.
@@ -189,9 +189,9 @@ mod tests {
 
     #[test]
     fn jsonpath_reads_the_json_that_json_prints() {
-        let r = listed();
+        let rendered = listed();
         assert_eq!(
-            printed(format("jsonpath={.items[*].metadata.name}"), &r).0,
+            printed(format("jsonpath={.items[*].metadata.name}"), &rendered).0,
             "a b"
         );
         assert_eq!(printed(format("jsonpath={.kind}"), &sample()).0, "");
@@ -199,14 +199,14 @@ mod tests {
 
     #[test]
     fn custom_columns_print_a_row_per_listed_object() {
-        let r = listed();
+        let rendered = listed();
         let columns = format("custom-columns=NAME:.metadata.name,PHASE:.status.phase");
         assert_eq!(
-            printed(columns.clone(), &r).0,
+            printed(columns.clone(), &rendered).0,
             "NAME   PHASE\na      Failed\nb      <none>\n"
         );
         assert_eq!(
-            printed_with(columns.clone(), true, &r).0,
+            printed_with(columns.clone(), true, &rendered).0,
             "a   Failed\nb   <none>\n"
         );
         let empty = Rendered {
@@ -226,7 +226,7 @@ mod tests {
 
     #[test]
     fn custom_columns_of_a_result_without_objects_is_an_error() {
-        let r = Rendered {
+        let rendered = Rendered {
             data: json!({"attempts": [1, 2]}),
             rows_at: Some("attempts"),
             ..sample()
@@ -235,7 +235,7 @@ mod tests {
         let error = print(
             &format("custom-columns=A:.a"),
             false,
-            &r,
+            &rendered,
             &mut out,
             &mut err,
         )
@@ -246,13 +246,17 @@ mod tests {
         );
     }
 
-    fn printed(format: OutputFormat, r: &Rendered) -> (String, String) {
-        printed_with(format, false, r)
+    fn printed(format: OutputFormat, rendered: &Rendered) -> (String, String) {
+        printed_with(format, false, rendered)
     }
 
-    fn printed_with(format: OutputFormat, no_headers: bool, r: &Rendered) -> (String, String) {
+    fn printed_with(
+        format: OutputFormat,
+        no_headers: bool,
+        rendered: &Rendered,
+    ) -> (String, String) {
         let (mut out, mut err) = (Vec::new(), Vec::new());
-        print(&format, no_headers, r, &mut out, &mut err).unwrap();
+        print(&format, no_headers, rendered, &mut out, &mut err).unwrap();
         (
             String::from_utf8(out).unwrap(),
             String::from_utf8(err).unwrap(),
@@ -261,28 +265,28 @@ mod tests {
 
     #[test]
     fn each_format_prints_its_own_form() {
-        let r = sample();
-        assert_eq!(printed(OutputFormat::Table, &r).0, "T\n");
-        assert_eq!(printed(OutputFormat::Wide, &r).0, "W\n");
-        assert_eq!(printed(OutputFormat::Name, &r).0, "x.g/a\nx.g/b\n");
+        let rendered = sample();
+        assert_eq!(printed(OutputFormat::Table, &rendered).0, "T\n");
+        assert_eq!(printed(OutputFormat::Wide, &rendered).0, "W\n");
+        assert_eq!(printed(OutputFormat::Name, &rendered).0, "x.g/a\nx.g/b\n");
         assert_eq!(
-            printed(OutputFormat::Yaml, &r).0,
+            printed(OutputFormat::Yaml, &rendered).0,
             "a:\n  b:\n  - 1\n  - 2\n"
         );
         assert_eq!(
-            printed(OutputFormat::Json, &r).0,
+            printed(OutputFormat::Json, &rendered).0,
             "{\n    \"a\": {\n        \"b\": [\n            1,\n            2\n        ]\n    }\n}\n"
         );
     }
 
     #[test]
     fn an_empty_table_says_so_on_stderr() {
-        let r = Rendered {
+        let rendered = Rendered {
             empty: Some("No workspaces found in namespace org-a.".into()),
             ..Rendered::default()
         };
         assert_eq!(
-            printed(OutputFormat::Table, &r),
+            printed(OutputFormat::Table, &rendered),
             (
                 String::new(),
                 "No workspaces found in namespace org-a.\n".into()

@@ -159,26 +159,29 @@ mod tests {
 
     #[test]
     fn other_api_errors_keep_the_server_s_message() {
-        let r = from_status(&status(
+        let reported = from_status(&status(
             404,
             "NotFound",
             "workspaces.providers.platform.dev \"x\" not found",
         ));
         assert_eq!(
-            r.message,
+            reported.message,
             "workspaces.providers.platform.dev \"x\" not found"
         );
-        assert!(r.hints.is_empty());
+        assert!(reported.hints.is_empty());
     }
 
     #[test]
     fn an_apply_conflict_says_who_to_ask() {
-        let r = from_status(&status(
+        let reported = from_status(&status(
             409,
             "Conflict",
             "Apply failed with 1 conflict: conflict with \"argocd\": .spec.values.replicaCount",
         ));
-        assert!(r.hints[0].contains("--force-conflicts"), "{r:?}");
+        assert!(
+            reported.hints[0].contains("--force-conflicts"),
+            "{reported:?}"
+        );
     }
 
     #[test]

@@ -98,8 +98,8 @@ impl Table {
             })
             .collect();
         for row in &self.rows {
-            for (w, &i) in widths.iter_mut().zip(&shown) {
-                *w = (*w).max(cell(row, i).chars().count());
+            for (width, &column) in widths.iter_mut().zip(&shown) {
+                *width = (*width).max(cell(row, column).chars().count());
             }
         }
         let mut out = String::new();
@@ -113,8 +113,8 @@ impl Table {
                 .map(|row| shown.iter().map(|&i| cell(row, i)).collect()),
         ) {
             let mut line = String::from(indent);
-            for (n, (text, width)) in cells.iter().zip(&widths).enumerate() {
-                if n + 1 == cells.len() {
+            for (position, (text, width)) in cells.iter().zip(&widths).enumerate() {
+                if position + 1 == cells.len() {
                     line.push_str(text);
                 } else {
                     line.push_str(text);

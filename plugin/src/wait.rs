@@ -20,11 +20,11 @@ use providers::api::Workspace;
 use tokio::time::{Instant, sleep_until};
 
 use crate::{
+    attempt_state::wait_outcome::{Wait, wait_outcome},
     connect::Connection,
     duration::timeout_text,
     objects::{self, Fetched},
     report::user_error,
-    state::{Wait, wait_outcome},
     watching,
 };
 
@@ -145,12 +145,12 @@ async fn follow(
             Some(Seen::Gone) | None => {
                 return Err(objects::not_found::<Workspace>(Some(namespace), name));
             }
-            Some(Seen::Failed(e)) if is_final(&e) => return Err(e),
+            Some(Seen::Failed(error)) if is_final(&error) => return Err(error),
             // A blip (a restarting API server, a dropped connection): keep waiting.
-            Some(Seen::Failed(e)) => {
+            Some(Seen::Failed(error)) => {
                 last = format!(
                     "cannot read the Workspace: {}",
-                    crate::report::report(&e, None).message
+                    crate::report::report(&error, None).message
                 );
                 progress.update(&last);
             }
@@ -192,7 +192,7 @@ pub async fn until_deleted(
                     format!("being deleted, waiting for {}", finalizers.join(", "))
                 });
             }
-            Some(Seen::Failed(e)) if is_final(&e) => break Err(e),
+            Some(Seen::Failed(error)) if is_final(&error) => break Err(error),
             Some(Seen::Failed(_)) => {}
         }
     };
@@ -226,7 +226,7 @@ fn watch_one(
                 Ok(Event::Apply(object)) => Some(Seen::Object(Box::new(object))),
                 Ok(Event::InitDone) => (!listed).then_some(Seen::Gone),
                 Ok(Event::Delete(_)) => Some(Seen::Gone),
-                Err(e) => Some(Seen::Failed(e.into())),
+                Err(error) => Some(Seen::Failed(error.into())),
             };
             std::future::ready(seen)
         })

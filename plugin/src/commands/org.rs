@@ -23,6 +23,7 @@ use crate::{
     cli::{OrgAddArgs, OrgCommand},
     commands::Ctx,
     intent::FIELD_MANAGER,
+    object_names::namespaced_name,
     output::{Rendered, list, resource_name},
     report::user_error,
     table::{Table, col},
@@ -108,8 +109,10 @@ async fn add(ctx: &Ctx, args: OrgAddArgs) -> anyhow::Result<()> {
         {
             return Err(user_error(
                 format!(
-                    "organization {}: the installer runs as {}/{}, not {}/{}",
-                    args.name, installed.0, installed.1, wanted.0, wanted.1
+                    "organization {}: the installer runs as {}, not {}",
+                    args.name,
+                    namespaced_name(&installed.0, &installed.1),
+                    namespaced_name(&wanted.0, &wanted.1)
                 ),
                 Some(format!(
                     "pass --installer-namespace {} --installer-service-account {} (or set PROVIDERS_NAMESPACE={})",

@@ -7,6 +7,7 @@ use providers::{api::Workspace, seal::Keyring};
 use crate::{
     cli::PlanArgs,
     commands::Ctx,
+    object_names::namespaced_name,
     objects,
     report::{report, user_error},
     views::plan::{plan_detail, verify},
@@ -62,14 +63,13 @@ async fn published_keys(client: &Client, namespace: &str, name: &str) -> anyhow:
         .filter(|(key, _)| key.ends_with(".pem"))
         .map(|(key, pem)| (key.as_str(), pem.as_str()))
         .collect();
+    let configmap = namespaced_name(namespace, name);
     if pems.is_empty() {
         return Err(user_error(
-            format!(
-                "configmap {namespace}/{name} holds no public keys (entries named <keyID>.pem)"
-            ),
+            format!("configmap {configmap} holds no public keys (entries named <keyID>.pem)"),
             None,
         ));
     }
     Keyring::from_pems(pems)
-        .map_err(|e| user_error(format!("configmap {namespace}/{name}: {e}"), None))
+        .map_err(|error| user_error(format!("configmap {configmap}: {error}"), None))
 }

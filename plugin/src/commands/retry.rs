@@ -4,6 +4,7 @@
 use providers::api::{Cause, Workspace};
 
 use crate::{
+    attempt_state::retry_rules::{repair_allowed, retry_allowed, rollback_target},
     cli::{RetryArgs, RollbackArgs},
     commands::{
         Ctx,
@@ -12,7 +13,6 @@ use crate::{
     intent::Intent,
     objects,
     report::user_error,
-    state::{repair_allowed, retry_allowed, rollback_target},
 };
 
 /// Which kept plan the raised counter asks for.
@@ -109,8 +109,8 @@ async fn raise(
                 let wait = wait.wait.then_some(wait.timeout);
                 return report(ctx, &result, &verb, false, wait).await;
             }
-            Err(e) if is_stale(&e) && tries < ATTEMPTS => continue,
-            Err(e) => return Err(e),
+            Err(error) if is_stale(&error) && tries < ATTEMPTS => continue,
+            Err(error) => return Err(error),
         }
     }
 }

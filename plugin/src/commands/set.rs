@@ -56,8 +56,8 @@ pub async fn run(ctx: &Ctx, args: SetArgs) -> anyhow::Result<()> {
                 let wait = args.wait.wait.then_some(args.wait.timeout);
                 return report(ctx, &result, verb(true, changed), dry_run, wait).await;
             }
-            Err(e) if is_stale(&e) && tries < ATTEMPTS => continue,
-            Err(e) => return Err(e),
+            Err(error) if is_stale(&error) && tries < ATTEMPTS => continue,
+            Err(error) => return Err(error),
         }
     }
 }

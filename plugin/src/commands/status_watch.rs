@@ -65,8 +65,8 @@ pub async fn run(ctx: &Ctx, args: &StatusArgs) -> anyhow::Result<()> {
             Some(Ok(Event::Apply(object) | Event::Delete(object))) => {
                 printer.changed(vec![object], false)?;
             }
-            Some(Err(e)) => {
-                let error = anyhow::Error::from(e);
+            Some(Err(watch_error)) => {
+                let error = anyhow::Error::from(watch_error);
                 if is_final(&error) {
                     return Err(error);
                 }
@@ -106,10 +106,7 @@ impl Printer<'_> {
         if fresh.is_empty() && !first {
             return Ok(());
         }
-        fresh.sort_by(|a, b| {
-            (a.typed.namespace(), a.typed.name_any())
-                .cmp(&(b.typed.namespace(), b.typed.name_any()))
-        });
+        objects::sort_by_namespace_and_name(&mut fresh);
         let mut out = std::io::stdout().lock();
         let mut err = std::io::stderr().lock();
         let format = self.ctx.output();

@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::{cli::ValueFlags, report::user_error, values::build};
+use crate::{cli::ValueFlags, report::user_error, value_args::build};
 
 /// The values the flags ask for, over `base`.
 pub fn read_values(

@@ -7,11 +7,11 @@ use kube::{
 use providers::api::Workspace;
 
 use crate::{
+    attempt_state::wait_outcome::{Wait, wait_outcome},
     commands::Ctx,
     intent::{Intent, apply_body, params, patch},
     objects::{self, Fetched},
     output::Rendered,
-    state::{Wait, wait_outcome},
     views::workspaces::name_of,
     wait,
 };
@@ -72,11 +72,16 @@ pub async fn report(
     let name = name_of(&result.typed);
     let suffix = if dry_run { " (server dry run)" } else { "" };
     let mut line = format!("{name} {verb}{suffix}");
-    if dry_run && let Some(plan) = &result.typed.spec.plan {
-        let p = &plan.plan;
+    if dry_run && let Some(sealed) = &result.typed.spec.plan {
+        let plan = &sealed.plan;
         line.push_str(&format!(
             "\nwould run attempt {}: {} {} as release {} in namespace {} on edge {}",
-            p.attempt, p.chart.name, p.version, p.release, p.namespace, p.edge_name
+            plan.attempt,
+            plan.chart.name,
+            plan.version,
+            plan.release,
+            plan.namespace,
+            plan.edge_name
         ));
     }
     let Some(timeout) = wait.filter(|_| !dry_run) else {

@@ -23,14 +23,14 @@ pub fn edge_list(edges: &[(Fetched<Edge>, Access)]) -> Rendered {
         wide("WORKSPACE UUID"),
         wide("SERVER"),
     ]);
-    for (Fetched { typed: e, .. }, access) in edges {
-        let status = e.status.clone().unwrap_or_default();
+    for (Fetched { typed: edge, .. }, access) in edges {
+        let status = edge.status.clone().unwrap_or_default();
         table.push(vec![
-            e.name_any(),
-            e.spec.cluster_id.clone(),
+            edge.name_any(),
+            edge.spec.cluster_id.clone(),
             status.ready.to_string(),
             access.word().to_owned(),
-            e.spec.workspace_uuid.clone(),
+            edge.spec.workspace_uuid.clone(),
             status.server.unwrap_or_else(|| "-".to_owned()),
         ]);
     }
@@ -67,7 +67,7 @@ mod tests {
 
     #[test]
     fn each_edge_shows_readiness_and_your_permission() {
-        let r = edge_list(&[
+        let rendered = edge_list(&[
             (
                 edge("edge-1", true),
                 Access::Allowed {
@@ -88,7 +88,7 @@ mod tests {
             ),
         ]);
         assert_eq!(
-            r.table,
+            rendered.table,
             "\
 NAME     CLUSTER          READY   INSTALL
 edge-1   cluster-edge-1   true    yes
@@ -96,8 +96,11 @@ edge-2   cluster-edge-2   false   no
 edge-3   cluster-edge-3   true    unknown
 "
         );
-        assert!(r.wide.contains("https://10.0.0.7:6443"));
-        assert_eq!(r.data["edges"][0]["install"]["allowed"], true);
-        assert_eq!(r.data["edges"][1]["edge"]["metadata"]["name"], "edge-2");
+        assert!(rendered.wide.contains("https://10.0.0.7:6443"));
+        assert_eq!(rendered.data["edges"][0]["install"]["allowed"], true);
+        assert_eq!(
+            rendered.data["edges"][1]["edge"]["metadata"]["name"],
+            "edge-2"
+        );
     }
 }

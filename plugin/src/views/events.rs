@@ -66,8 +66,8 @@ pub fn events_section(events: &[Event], now: Timestamp) -> String {
     for event in events {
         let last = age(now, last_seen(event).as_ref());
         let seen = match count(event) {
-            n if n > 1 => format!(
-                "{last} (x{n} over {})",
+            times if times > 1 => format!(
+                "{last} (x{times} over {})",
                 age(now, first_seen(event).as_ref())
             ),
             _ => last,

@@ -7,7 +7,10 @@ use providers::{
     verify::verify_plan,
 };
 
-use crate::{objects::Fetched, output::Rendered, table::Fields, views::workspaces::name_of};
+use crate::{
+    object_names::namespaced_name, objects::Fetched, output::Rendered, table::Fields,
+    views::workspaces::name_of,
+};
 
 /// Checks a Workspace's sealed plan exactly as the installer does before it runs it
 /// ([`providers::verify::verify_plan`]): the signature against the published keys, no dry
@@ -39,7 +42,10 @@ pub fn plan_detail(
     fields
         .add(
             "Workspace",
-            format!("{}/{} ({uid})", p.workspace.namespace, p.workspace.name),
+            format!(
+                "{} ({uid})",
+                namespaced_name(&p.workspace.namespace, &p.workspace.name)
+            ),
         )
         .add(
             "Attempt",
@@ -192,9 +198,9 @@ mod tests {
             raw,
         };
         let sealed = item.typed.spec.plan.clone().unwrap();
-        let r = plan_detail(&item, &sealed, Some("0123456789abcdef"));
+        let rendered = plan_detail(&item, &sealed, Some("0123456789abcdef"));
         assert_eq!(
-            r.table,
+            rendered.table,
             "\
 Workspace:  org-a/demo (uid uid-demo)
 Attempt:    1 (id att-1, retry 0)
@@ -212,6 +218,6 @@ Values:
     message: hello
 "
         );
-        assert_eq!(r.data["attempt"], 1);
+        assert_eq!(rendered.data["attempt"], 1);
     }
 }

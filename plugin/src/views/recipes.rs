@@ -27,26 +27,26 @@ pub fn recipe_list(recipes: &[(Fetched<Recipe>, Access)]) -> Rendered {
         wide("NAMESPACE"),
         wide("RELEASE"),
     ]);
-    for (Fetched { typed: r, .. }, access) in recipes {
-        let paths: Vec<&str> = r
+    for (Fetched { typed: recipe, .. }, access) in recipes {
+        let paths: Vec<&str> = recipe
             .spec
             .values_schema
             .iter()
             .map(|f| f.path.as_str())
             .collect();
         table.push(vec![
-            r.name_any(),
+            recipe.name_any(),
             access.word().to_owned(),
-            r.spec.chart.name.clone(),
-            r.spec.versions.join(","),
+            recipe.spec.chart.name.clone(),
+            recipe.spec.versions.join(","),
             if paths.is_empty() {
                 "<none>".to_owned()
             } else {
                 paths.join(",")
             },
-            r.spec.chart.repository.clone(),
-            namespace_of(&r.spec),
-            release_of(&r.spec),
+            recipe.spec.chart.repository.clone(),
+            namespace_of(&recipe.spec),
+            release_of(&recipe.spec),
         ]);
     }
     Rendered {
@@ -87,26 +87,29 @@ fn release_of(spec: &providers::api::RecipeSpec) -> String {
 
 /// One recipe in detail, with whether the caller may use it and a table of the values a
 /// tenant may set and their bounds.
-pub fn recipe_detail(recipe: &Fetched<Recipe>, access: &Access) -> Rendered {
-    let r = &recipe.typed;
+pub fn recipe_detail(item: &Fetched<Recipe>, access: &Access) -> Rendered {
+    let recipe = &item.typed;
     let mut fields = Fields::new();
     fields
-        .add("Name", r.name_any())
-        .add("You may use it", use_text(access, &r.name_any()))
+        .add("Name", recipe.name_any())
+        .add("You may use it", use_text(access, &recipe.name_any()))
         .add(
             "Chart",
-            format!("{} from {}", r.spec.chart.name, r.spec.chart.repository),
+            format!(
+                "{} from {}",
+                recipe.spec.chart.name, recipe.spec.chart.repository
+            ),
         )
-        .add("Versions", versions(&r.spec.versions))
+        .add("Versions", versions(&recipe.spec.versions))
         .add(
             "Installs",
             format!(
                 "release {} in namespace {} on the edge",
-                release_of(&r.spec),
-                namespace_of(&r.spec)
+                release_of(&recipe.spec),
+                namespace_of(&recipe.spec)
             ),
         );
-    if let Some(cred) = &r.spec.runtime_credential {
+    if let Some(cred) = &recipe.spec.runtime_credential {
         fields.add(
             "Hub access",
             format!(
@@ -117,11 +120,11 @@ pub fn recipe_detail(recipe: &Fetched<Recipe>, access: &Access) -> Rendered {
     }
     let mut text = fields.render();
     text.push_str("Values you may set:\n");
-    if r.spec.values_schema.is_empty() {
+    if recipe.spec.values_schema.is_empty() {
         text.push_str("  <none>: this recipe takes no values from you\n");
     } else {
         let mut table = Table::new(&[col("PATH"), col("TYPE"), col("ALLOWED"), col("DESCRIPTION")]);
-        for field in &r.spec.values_schema {
+        for field in &recipe.spec.values_schema {
             table.push(vec![
                 field.path.clone(),
                 type_name(field.type_).to_owned(),
@@ -131,14 +134,14 @@ pub fn recipe_detail(recipe: &Fetched<Recipe>, access: &Access) -> Rendered {
         }
         text.push_str(&table.render_indented(false, "  "));
     }
-    if let Some(values) = r.spec.values.as_ref().filter(|v| !is_empty(v)) {
+    if let Some(values) = recipe.spec.values.as_ref().filter(|v| !is_empty(v)) {
         text.push_str("Default values:\n");
         let yaml = serde_yaml::to_string(values).unwrap_or_default();
         for line in yaml.lines() {
             text.push_str(&format!("  {line}\n"));
         }
     }
-    Rendered::text(recipe.raw.clone(), text, vec![name_of(r)])
+    Rendered::text(item.raw.clone(), text, vec![name_of(recipe)])
 }
 
 fn is_empty(value: &serde_json::Value) -> bool {
@@ -160,8 +163,8 @@ fn versions(versions: &[String]) -> String {
         .join(", ")
 }
 
-fn type_name(t: ValueType) -> &'static str {
-    match t {
+fn type_name(value_type: ValueType) -> &'static str {
+    match value_type {
         ValueType::String => "string",
         ValueType::Integer => "integer",
         ValueType::Number => "number",
@@ -219,15 +222,15 @@ mod tests {
         let allowed = Access::Allowed {
             reason: String::new(),
         };
-        let r = recipe_list(&[(recipe(), allowed)]);
+        let rendered = recipe_list(&[(recipe(), allowed)]);
         assert_eq!(
-            r.table,
+            rendered.table,
             "NAME      USE   CHART     VERSIONS      SETTABLE VALUES\n\
              podinfo   yes   podinfo   6.5.0,6.4.0   replicaCount,ui.color,ui.message,tier\n"
         );
-        assert!(r.wide.contains("https://charts.example/stable"));
-        assert_eq!(r.names, ["recipe.providers.platform.dev/podinfo"]);
-        assert_eq!(r.data["kind"], "List");
+        assert!(rendered.wide.contains("https://charts.example/stable"));
+        assert_eq!(rendered.names, ["recipe.providers.platform.dev/podinfo"]);
+        assert_eq!(rendered.data["kind"], "List");
     }
 
     #[test]
@@ -235,9 +238,9 @@ mod tests {
         let denied = Access::Denied {
             reason: String::new(),
         };
-        let r = recipe_detail(&recipe(), &denied);
+        let rendered = recipe_detail(&recipe(), &denied);
         assert_eq!(
-            r.table,
+            rendered.table,
             "\
 Name:            podinfo
 You may use it:  no: ask the platform team for the `use` verb on recipes/podinfo (providers.platform.dev)
