@@ -292,9 +292,7 @@ pub(super) fn last_status(decision: &Decision) -> WorkspaceStatus {
 
 pub(super) fn condition(status: &WorkspaceStatus, kind: &str) -> (String, String) {
     let c = status
-        .conditions
-        .iter()
-        .find(|c| c.type_ == kind)
+        .condition(kind)
         .unwrap_or_else(|| panic!("condition {kind}"));
     (c.status.clone(), c.reason.clone())
 }
