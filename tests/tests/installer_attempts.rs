@@ -73,10 +73,11 @@ fn status_of(ws: &Workspace) -> providers::api::WorkspaceStatus {
     ws.status.clone().unwrap_or_default()
 }
 
-/// Show 1 and 2: the namespace, the identity, and a Job carrying the pinned chart, version
-/// and values; Progressing; a real Helm release with the pinned values;
-/// then the result in status before the identity disappears, the Job released after that,
-/// cleanedUp, Ready. The provider's runtime credential is minted and stays.
+/// An install runs the sealed plan and records its result before it revokes the identity:
+/// the namespace, the identity, and a Job carrying the pinned chart, version and values;
+/// Progressing; a real Helm release with the pinned values; then the result in status
+/// before the identity disappears, the Job released after that, cleanedUp, Ready. The
+/// provider's runtime credential is minted and stays.
 #[tokio::test]
 async fn sealed_workspace_installs_the_pinned_chart_for_real() -> anyhow::Result<()> {
     let case = "install";
@@ -425,8 +426,9 @@ fn pinned(job: &Job) -> Vec<String> {
         .collect()
 }
 
-/// Show 3: a failed Job leaves the attempt failed, with no new Job; a retry runs exactly
-/// one new Job, for attempt 2, with the same chart, version and values.
+/// A failed attempt stays failed, and a retry runs exactly one new Job: a failed Job leaves
+/// the attempt failed, with no new Job; a retry runs exactly one new Job, for attempt 2,
+/// with the same chart, version and values.
 #[tokio::test]
 async fn failed_attempt_waits_for_a_retry_then_runs_exactly_one_new_job() -> anyhow::Result<()> {
     let case = "retry";
@@ -505,7 +507,8 @@ async fn failed_attempt_waits_for_a_retry_then_runs_exactly_one_new_job() -> any
     Ok(())
 }
 
-/// Show 5: a namespace on the edge that someone else owns: no Job, NamespaceNotAdmitted.
+/// The installer never installs into a namespace it does not own: a namespace on the edge
+/// that someone else owns: no Job, NamespaceNotAdmitted.
 #[tokio::test]
 async fn namespace_owned_by_someone_else_is_not_admitted() -> anyhow::Result<()> {
     let case = "foreign";
@@ -563,8 +566,8 @@ async fn namespace_owned_by_someone_else_is_not_admitted() -> anyhow::Result<()>
     Ok(())
 }
 
-/// Show 7: a plan whose signature does not verify (written while no webhook checked it):
-/// SealInvalid, and nothing at all on the edge.
+/// Only a plan whose seal verifies runs: a plan whose signature does not verify (written
+/// while no webhook checked it): SealInvalid, and nothing at all on the edge.
 #[tokio::test]
 async fn broken_seal_touches_nothing_on_the_edge() -> anyhow::Result<()> {
     let case = "seal";
@@ -620,9 +623,9 @@ async fn broken_seal_touches_nothing_on_the_edge() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Show 10: a runner killed while helm installs leaves the release pending-install; the
-/// next attempt says so and recovers instead of failing with "another operation is in
-/// progress".
+/// A release left pending by a killed runner is recovered: a runner killed while helm
+/// installs leaves the release pending-install; the next attempt says so and recovers
+/// instead of failing with "another operation is in progress".
 #[tokio::test]
 async fn release_left_pending_by_a_killed_helm_is_recovered() -> anyhow::Result<()> {
     let case = "pending";
@@ -718,8 +721,9 @@ async fn release_left_pending_by_a_killed_helm_is_recovered() -> anyhow::Result<
     Ok(())
 }
 
-/// Show 6, first half: deleting a Workspace during an attempt fences it, removes that
-/// attempt's identity, and leaves the namespace and the release's objects in place.
+/// Deleting a Workspace revokes its attempt's identity and nothing else: deleting a
+/// Workspace during an attempt fences it, removes that attempt's identity, and leaves the
+/// namespace and the release's objects in place.
 #[tokio::test]
 async fn deletion_during_an_attempt_removes_only_the_identity() -> anyhow::Result<()> {
     let case = "delete";
@@ -855,8 +859,9 @@ async fn deletion_during_an_attempt_removes_only_the_identity() -> anyhow::Resul
     Ok(())
 }
 
-/// Show 6, second half: delete and at once recreate the same name; the old Workspace's
-/// cleanup never touches the new one, which installs normally.
+/// A Workspace's cleanup touches only its own objects, also under a same-name replacement:
+/// delete and at once recreate the same name; the old Workspace's cleanup never touches the
+/// new one, which installs normally.
 #[tokio::test]
 async fn delete_and_recreate_leaves_the_new_workspace_untouched() -> anyhow::Result<()> {
     let case = "recreate";
