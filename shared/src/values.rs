@@ -510,20 +510,8 @@ pub fn set_path(root: &mut Value, path: &str, value: Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::field;
     use serde_json::json;
-
-    fn field(path: &str, type_: ValueType) -> ValueField {
-        ValueField {
-            path: path.to_owned(),
-            type_,
-            description: None,
-            enum_: None,
-            pattern: None,
-            max_length: None,
-            minimum: None,
-            maximum: None,
-        }
-    }
 
     fn schema() -> Vec<ValueField> {
         vec![

@@ -16,10 +16,7 @@ use kube::{
     api::{Patch, PatchParams, PostParams},
 };
 use providers::{
-    api::{
-        ChartRef, Edge, EdgeSpec, Recipe, RecipeSpec, SecretKeyRef, ValueField, ValueType,
-        Workspace, WorkspaceSpec,
-    },
+    api::{Edge, Recipe, Workspace},
     seal::Sealer,
 };
 use rustls::{
@@ -28,13 +25,13 @@ use rustls::{
 };
 use serde_json::{Value, json};
 use testbed::{
-    ControlPlaneInfo, Supervised, User, kubeconfig, kubectl, platform, process, supervised,
+    ControlPlaneInfo, Supervised, User,
+    fixtures::{self, REPOSITORY},
+    kubeconfig, kubectl, platform, process, supervised,
     webhook::{SYSTEM_NAMESPACE, Webhook},
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_rustls::TlsConnector;
-
-const REPOSITORY: &str = "http://127.0.0.1:1/charts";
 
 struct Fixture {
     plane: &'static ControlPlaneInfo,
@@ -78,62 +75,15 @@ async fn catalog(plane: &ControlPlaneInfo, webhook: &Webhook) -> anyhow::Result<
 }
 
 fn recipe() -> Recipe {
-    Recipe::new(
-        "demo",
-        RecipeSpec {
-            chart: ChartRef {
-                repository: REPOSITORY.into(),
-                name: "demo".into(),
-            },
-            versions: vec!["0.2.0".into(), "0.1.0".into()],
-            namespace: Some("demo".into()),
-            release: Some("demo".into()),
-            values: None,
-            values_schema: vec![ValueField {
-                path: "replicaCount".into(),
-                type_: ValueType::Integer,
-                description: None,
-                enum_: None,
-                pattern: None,
-                max_length: None,
-                minimum: Some(1.0),
-                maximum: Some(5.0),
-            }],
-            execution: vec![],
-            runtime_credential: None,
-        },
-    )
+    fixtures::recipe("demo", fixtures::recipe_spec())
 }
 
 fn edge() -> Edge {
-    Edge::new(
-        "edge-1",
-        EdgeSpec {
-            cluster_id: "edge-1-cluster".into(),
-            workspace_uuid: "8c6b7c1e-0000-4000-8000-000000000001".into(),
-            kubeconfig_secret_ref: SecretKeyRef {
-                namespace: SYSTEM_NAMESPACE.into(),
-                name: "edge-1".into(),
-                key: "kubeconfig".into(),
-            },
-        },
-    )
+    fixtures::edge("edge-1")
 }
 
 fn workspace(name: &str, values: Value) -> Workspace {
-    let mut ws = Workspace::new(
-        name,
-        WorkspaceSpec {
-            recipe: "demo".into(),
-            edge: "edge-1".into(),
-            version: None,
-            values: Some(values),
-            retry: None,
-            plan: None,
-        },
-    );
-    ws.metadata.namespace = Some("org-a".into());
-    ws
+    fixtures::workspace_in("org-a", name, fixtures::with_values(values))
 }
 
 fn denial<T: std::fmt::Debug>(result: Result<T, kube::Error>) -> kube::core::Status {

@@ -10,7 +10,7 @@ use k8s_openapi::{
 use serde_json::json;
 
 use crate::api::{
-    ChartRef, ExecutionRule, JobResult, Owner, Phase, Plan, Preparation, RuntimeCredential, Seal,
+    ChartRef, ExecutionRule, JobResult, Phase, Plan, Preparation, RuntimeCredential, Seal,
     SealedPlan, Target, Workspace, WorkspaceIdentity, WorkspaceSpec, WorkspaceStatus,
 };
 
@@ -48,21 +48,12 @@ pub(super) fn plan(attempt: i64) -> Plan {
                 UID.into()
             },
         },
-        org: "org-a".into(),
-        provider: "hello".into(),
-        owner: Owner {
-            username: "alice".into(),
-            ..Default::default()
-        },
         chart: ChartRef {
             repository: "http://127.0.0.1:8080/charts".into(),
             name: "hello".into(),
         },
-        version: "0.1.0".into(),
-        release: "hello".into(),
         namespace: "hello-ns".into(),
         values: json!({"greeting": "hi"}),
-        edge_name: "edge-1".into(),
         cluster: "cluster-1".into(),
         edge_workspace_uuid: "ews-1".into(),
         job: format!("hello-0a1b2c3d-{attempt}"),
@@ -71,11 +62,8 @@ pub(super) fn plan(attempt: i64) -> Plan {
             resources: vec!["configmaps".into()],
             verbs: vec!["get".into(), "create".into()],
         }],
-        runtime_credential: None,
         sealed_at: Some(Time(now())),
-        dry_run: false,
-        cause: None,
-        restores: None,
+        ..crate::testing::plan()
     }
 }
 
@@ -92,10 +80,6 @@ pub(super) fn workspace(plan: Option<Plan>, status: Option<WorkspaceStatus>) -> 
         },
         spec: WorkspaceSpec {
             recipe: "hello".into(),
-            edge: "edge-1".into(),
-            version: None,
-            values: None,
-            retry: None,
             plan: plan.map(|plan| SealedPlan {
                 plan,
                 seal: Seal {
@@ -104,6 +88,7 @@ pub(super) fn workspace(plan: Option<Plan>, status: Option<WorkspaceStatus>) -> 
                     signature: "s".into(),
                 },
             }),
+            ..crate::testing::workspace_spec()
         },
         status,
     }
