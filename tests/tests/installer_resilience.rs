@@ -33,6 +33,7 @@ use providers::{
 use serde_json::json;
 use testbed::installer::{
     self, ControllerOptions, Environment, Options, PlanSpec, SYSTEM, eventually, has_condition,
+    status_of, wait_workspace,
 };
 use tokio::sync::Mutex;
 
@@ -47,25 +48,6 @@ async fn env() -> anyhow::Result<&'static Environment> {
         Options { proxied_edge: true },
     )
     .await
-}
-
-async fn wait_workspace(
-    hub: &Client,
-    org: &str,
-    name: &str,
-    what: &str,
-    check: impl Fn(&Workspace) -> bool,
-) -> anyhow::Result<Workspace> {
-    let api: Api<Workspace> = Api::namespaced(hub.clone(), org);
-    eventually(what, WAIT, || async {
-        let ws = api.get(name).await?;
-        Ok(check(&ws).then_some(ws))
-    })
-    .await
-}
-
-fn status_of(ws: &Workspace) -> providers::api::WorkspaceStatus {
-    ws.status.clone().unwrap_or_default()
 }
 
 async fn jobs_of(edge: &Client, uid: &str) -> anyhow::Result<Vec<Job>> {
