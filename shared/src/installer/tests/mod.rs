@@ -7,6 +7,7 @@ use k8s_openapi::{
     apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time},
     jiff::Timestamp,
 };
+use rstest::rstest;
 use serde_json::json;
 
 use crate::api::{

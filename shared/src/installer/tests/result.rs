@@ -3,51 +3,51 @@
 
 use super::*;
 
-#[test]
-fn job_result_is_recorded_before_revocation() {
-    let rows = [
-        (JobOutcome::Succeeded, JobResult::Succeeded, "False"),
-        (failed(), JobResult::Failed, "True"),
-    ];
-    for (outcome, result, failed_condition) in rows {
-        let ws = workspace(Some(plan(1)), Some(bound(1, Some("job-uid"))));
-        let mut case = Case::new(&ws);
-        let mut remote = prepared(1);
-        remote.job = Some(job(1, outcome, true));
-        case.remote = Some(remote);
-        let decision = case.decide();
-        assert_eq!(
-            steps(&decision),
-            [
-                "write-status",
-                "delete-service-account",
-                "delete-role",
-                "delete-role-binding",
-                "delete-values-secret",
-                "release-job",
-                "write-status"
-            ],
-            "{result:?}: result first, then identity, then the Job's finalizer, cleanup last"
-        );
-        let writes: Vec<&WorkspaceStatus> = decision
-            .actions
-            .iter()
-            .filter_map(|a| match a {
-                Action::WriteStatus(status) => Some(&**status),
-                _ => None,
-            })
-            .collect();
-        let first = writes[0];
-        assert_eq!(first.job_result, Some(result));
-        assert!(first.finished_at.is_some());
-        assert!(!first.cleaned_up);
-        assert_eq!(first.attempts[0].result, Some(result));
-        assert_eq!(condition(first, "Failed").0, failed_condition);
-        assert_eq!(condition(first, "Ready").0, "False", "not before cleanup");
-        let last = writes[1];
-        assert!(last.cleaned_up, "recorded after revocation and release");
-        assert_eq!(decision.next, Next::Idle);
-    }
+#[rstest]
+#[case::succeeded(JobOutcome::Succeeded, JobResult::Succeeded, "False")]
+#[case::failed(failed(), JobResult::Failed, "True")]
+fn job_result_is_recorded_before_revocation(
+    #[case] outcome: JobOutcome,
+    #[case] result: JobResult,
+    #[case] failed_condition: &str,
+) {
+    let ws = workspace(Some(plan(1)), Some(bound(1, Some("job-uid"))));
+    let mut case = Case::new(&ws);
+    let mut remote = prepared(1);
+    remote.job = Some(job(1, outcome, true));
+    case.remote = Some(remote);
+    let decision = case.decide();
+    assert_eq!(
+        steps(&decision),
+        [
+            "write-status",
+            "delete-service-account",
+            "delete-role",
+            "delete-role-binding",
+            "delete-values-secret",
+            "release-job",
+            "write-status"
+        ],
+        "{result:?}: result first, then identity, then the Job's finalizer, cleanup last"
+    );
+    let writes: Vec<&WorkspaceStatus> = decision
+        .actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::WriteStatus(status) => Some(&**status),
+            _ => None,
+        })
+        .collect();
+    let first = writes[0];
+    assert_eq!(first.job_result, Some(result));
+    assert!(first.finished_at.is_some());
+    assert!(!first.cleaned_up);
+    assert_eq!(first.attempts[0].result, Some(result));
+    assert_eq!(condition(first, "Failed").0, failed_condition);
+    assert_eq!(condition(first, "Ready").0, "False", "not before cleanup");
+    let last = writes[1];
+    assert!(last.cleaned_up, "recorded after revocation and release");
+    assert_eq!(decision.next, Next::Idle);
 }
 
 #[test]

@@ -62,49 +62,53 @@ fn new_attempt_binds_to_the_workspace() {
     assert_eq!(decision.next, Next::Continue);
 }
 
-#[test]
-fn plan_must_verify() {
-    let mut other_name = plan(1);
-    other_name.workspace.name = "other".into();
-    let mut other_uid = plan(2);
-    other_uid.workspace.uid = OTHER_UID.into();
-    let mut no_uid = plan(2);
-    no_uid.workspace.uid = String::new();
-    let mut other_org = plan(1);
-    other_org.org = "org-b".into();
-    let mut dry_run = plan(1);
-    dry_run.dry_run = true;
+#[rstest]
+#[case::bad_signature("bad signature", 1, |_: &mut Plan| {}, Signer::Forger)]
+#[case::another_name("sealed for another name", 1, |p: &mut Plan| p.workspace.name = "other".into(), Signer::Sealer)]
+#[case::another_uid("sealed for another UID", 2, |p: &mut Plan| p.workspace.uid = OTHER_UID.into(), Signer::Sealer)]
+#[case::later_attempt_without_uid("later attempt without UID", 2, |p: &mut Plan| p.workspace.uid = String::new(), Signer::Sealer)]
+#[case::another_organization("another organization", 1, |p: &mut Plan| p.org = "org-b".into(), Signer::Sealer)]
+#[case::dry_run("sealed for a dry run", 1, |p: &mut Plan| p.dry_run = true, Signer::Sealer)]
+fn plan_must_verify(
+    #[case] row: &str,
+    #[case] attempt: i64,
+    #[case] edit: fn(&mut Plan),
+    #[case] signer: Signer,
+) {
     let sealer = crate::seal::Sealer::from_seed([4; 32]);
     let keyring = crate::seal::Keyring::from(&sealer);
     let forger = crate::seal::Sealer::from_seed([5; 32]);
-    let rows: [(&str, SealedPlan); 6] = [
-        ("bad signature", forger.seal(plan(1)).unwrap()),
-        ("sealed for another name", sealer.seal(other_name).unwrap()),
-        ("sealed for another UID", sealer.seal(other_uid).unwrap()),
-        ("later attempt without UID", sealer.seal(no_uid).unwrap()),
-        ("another organization", sealer.seal(other_org).unwrap()),
-        ("sealed for a dry run", sealer.seal(dry_run).unwrap()),
-    ];
-    for (row, sealed) in rows {
-        let plan = sealed.plan.clone();
-        let mut ws = workspace(None, None);
-        ws.spec.plan = Some(sealed);
-        let mut case = Case::new(&ws);
-        case.seal = SealCheck::of(&ws, Ok(&keyring));
-        assert!(matches!(case.seal, SealCheck::Invalid(_)), "{row}");
-        let decision = case.decide();
-        assert_eq!(edge_actions(&decision), 0, "{row}: nothing on the edge");
-        let status = last_status(&decision);
-        assert_eq!(status.job_result, Some(JobResult::Rejected), "{row}");
-        assert_eq!(status.attempt, Some(plan.attempt), "{row}");
-        assert!(status.cleaned_up, "{row}");
-        assert_eq!(
-            condition(&status, "Failed"),
-            ("True".into(), "SealInvalid".into()),
-            "{row}"
-        );
-        assert_eq!(status.phase, Some(Phase::Failed), "{row}");
-    }
+    let mut unsealed = plan(attempt);
+    edit(&mut unsealed);
+    let sealed = match signer {
+        Signer::Sealer => sealer.seal(unsealed).unwrap(),
+        Signer::Forger => forger.seal(unsealed).unwrap(),
+    };
+    let plan = sealed.plan.clone();
+    let mut ws = workspace(None, None);
+    ws.spec.plan = Some(sealed);
+    let mut case = Case::new(&ws);
+    case.seal = SealCheck::of(&ws, Ok(&keyring));
+    assert!(matches!(case.seal, SealCheck::Invalid(_)), "{row}");
+    let decision = case.decide();
+    assert_eq!(edge_actions(&decision), 0, "{row}: nothing on the edge");
+    let status = last_status(&decision);
+    assert_eq!(status.job_result, Some(JobResult::Rejected), "{row}");
+    assert_eq!(status.attempt, Some(plan.attempt), "{row}");
+    assert!(status.cleaned_up, "{row}");
+    assert_eq!(
+        condition(&status, "Failed"),
+        ("True".into(), "SealInvalid".into()),
+        "{row}"
+    );
+    assert_eq!(status.phase, Some(Phase::Failed), "{row}");
+}
+
+/// Who signs a plan in [`plan_must_verify`]: the key the keyring holds, or another.
+#[derive(Debug, Clone, Copy)]
+enum Signer {
+    Sealer,
+    Forger,
 }
 
 #[test]
