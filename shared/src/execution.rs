@@ -63,6 +63,7 @@ pub const CEL_RULE: &str = "!self.apiGroups.exists(g, g == '*') \
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rstest::rstest;
 
     fn rule(groups: &[&str], resources: &[&str], verbs: &[&str]) -> ExecutionRule {
         let owned = |items: &[&str]| items.iter().map(|s| (*s).to_owned()).collect();
@@ -93,43 +94,24 @@ mod tests {
         );
     }
 
-    #[test]
-    fn its_own_namespace_rbac_and_wildcards_are_not() {
-        for (rule, says) in [
-            (rule(&[""], &["namespaces"], &["patch"]), "namespaces"),
-            (
-                rule(&[""], &["namespaces/status"], &["update"]),
-                "namespaces/status",
-            ),
-            (
-                rule(
-                    &["rbac.authorization.k8s.io"],
-                    &["rolebindings"],
-                    &["create"],
-                ),
-                "rolebindings",
-            ),
-            (
-                rule(&[""], &["serviceaccounts/token"], &["create"]),
-                "serviceaccounts/token",
-            ),
-            (rule(&["*"], &["pods"], &["get"]), "every API group"),
-            (rule(&[""], &["*"], &["get"]), "\"*\""),
-            (
-                rule(&["apps"], &["deployments/*"], &["get"]),
-                "deployments/*",
-            ),
-            (rule(&[""], &["*/status"], &["patch"]), "*/status"),
-            (rule(&[""], &["*/token"], &["create"]), "*/token"),
-            (
-                rule(&["rbac.authorization.k8s.io"], &["roles"], &["escalate"]),
-                "roles",
-            ),
-            (rule(&[""], &["pods"], &["impersonate"]), "impersonate"),
-            (rule(&[""], &["pods"], &["*"]), "verb \"*\""),
-        ] {
-            let why = forbidden(&rule).expect("forbidden");
-            assert!(why.contains(says), "{why}");
-        }
+    #[rstest]
+    #[case(rule(&[""], &["namespaces"], &["patch"]), "namespaces")]
+    #[case(rule(&[""], &["namespaces/status"], &["update"]), "namespaces/status")]
+    #[case(rule(&["rbac.authorization.k8s.io"], &["rolebindings"], &["create"]), "rolebindings")]
+    #[case(rule(&[""], &["serviceaccounts/token"], &["create"]), "serviceaccounts/token")]
+    #[case(rule(&["*"], &["pods"], &["get"]), "every API group")]
+    #[case(rule(&[""], &["*"], &["get"]), "\"*\"")]
+    #[case(rule(&["apps"], &["deployments/*"], &["get"]), "deployments/*")]
+    #[case(rule(&[""], &["*/status"], &["patch"]), "*/status")]
+    #[case(rule(&[""], &["*/token"], &["create"]), "*/token")]
+    #[case(rule(&["rbac.authorization.k8s.io"], &["roles"], &["escalate"]), "roles")]
+    #[case(rule(&[""], &["pods"], &["impersonate"]), "impersonate")]
+    #[case(rule(&[""], &["pods"], &["*"]), "verb \"*\"")]
+    fn its_own_namespace_rbac_and_wildcards_are_not(
+        #[case] rule: ExecutionRule,
+        #[case] says: &str,
+    ) {
+        let why = forbidden(&rule).expect("forbidden");
+        assert!(why.contains(says), "{why}");
     }
 }

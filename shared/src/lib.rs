@@ -14,6 +14,8 @@ pub mod policy;
 pub mod reference;
 mod schema;
 pub mod seal;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 pub mod text;
 pub mod values;
 pub mod verify;

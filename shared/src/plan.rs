@@ -436,46 +436,27 @@ pub fn runtime_credential_secret(workspace_name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::{ChartRef, RuntimeCredential, ValueField, ValueType};
+    use crate::{api::RuntimeCredential, testing};
     use serde_json::json;
 
     pub(crate) fn recipe() -> RecipeSpec {
         RecipeSpec {
-            chart: ChartRef {
-                repository: "https://charts.example/stable".into(),
-                name: "demo".into(),
-            },
-            versions: vec!["1.2.0".into(), "1.1.0".into()],
-            namespace: Some("demo".into()),
-            release: Some("demo".into()),
             values: Some(json!({"replicaCount": 1, "image": {"tag": "v1"}})),
-            values_schema: vec![ValueField {
-                path: "replicaCount".into(),
-                type_: ValueType::Integer,
-                description: None,
-                enum_: None,
-                pattern: None,
-                max_length: None,
-                minimum: Some(1.0),
-                maximum: Some(5.0),
-            }],
-            execution: vec![],
+            values_schema: vec![testing::replica_count()],
             runtime_credential: Some(RuntimeCredential {
                 role: "provider".into(),
                 value_path: "hub.secretName".into(),
             }),
+            ..testing::recipe_spec()
         }
     }
 
+    /// The cluster and workspace the plan's assertions name.
     fn edge() -> EdgeSpec {
         EdgeSpec {
             cluster_id: "cluster-1".into(),
             workspace_uuid: "uuid-1".into(),
-            kubeconfig_secret_ref: crate::api::SecretKeyRef {
-                namespace: "providers-system".into(),
-                name: "edge-1".into(),
-                key: "kubeconfig".into(),
-            },
+            ..testing::edge_spec("edge-1")
         }
     }
 

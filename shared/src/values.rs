@@ -510,20 +510,9 @@ pub fn set_path(root: &mut Value, path: &str, value: Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::field;
+    use rstest::rstest;
     use serde_json::json;
-
-    fn field(path: &str, type_: ValueType) -> ValueField {
-        ValueField {
-            path: path.to_owned(),
-            type_,
-            description: None,
-            enum_: None,
-            pattern: None,
-            max_length: None,
-            minimum: None,
-            maximum: None,
-        }
-    }
 
     fn schema() -> Vec<ValueField> {
         vec![
@@ -554,71 +543,23 @@ mod tests {
         assert_eq!(check("r", &schema(), None), Ok(()));
     }
 
-    #[test]
-    fn each_rule_names_the_path() {
-        let cases = [
-            (
-                json!({"image": {"repository": "evil"}}),
-                "spec.values.image",
-                "does not let tenants set",
-            ),
-            (
-                json!({"replicaCount": "3"}),
-                "spec.values.replicaCount",
-                "must be an integer, not a string",
-            ),
-            (
-                json!({"replicaCount": 1.5}),
-                "spec.values.replicaCount",
-                "must be an integer",
-            ),
-            (
-                json!({"replicaCount": 9}),
-                "spec.values.replicaCount",
-                "above the maximum 5",
-            ),
-            (
-                json!({"replicaCount": 0}),
-                "spec.values.replicaCount",
-                "below the minimum 1",
-            ),
-            (
-                json!({"ingress": {"host": "UPPER"}}),
-                "spec.values.ingress.host",
-                "does not match the pattern",
-            ),
-            (
-                json!({"ingress": {"host": "a".repeat(21)}}),
-                "spec.values.ingress.host",
-                "at most 20",
-            ),
-            (
-                json!({"log": {"level": "trace"}}),
-                "spec.values.log.level",
-                "not one of the allowed values",
-            ),
-            (
-                json!({"metrics": {"enabled": "yes"}}),
-                "spec.values.metrics.enabled",
-                "must be a boolean",
-            ),
-            (
-                json!({"ratio": [1]}),
-                "spec.values.ratio",
-                "must be a number, not a list",
-            ),
-            (
-                json!({"ingress": null}),
-                "spec.values.ingress",
-                "does not let tenants set",
-            ),
-            (json!([1, 2]), "spec.values", "must be an object"),
-        ];
-        for (values, field, text) in cases {
-            let error = check("r", &schema(), Some(&values)).expect_err(&values.to_string());
-            assert_eq!(error.field(), field, "{values}");
-            assert!(error.to_string().contains(text), "{values}: {error}");
-        }
+    #[rstest]
+    #[case(json!({"image": {"repository": "evil"}}), "spec.values.image", "does not let tenants set")]
+    #[case(json!({"replicaCount": "3"}), "spec.values.replicaCount", "must be an integer, not a string")]
+    #[case(json!({"replicaCount": 1.5}), "spec.values.replicaCount", "must be an integer")]
+    #[case(json!({"replicaCount": 9}), "spec.values.replicaCount", "above the maximum 5")]
+    #[case(json!({"replicaCount": 0}), "spec.values.replicaCount", "below the minimum 1")]
+    #[case(json!({"ingress": {"host": "UPPER"}}), "spec.values.ingress.host", "does not match the pattern")]
+    #[case(json!({"ingress": {"host": "a".repeat(21)}}), "spec.values.ingress.host", "at most 20")]
+    #[case(json!({"log": {"level": "trace"}}), "spec.values.log.level", "not one of the allowed values")]
+    #[case(json!({"metrics": {"enabled": "yes"}}), "spec.values.metrics.enabled", "must be a boolean")]
+    #[case(json!({"ratio": [1]}), "spec.values.ratio", "must be a number, not a list")]
+    #[case(json!({"ingress": null}), "spec.values.ingress", "does not let tenants set")]
+    #[case(json!([1, 2]), "spec.values", "must be an object")]
+    fn each_rule_names_the_path(#[case] values: Value, #[case] field: &str, #[case] text: &str) {
+        let error = check("r", &schema(), Some(&values)).expect_err(&values.to_string());
+        assert_eq!(error.field(), field, "{values}");
+        assert!(error.to_string().contains(text), "{values}: {error}");
     }
 
     #[test]

@@ -810,12 +810,7 @@ pub fn status_of(ws: &Workspace) -> providers::api::WorkspaceStatus {
 
 /// A Workspace's condition.
 pub fn condition<'a>(workspace: &'a Workspace, kind: &str) -> Option<&'a Condition> {
-    workspace
-        .status
-        .as_ref()?
-        .conditions
-        .iter()
-        .find(|c| c.type_ == kind)
+    workspace.status.as_ref()?.condition(kind)
 }
 
 /// Whether a condition has this status and reason.

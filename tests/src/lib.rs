@@ -12,6 +12,7 @@ pub mod chartrepo;
 pub mod controlplane;
 pub mod demo;
 pub mod engines;
+pub mod fixtures;
 pub mod installer;
 pub mod jobrunner;
 pub mod kubeconfig;

@@ -9,20 +9,17 @@ use kube::{
     api::{DeleteParams, Patch, PatchParams, PostParams},
 };
 use providers::{
-    api::{
-        ChartRef, Edge, EdgeSpec, Recipe, RecipeSpec, SecretKeyRef, ValueField, ValueType,
-        Workspace, WorkspaceSpec,
-    },
+    api::{ChartRef, Edge, Recipe, RecipeSpec, ValueField, Workspace, WorkspaceSpec},
     installer::names,
     seal::Keyring,
 };
 use serde_json::{Value, json};
 use testbed::{
-    ControlPlaneInfo, User, kubectl, platform, supervised,
+    ControlPlaneInfo, User,
+    fixtures::{self, REPOSITORY},
+    kubectl, platform, supervised,
     webhook::{KEYS_CONFIGMAP, SYSTEM_NAMESPACE, Webhook},
 };
-
-const REPOSITORY: &str = "http://127.0.0.1:1/charts";
 
 struct Fixture {
     plane: &'static ControlPlaneInfo,
@@ -72,58 +69,29 @@ fn fixture() -> &'static Fixture {
 }
 
 fn recipe() -> Recipe {
-    Recipe::new(
+    fixtures::recipe(
         "demo",
         RecipeSpec {
-            chart: ChartRef {
-                repository: REPOSITORY.into(),
-                name: "demo".into(),
-            },
-            versions: vec!["0.2.0".into(), "0.1.0".into()],
-            namespace: Some("demo".into()),
-            release: Some("demo".into()),
             values: Some(json!({"replicaCount": 1, "image": {"tag": "stable"}})),
             values_schema: vec![ValueField {
-                path: "replicaCount".into(),
-                type_: ValueType::Integer,
                 description: Some("How many replicas".into()),
-                enum_: None,
-                pattern: None,
-                max_length: None,
-                minimum: Some(1.0),
-                maximum: Some(5.0),
+                ..fixtures::replica_count()
             }],
-            execution: vec![],
-            runtime_credential: None,
+            ..fixtures::recipe_spec()
         },
     )
 }
 
 fn edge(name: &str) -> Edge {
-    Edge::new(
-        name,
-        EdgeSpec {
-            cluster_id: format!("{name}-cluster"),
-            workspace_uuid: "8c6b7c1e-0000-4000-8000-000000000001".into(),
-            kubeconfig_secret_ref: SecretKeyRef {
-                namespace: SYSTEM_NAMESPACE.into(),
-                name: name.into(),
-                key: "kubeconfig".into(),
-            },
-        },
-    )
+    fixtures::edge(name)
 }
 
 fn workspace(name: &str, edge: &str, values: Value) -> Workspace {
-    Workspace::new(
+    fixtures::workspace(
         name,
         WorkspaceSpec {
-            recipe: "demo".into(),
             edge: edge.into(),
-            version: None,
-            values: Some(values),
-            retry: None,
-            plan: None,
+            ..fixtures::with_values(values)
         },
     )
 }

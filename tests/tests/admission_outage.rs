@@ -7,26 +7,17 @@ use kube::{
     Api,
     api::{Patch, PatchParams, PostParams},
 };
-use providers::api::{
-    ChartRef, Edge, EdgeSpec, Recipe, RecipeSpec, SecretKeyRef, Workspace, WorkspaceSpec,
-};
+use providers::api::{Edge, Recipe, RecipeSpec, Workspace};
 use serde_json::json;
-use testbed::{Supervised, User, platform, webhook::Webhook};
-
-const REPOSITORY: &str = "http://127.0.0.1:1/charts";
+use testbed::{
+    Supervised, User,
+    fixtures::{self, REPOSITORY},
+    platform,
+    webhook::Webhook,
+};
 
 fn workspace(name: &str) -> Workspace {
-    Workspace::new(
-        name,
-        WorkspaceSpec {
-            recipe: "demo".into(),
-            edge: "edge-1".into(),
-            version: None,
-            values: Some(json!({})),
-            retry: None,
-            plan: None,
-        },
-    )
+    fixtures::workspace(name, fixtures::with_values(json!({})))
 }
 
 fn message(result: Result<Workspace, kube::Error>) -> String {
@@ -52,38 +43,19 @@ async fn without_the_webhook_nothing_is_admitted_unsealed_and_the_pin_holds() {
     platform::install(&info).unwrap();
     let mut webhook = Webhook::start(&info, &[REPOSITORY]).unwrap();
     let admin = info.client(User::Admin).await.unwrap();
-    let recipe = Recipe::new(
+    let recipe = fixtures::recipe(
         "demo",
         RecipeSpec {
-            chart: ChartRef {
-                repository: REPOSITORY.into(),
-                name: "demo".into(),
-            },
-            versions: vec!["0.1.0".into()],
-            namespace: Some("demo".into()),
-            release: Some("demo".into()),
-            values: None,
+            versions: fixtures::versions(&["0.1.0"]),
             values_schema: vec![],
-            execution: vec![],
-            runtime_credential: None,
+            ..fixtures::recipe_spec()
         },
     );
     Api::<Recipe>::all(admin.clone())
         .create(&PostParams::default(), &recipe)
         .await
         .unwrap();
-    let edge = Edge::new(
-        "edge-1",
-        EdgeSpec {
-            cluster_id: "c1".into(),
-            workspace_uuid: "u1".into(),
-            kubeconfig_secret_ref: SecretKeyRef {
-                namespace: "providers-system".into(),
-                name: "e".into(),
-                key: "kubeconfig".into(),
-            },
-        },
-    );
+    let edge = fixtures::edge("edge-1");
     Api::<Edge>::all(admin.clone())
         .create(&PostParams::default(), &edge)
         .await

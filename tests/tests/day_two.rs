@@ -86,8 +86,9 @@ async fn installed(hub: &Client, name: &str, attempt: i64) -> anyhow::Result<Wor
     .await
 }
 
-/// Issue 16: a release changed or removed by hand on the edge is reported, never corrected
-/// behind anyone's back, and `kubectl provider repair` installs the sealed plan again.
+/// Drift is reported, never corrected behind anyone's back: a release changed or removed by
+/// hand on the edge is reported, never corrected behind anyone's back, and `kubectl
+/// provider repair` installs the sealed plan again.
 #[tokio::test]
 async fn drift_on_the_edge_is_reported_and_repaired() -> anyhow::Result<()> {
     let System { env, .. } = system().await?;
@@ -224,9 +225,10 @@ async fn drift_on_the_edge_is_reported_and_repaired() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Issue 16: a rollback seals an earlier succeeded attempt's plan again (its version and
-/// values), shows in the history as a rollback of that attempt, and a version the platform
-/// has withdrawn since is refused with that reason.
+/// A rollback is a new attempt of an earlier succeeded plan: a rollback seals an earlier
+/// succeeded attempt's plan again (its version and values), shows in the history as a
+/// rollback of that attempt, and a version the platform has withdrawn since is refused with
+/// that reason.
 #[tokio::test]
 async fn a_rollback_restores_the_last_good_plan() -> anyhow::Result<()> {
     let System { env, .. } = system().await?;

@@ -2,15 +2,10 @@
 
 use std::path::Path;
 
-use kube::{
-    Api,
-    api::{ObjectMeta, PostParams},
-};
-use providers::api::{
-    ChartRef, Edge, EdgeSpec, Recipe, RecipeSpec, SecretKeyRef, Workspace, WorkspaceSpec,
-};
+use kube::{Api, api::PostParams};
+use providers::api::{Edge, Recipe, RecipeSpec, Workspace, WorkspaceSpec};
 use serde_json::json;
-use testbed::{ControlPlaneInfo, User, kubectl, platform, supervised};
+use testbed::{ControlPlaneInfo, User, fixtures, kubectl, platform, supervised};
 
 fn plane() -> &'static ControlPlaneInfo {
     static INSTALLED: std::sync::OnceLock<()> = std::sync::OnceLock::new();
@@ -20,57 +15,30 @@ fn plane() -> &'static ControlPlaneInfo {
 }
 
 fn recipe(name: &str) -> Recipe {
-    Recipe::new(
+    fixtures::recipe(
         name,
         RecipeSpec {
-            chart: ChartRef {
-                repository: "http://127.0.0.1:1/charts".into(),
-                name: "demo".into(),
-            },
-            versions: vec!["0.1.0".into()],
-            namespace: Some("demo".into()),
-            release: Some("demo".into()),
+            versions: fixtures::versions(&["0.1.0"]),
             values: Some(json!({"replicaCount": 1})),
             values_schema: vec![],
-            execution: vec![],
-            runtime_credential: None,
+            ..fixtures::recipe_spec()
         },
     )
 }
 
 fn edge(name: &str) -> Edge {
-    Edge::new(
-        name,
-        EdgeSpec {
-            cluster_id: format!("{name}-cluster"),
-            workspace_uuid: "8c6b7c1e-0000-4000-8000-000000000001".into(),
-            kubeconfig_secret_ref: SecretKeyRef {
-                namespace: "providers-system".into(),
-                name: name.into(),
-                key: "kubeconfig".into(),
-            },
-        },
-    )
+    fixtures::edge(name)
 }
 
 fn workspace(name: &str, namespace: &str) -> Workspace {
-    let mut ws = Workspace::new(
+    fixtures::workspace_in(
+        namespace,
         name,
         WorkspaceSpec {
-            recipe: "demo".into(),
-            edge: "edge-1".into(),
             version: Some("0.1.0".into()),
-            values: Some(json!({"replicaCount": 2})),
-            retry: None,
-            plan: None,
+            ..fixtures::with_values(json!({"replicaCount": 2}))
         },
-    );
-    ws.metadata = ObjectMeta {
-        name: Some(name.into()),
-        namespace: Some(namespace.into()),
-        ..Default::default()
-    };
-    ws
+    )
 }
 
 fn is_forbidden(result: Result<impl std::fmt::Debug, kube::Error>) -> bool {

@@ -20,13 +20,13 @@ use kube::{
     runtime::{WatchStreamExt, watcher},
 };
 use providers::{
-    api::{JobResult, Phase, RuntimeCredential, Workspace},
+    api::{JobResult, Phase, Plan, RuntimeCredential, Workspace},
     installer::names,
 };
 use serde_json::json;
 use testbed::installer::{
     self, ControllerOptions, ControllerProcess, Environment, Options, PlanSpec, eventually,
-    has_condition,
+    has_condition, status_of, wait_workspace, workspace,
 };
 use tokio::sync::Mutex;
 
@@ -49,120 +49,171 @@ async fn controller(env: &Environment, case: &str) -> anyhow::Result<ControllerP
     .await
 }
 
-async fn workspace(hub: &Client, org: &str, name: &str) -> anyhow::Result<Workspace> {
-    Ok(Api::<Workspace>::namespaced(hub.clone(), org)
-        .get(name)
-        .await?)
-}
-
-async fn wait_workspace(
-    hub: &Client,
-    org: &str,
-    name: &str,
-    what: &str,
-    check: impl Fn(&Workspace) -> bool,
-) -> anyhow::Result<Workspace> {
-    eventually(what, WAIT, || async {
-        let ws = workspace(hub, org, name).await?;
-        Ok(check(&ws).then_some(ws))
-    })
-    .await
-}
-
-fn status_of(ws: &Workspace) -> providers::api::WorkspaceStatus {
-    ws.status.clone().unwrap_or_default()
-}
-
-/// Show 1 and 2: the namespace, the identity, and a Job carrying the pinned chart, version
-/// and values; Progressing; a real Helm release with the pinned values;
-/// then the result in status before the identity disappears, the Job released after that,
-/// cleanedUp, Ready. The provider's runtime credential is minted and stays.
+/// An install runs the sealed plan and records its result before it revokes the identity:
+/// the namespace, the identity, and a Job carrying the pinned chart, version and values;
+/// Progressing; a real Helm release with the pinned values; then the result in status
+/// before the identity disappears, the Job released after that, cleanedUp, Ready. The
+/// provider's runtime credential is minted and stays.
 #[tokio::test]
 async fn sealed_workspace_installs_the_pinned_chart_for_real() -> anyhow::Result<()> {
     let case = "install";
     let env = env().await?;
-    let hub = env.hub_admin().await?;
-    let edge = env.edge_admin().await?;
-    let namespace = "inst-hello";
-    let mut spec = PlanSpec::hello(case, "org-a", "install-demo", namespace);
-    spec.values = json!({"greeting": "pinned at sealing"});
-    spec.runtime_credential = Some(RuntimeCredential {
-        role: "provider-runtime".into(),
-        value_path: "hub.credentialSecret".into(),
-    });
-    let role: Role = serde_json::from_value(json!({
-        "metadata": {"name": "provider-runtime", "namespace": "org-a"},
-        "rules": [{"apiGroups": ["providers.platform.dev"], "resources": ["workspaces"], "verbs": ["get", "list"]}],
-    }))?;
-    Api::<Role>::namespaced(hub.clone(), "org-a")
-        .create(&PostParams::default(), &role)
-        .await?;
-    let plan = env.plan(&spec, 1, "");
-    let job_name = plan.job.clone();
-    let runner_name = names::AttemptNames::for_job(&job_name).runner;
-    env.runner.hold(&job_name);
-
-    // Order evidence, gathered while it happens: when the runner's ServiceAccount is
-    // deleted, the result must already be in status; when the Job loses its finalizer,
-    // the ServiceAccount must already be gone.
-    let evidence = Arc::new(Mutex::new(Vec::<String>::new()));
-    let watch_sa = {
-        let (edge, hub, evidence, runner) = (
-            edge.clone(),
-            hub.clone(),
-            evidence.clone(),
-            runner_name.clone(),
-        );
-        tokio::spawn(async move {
-            let api: Api<ServiceAccount> = Api::namespaced(edge, namespace);
-            let config = watcher::Config::default().fields(&format!("metadata.name={runner}"));
-            let mut events = watcher(api, config).boxed();
-            while let Some(Ok(event)) = events.next().await {
-                if let watcher::Event::Delete(_) = event {
-                    let ws = workspace(&hub, "org-a", "install-demo").await;
-                    let result = ws.ok().and_then(|w| w.status).and_then(|s| s.job_result);
-                    evidence
-                        .lock()
-                        .await
-                        .push(format!("sa-deleted result={result:?}"));
-                }
-            }
-        })
-    };
-    let watch_job = {
-        let (edge, evidence, job, runner) = (
-            edge.clone(),
-            evidence.clone(),
-            job_name.clone(),
-            runner_name.clone(),
-        );
-        tokio::spawn(async move {
-            let jobs: Api<Job> = Api::namespaced(edge.clone(), namespace);
-            let accounts: Api<ServiceAccount> = Api::namespaced(edge, namespace);
-            let config = watcher::Config::default().fields(&format!("metadata.name={job}"));
-            let mut events = watcher(jobs, config).applied_objects().boxed();
-            let mut had = false;
-            while let Some(Ok(job)) = events.next().await {
-                let has = job.finalizers().iter().any(|f| f == names::FINALIZER);
-                if had && !has {
-                    let sa = accounts.get_opt(&runner).await.ok().flatten();
-                    evidence
-                        .lock()
-                        .await
-                        .push(format!("finalizer-released sa-present={}", sa.is_some()));
-                }
-                had = has;
-            }
-        })
-    };
+    let install = Install::prepare(env, case).await?;
+    let order = OrderWatch::start(&install);
 
     let controller = controller(env, case).await?;
-    let created = env.create_workspace(&hub, &spec, plan.clone()).await?;
+    let created = env
+        .create_workspace(&install.hub, &install.spec, install.plan.clone())
+        .await?;
 
-    // The Job appears, held by the runner: check what the attempt made on the edge.
-    let jobs: Api<Job> = Api::namespaced(edge.clone(), namespace);
+    let job = step_prepare_then_job(&install, &created).await?;
+    step_identity_and_values_on_the_edge(&install, &created).await?;
+    step_progressing_while_the_job_runs(&install, &job).await?;
+    let done = step_ready_after_the_run(&install).await?;
+    let credential = step_release_with_the_pinned_values(&install).await?;
+    step_identity_gone_job_released_credential_stays(&install, &credential).await?;
+    step_events_of_the_attempt(&install, &done).await?;
+    step_result_before_revocation(order).await?;
+    step_least_privilege(&controller)?;
+    Ok(())
+}
+
+/// What the steps of the install test share: the clients, the sealed plan and the names
+/// of what the attempt creates on the edge.
+struct Install {
+    hub: Client,
+    edge: Client,
+    namespace: &'static str,
+    spec: PlanSpec,
+    plan: Plan,
+    job_name: String,
+    runner_name: String,
+    jobs: Api<Job>,
+    env: &'static Environment,
+}
+
+impl Install {
+    /// The plan (pinned values, a runtime credential), the Recipe's Role on the hub, and
+    /// the runner holding the attempt's Job until released.
+    async fn prepare(env: &'static Environment, case: &str) -> anyhow::Result<Self> {
+        let hub = env.hub_admin().await?;
+        let edge = env.edge_admin().await?;
+        let namespace = "inst-hello";
+        let mut spec = PlanSpec::hello(case, "org-a", "install-demo", namespace);
+        spec.values = json!({"greeting": "pinned at sealing"});
+        spec.runtime_credential = Some(RuntimeCredential {
+            role: "provider-runtime".into(),
+            value_path: "hub.credentialSecret".into(),
+        });
+        let role: Role = serde_json::from_value(json!({
+            "metadata": {"name": "provider-runtime", "namespace": "org-a"},
+            "rules": [{"apiGroups": ["providers.platform.dev"], "resources": ["workspaces"], "verbs": ["get", "list"]}],
+        }))?;
+        Api::<Role>::namespaced(hub.clone(), "org-a")
+            .create(&PostParams::default(), &role)
+            .await?;
+        let plan = env.plan(&spec, 1, "");
+        let job_name = plan.job.clone();
+        let runner_name = names::AttemptNames::for_job(&job_name).runner;
+        env.runner.hold(&job_name);
+        Ok(Self {
+            jobs: Api::namespaced(edge.clone(), namespace),
+            hub,
+            edge,
+            namespace,
+            spec,
+            plan,
+            job_name,
+            runner_name,
+            env,
+        })
+    }
+}
+
+/// Order evidence, gathered while it happens: when the runner's ServiceAccount is
+/// deleted, the result must already be in status; when the Job loses its finalizer, the
+/// ServiceAccount must already be gone.
+struct OrderWatch {
+    evidence: Arc<Mutex<Vec<String>>>,
+    watch_sa: tokio::task::JoinHandle<()>,
+    watch_job: tokio::task::JoinHandle<()>,
+}
+
+impl OrderWatch {
+    fn start(install: &Install) -> Self {
+        let namespace = install.namespace;
+        let evidence = Arc::new(Mutex::new(Vec::<String>::new()));
+        let watch_sa = {
+            let (edge, hub, evidence, runner) = (
+                install.edge.clone(),
+                install.hub.clone(),
+                evidence.clone(),
+                install.runner_name.clone(),
+            );
+            tokio::spawn(async move {
+                let api: Api<ServiceAccount> = Api::namespaced(edge, namespace);
+                let config = watcher::Config::default().fields(&format!("metadata.name={runner}"));
+                let mut events = watcher(api, config).boxed();
+                while let Some(Ok(event)) = events.next().await {
+                    if let watcher::Event::Delete(_) = event {
+                        let ws = workspace(&hub, "org-a", "install-demo").await;
+                        let result = ws.ok().and_then(|w| w.status).and_then(|s| s.job_result);
+                        evidence
+                            .lock()
+                            .await
+                            .push(format!("sa-deleted result={result:?}"));
+                    }
+                }
+            })
+        };
+        let watch_job = {
+            let (edge, evidence, job, runner) = (
+                install.edge.clone(),
+                evidence.clone(),
+                install.job_name.clone(),
+                install.runner_name.clone(),
+            );
+            tokio::spawn(async move {
+                let jobs: Api<Job> = Api::namespaced(edge.clone(), namespace);
+                let accounts: Api<ServiceAccount> = Api::namespaced(edge, namespace);
+                let config = watcher::Config::default().fields(&format!("metadata.name={job}"));
+                let mut events = watcher(jobs, config).applied_objects().boxed();
+                let mut had = false;
+                while let Some(Ok(job)) = events.next().await {
+                    let has = job.finalizers().iter().any(|f| f == names::FINALIZER);
+                    if had && !has {
+                        let sa = accounts.get_opt(&runner).await.ok().flatten();
+                        evidence
+                            .lock()
+                            .await
+                            .push(format!("finalizer-released sa-present={}", sa.is_some()));
+                    }
+                    had = has;
+                }
+            })
+        };
+        Self {
+            evidence,
+            watch_sa,
+            watch_job,
+        }
+    }
+}
+
+/// The attempt's Job appears (held by the runner) with the Workspace's UID, attempt and
+/// preparation labels and the installer's finalizer, and runs the pinned argument vector
+/// with helm itself (no shell), as the attempt's account, once, within the deadline.
+async fn step_prepare_then_job(install: &Install, created: &Workspace) -> anyhow::Result<Job> {
+    let Install {
+        plan,
+        job_name,
+        runner_name,
+        jobs,
+        namespace,
+        ..
+    } = install;
     let job = eventually("the attempt's Job", WAIT, || async {
-        Ok(jobs.get_opt(&job_name).await?)
+        Ok(jobs.get_opt(job_name).await?)
     })
     .await?;
     let uid = created.uid().context("uid")?;
@@ -199,7 +250,7 @@ async fn sealed_workspace_installs_the_pinned_chart_for_real() -> anyhow::Result
     let expected = [
         "upgrade".to_owned(),
         "--install".to_owned(),
-        format!("--repo={}", env.repo.url),
+        format!("--repo={}", install.env.repo.url),
         "--version=0.1.0".to_owned(),
         format!("--namespace={namespace}"),
         "--values=/etc/providers/values/values.yaml".to_owned(),
@@ -214,7 +265,27 @@ async fn sealed_workspace_installs_the_pinned_chart_for_real() -> anyhow::Result
         "no shell: {:?}",
         container.command
     );
+    Ok(job)
+}
 
+/// Before the Job runs, the namespace is the Workspace's, the runner's ServiceAccount, Role
+/// and RoleBinding exist with rules scoped to what the plan allows, and the sealed values
+/// ride in the Job's Pod template: no values Secret.
+async fn step_identity_and_values_on_the_edge(
+    install: &Install,
+    created: &Workspace,
+) -> anyhow::Result<()> {
+    let Install {
+        edge,
+        namespace,
+        plan,
+        job_name,
+        runner_name,
+        jobs,
+        ..
+    } = install;
+    let namespace = *namespace;
+    let uid = created.uid().context("uid")?;
     let ns = Api::<Namespace>::all(edge.clone()).get(namespace).await?;
     ensure!(
         ns.labels().get(names::LABEL_WORKSPACE_UID) == Some(&uid),
@@ -222,22 +293,22 @@ async fn sealed_workspace_installs_the_pinned_chart_for_real() -> anyhow::Result
     );
     for api in [
         Api::<ServiceAccount>::namespaced(edge.clone(), namespace)
-            .get_opt(&runner_name)
+            .get_opt(runner_name)
             .await?
             .map(|_| ()),
         Api::<Role>::namespaced(edge.clone(), namespace)
-            .get_opt(&runner_name)
+            .get_opt(runner_name)
             .await?
             .map(|_| ()),
         Api::<RoleBinding>::namespaced(edge.clone(), namespace)
-            .get_opt(&runner_name)
+            .get_opt(runner_name)
             .await?
             .map(|_| ()),
     ] {
         ensure!(api.is_some(), "the runner's identity exists");
     }
     let role = Api::<Role>::namespaced(edge.clone(), namespace)
-        .get(&runner_name)
+        .get(runner_name)
         .await?;
     let rules = serde_json::to_string(&role.rules)?;
     ensure!(
@@ -247,7 +318,7 @@ async fn sealed_workspace_installs_the_pinned_chart_for_real() -> anyhow::Result
     // The sealed values ride in the Job's Pod template, projected as values.yaml: no
     // values Secret to create and delete.
     let text = jobs
-        .get(&job_name)
+        .get(job_name)
         .await?
         .spec
         .and_then(|s| s.template.metadata)
@@ -261,13 +332,17 @@ async fn sealed_workspace_installs_the_pinned_chart_for_real() -> anyhow::Result
     );
     ensure!(
         Api::<Secret>::namespaced(edge.clone(), namespace)
-            .get_opt(&names::AttemptNames::for_job(&job_name).values)
+            .get_opt(&names::AttemptNames::for_job(job_name).values)
             .await?
             .is_none(),
         "no values Secret"
     );
+    Ok(())
+}
 
-    let progressing = wait_workspace(&hub, "org-a", "install-demo", "Progressing", |ws| {
+/// While the Job runs, the Workspace is Progressing (JobRunning) and records the Job's UID.
+async fn step_progressing_while_the_job_runs(install: &Install, job: &Job) -> anyhow::Result<()> {
+    let progressing = wait_workspace(&install.hub, "org-a", "install-demo", "Progressing", |ws| {
         has_condition(ws, "Progressing", "True", "JobRunning")
     })
     .await?;
@@ -276,10 +351,14 @@ async fn sealed_workspace_installs_the_pinned_chart_for_real() -> anyhow::Result
         status_of(&progressing).job_uid == job.uid(),
         "the Job's UID is recorded"
     );
+    Ok(())
+}
 
-    // Run it for real.
-    env.runner.release(&job_name);
-    let done = wait_workspace(&hub, "org-a", "install-demo", "Ready", |ws| {
+/// Run for real, the attempt ends cleaned up and Ready: Succeeded, with its finish time and
+/// one attempt record. Returns the Workspace as it then is.
+async fn step_ready_after_the_run(install: &Install) -> anyhow::Result<Workspace> {
+    install.env.runner.release(&install.job_name);
+    let done = wait_workspace(&install.hub, "org-a", "install-demo", "Ready", |ws| {
         status_of(ws).cleaned_up && has_condition(ws, "Ready", "True", "Installed")
     })
     .await?;
@@ -288,11 +367,23 @@ async fn sealed_workspace_installs_the_pinned_chart_for_real() -> anyhow::Result
     ensure!(status.finished_at.is_some());
     ensure!(status.phase == Some(Phase::Succeeded));
     ensure!(status.attempts.len() == 1 && status.attempts[0].result == Some(JobResult::Succeeded));
+    Ok(done)
+}
 
-    // The release and the chart's objects, with the pinned values, installed by the runner.
-    let run = env
+/// The runner ran helm, which exited 0, and left a deployed release whose objects carry the
+/// pinned values and the runtime credential's name. Returns that credential's Secret name.
+async fn step_release_with_the_pinned_values(install: &Install) -> anyhow::Result<String> {
+    let Install {
+        edge,
+        namespace,
+        job_name,
+        ..
+    } = install;
+    let namespace = *namespace;
+    let run = install
+        .env
         .runner
-        .run(namespace, &job_name)
+        .run(namespace, job_name)
         .context("the runner ran the Job")?;
     ensure!(run.exit == Some(0), "helm exited 0: {}", run.output);
     let release = Api::<Secret>::namespaced(edge.clone(), namespace)
@@ -316,39 +407,55 @@ async fn sealed_workspace_installs_the_pinned_chart_for_real() -> anyhow::Result
         data["credentialSecret"] == credential,
         "the chart got the credential's name"
     );
+    Ok(credential)
+}
 
-    // The identity is gone; the Job stays, released; the credential stays.
+/// After the attempt, the runner's identity is gone; the Job stays, released; the runtime
+/// credential stays and works against the hub with the Recipe's Role.
+async fn step_identity_gone_job_released_credential_stays(
+    install: &Install,
+    credential: &str,
+) -> anyhow::Result<()> {
+    let Install {
+        edge,
+        namespace,
+        job_name,
+        runner_name,
+        jobs,
+        ..
+    } = install;
+    let namespace = *namespace;
     ensure!(
         Api::<ServiceAccount>::namespaced(edge.clone(), namespace)
-            .get_opt(&runner_name)
+            .get_opt(runner_name)
             .await?
             .is_none()
     );
     ensure!(
         Api::<Role>::namespaced(edge.clone(), namespace)
-            .get_opt(&runner_name)
+            .get_opt(runner_name)
             .await?
             .is_none()
     );
     ensure!(
         Api::<RoleBinding>::namespaced(edge.clone(), namespace)
-            .get_opt(&runner_name)
+            .get_opt(runner_name)
             .await?
             .is_none()
     );
     ensure!(
         Api::<Secret>::namespaced(edge.clone(), namespace)
-            .get_opt(&names::AttemptNames::for_job(&job_name).values)
+            .get_opt(&names::AttemptNames::for_job(job_name).values)
             .await?
             .is_none()
     );
-    let job = jobs.get(&job_name).await?;
+    let job = jobs.get(job_name).await?;
     ensure!(
         !job.finalizers().contains(&names::FINALIZER.to_owned()),
         "the Job is released"
     );
     let secret = Api::<Secret>::namespaced(edge.clone(), namespace)
-        .get(&credential)
+        .get(credential)
         .await?;
     let kubeconfig = secret
         .data
@@ -365,19 +472,28 @@ async fn sealed_workspace_installs_the_pinned_chart_for_real() -> anyhow::Result
         .get("install-demo")
         .await
         .context("the provider's credential works against the hub with the Recipe's Role")?;
+    Ok(())
+}
 
-    let events = installer::event_reasons(&hub, &done).await?;
-    // One Event per attempt (its result), and one for the credential minted once.
+/// One Event per attempt (its result), and one for the credential minted once.
+async fn step_events_of_the_attempt(install: &Install, done: &Workspace) -> anyhow::Result<()> {
+    let events = installer::event_reasons(&install.hub, done).await?;
     for reason in ["RuntimeCredentialMinted", "JobSucceeded"] {
         ensure!(
             events.iter().any(|e| e == reason),
             "Event {reason} in {events:?}"
         );
     }
+    Ok(())
+}
+
+/// The result was in status when the runner's ServiceAccount was deleted, and the Job was
+/// released only after the identity was revoked.
+async fn step_result_before_revocation(order: OrderWatch) -> anyhow::Result<()> {
     tokio::time::sleep(Duration::from_millis(500)).await;
-    watch_sa.abort();
-    watch_job.abort();
-    let evidence = evidence.lock().await.clone();
+    order.watch_sa.abort();
+    order.watch_job.abort();
+    let evidence = order.evidence.lock().await.clone();
     ensure!(
         evidence
             .iter()
@@ -391,8 +507,13 @@ async fn sealed_workspace_installs_the_pinned_chart_for_real() -> anyhow::Result
             .any(|e| e == "finalizer-released sa-present=false"),
         "the Job was released after the identity was revoked: {evidence:?}"
     );
-    // It ran as the least-privilege account of manifests/controller/rbac.yaml, and that
-    // was enough for everything, Events and the Edge's status included.
+    Ok(())
+}
+
+/// The controller led, and ran as the least-privilege account of
+/// manifests/controller/rbac.yaml: that was enough for everything, Events and the Edge's
+/// status included.
+fn step_least_privilege(controller: &ControllerProcess) -> anyhow::Result<()> {
     let log = controller.log_text();
     ensure!(log.contains("leading: starting the term"), "it led");
     ensure!(
@@ -425,8 +546,9 @@ fn pinned(job: &Job) -> Vec<String> {
         .collect()
 }
 
-/// Show 3: a failed Job leaves the attempt failed, with no new Job; a retry runs exactly
-/// one new Job, for attempt 2, with the same chart, version and values.
+/// A failed attempt stays failed, and a retry runs exactly one new Job: a failed Job leaves
+/// the attempt failed, with no new Job; a retry runs exactly one new Job, for attempt 2,
+/// with the same chart, version and values.
 #[tokio::test]
 async fn failed_attempt_waits_for_a_retry_then_runs_exactly_one_new_job() -> anyhow::Result<()> {
     let case = "retry";
@@ -505,7 +627,8 @@ async fn failed_attempt_waits_for_a_retry_then_runs_exactly_one_new_job() -> any
     Ok(())
 }
 
-/// Show 5: a namespace on the edge that someone else owns: no Job, NamespaceNotAdmitted.
+/// The installer never installs into a namespace it does not own: a namespace on the edge
+/// that someone else owns: no Job, NamespaceNotAdmitted.
 #[tokio::test]
 async fn namespace_owned_by_someone_else_is_not_admitted() -> anyhow::Result<()> {
     let case = "foreign";
@@ -563,8 +686,8 @@ async fn namespace_owned_by_someone_else_is_not_admitted() -> anyhow::Result<()>
     Ok(())
 }
 
-/// Show 7: a plan whose signature does not verify (written while no webhook checked it):
-/// SealInvalid, and nothing at all on the edge.
+/// Only a plan whose seal verifies runs: a plan whose signature does not verify (written
+/// while no webhook checked it): SealInvalid, and nothing at all on the edge.
 #[tokio::test]
 async fn broken_seal_touches_nothing_on_the_edge() -> anyhow::Result<()> {
     let case = "seal";
@@ -620,9 +743,9 @@ async fn broken_seal_touches_nothing_on_the_edge() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Show 10: a runner killed while helm installs leaves the release pending-install; the
-/// next attempt says so and recovers instead of failing with "another operation is in
-/// progress".
+/// A release left pending by a killed runner is recovered: a runner killed while helm
+/// installs leaves the release pending-install; the next attempt says so and recovers
+/// instead of failing with "another operation is in progress".
 #[tokio::test]
 async fn release_left_pending_by_a_killed_helm_is_recovered() -> anyhow::Result<()> {
     let case = "pending";
@@ -718,8 +841,9 @@ async fn release_left_pending_by_a_killed_helm_is_recovered() -> anyhow::Result<
     Ok(())
 }
 
-/// Show 6, first half: deleting a Workspace during an attempt fences it, removes that
-/// attempt's identity, and leaves the namespace and the release's objects in place.
+/// Deleting a Workspace revokes its attempt's identity and nothing else: deleting a
+/// Workspace during an attempt fences it, removes that attempt's identity, and leaves the
+/// namespace and the release's objects in place.
 #[tokio::test]
 async fn deletion_during_an_attempt_removes_only_the_identity() -> anyhow::Result<()> {
     let case = "delete";
@@ -855,8 +979,9 @@ async fn deletion_during_an_attempt_removes_only_the_identity() -> anyhow::Resul
     Ok(())
 }
 
-/// Show 6, second half: delete and at once recreate the same name; the old Workspace's
-/// cleanup never touches the new one, which installs normally.
+/// A Workspace's cleanup touches only its own objects, also under a same-name replacement:
+/// delete and at once recreate the same name; the old Workspace's cleanup never touches the
+/// new one, which installs normally.
 #[tokio::test]
 async fn delete_and_recreate_leaves_the_new_workspace_untouched() -> anyhow::Result<()> {
     let case = "recreate";

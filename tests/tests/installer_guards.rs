@@ -67,10 +67,10 @@ async fn nothing_on_the_edge(edge: &Client, namespace: &str) -> anyhow::Result<(
     Ok(())
 }
 
-/// Issue 16: the owner of a sealed plan must still be allowed to `use` its Recipe when the
-/// installer is about to start the attempt (a grant revoked after sealing). carol holds
-/// `install` on the edge but no recipe: her attempt is refused with the recipe and the rule
-/// to ask for, and nothing is created; granted that recipe, her next attempt runs.
+/// The owner of a sealed plan must still be allowed to `use` its Recipe when the installer
+/// is about to start the attempt (a grant revoked after sealing). carol holds `install` on
+/// the edge but no recipe: her attempt is refused with the recipe and the rule to ask for,
+/// and nothing is created; granted that recipe, her next attempt runs.
 #[tokio::test]
 async fn the_recipe_grant_is_asked_again_before_the_attempt_starts() -> anyhow::Result<()> {
     let case = "reuse";
@@ -111,10 +111,9 @@ async fn the_recipe_grant_is_asked_again_before_the_attempt_starts() -> anyhow::
     Ok(())
 }
 
-/// Issue 9.5: the owner of a sealed plan must still hold `install` on its edge when the
-/// installer is about to start the attempt. Bob holds no grant: his attempt is refused
-/// with the reason and nothing is created; once the platform grants it, his next attempt
-/// runs.
+/// The owner of a sealed plan must still hold `install` on its edge when the installer is
+/// about to start the attempt. Bob holds no grant: his attempt is refused with the reason
+/// and nothing is created; once the platform grants it, his next attempt runs.
 #[tokio::test]
 async fn authorization_is_asked_again_before_the_attempt_starts() -> anyhow::Result<()> {
     let case = "reauth";
@@ -152,8 +151,9 @@ async fn authorization_is_asked_again_before_the_attempt_starts() -> anyhow::Res
     Ok(())
 }
 
-/// Issue 9.6: a plan sealed for a server-side dry run, or a first plan (no UID yet) sealed
-/// long before this Workspace was created, never runs — even with a valid signature.
+/// Only a plan bound to this Workspace and sealed for a real write runs: a plan sealed for
+/// a server-side dry run, or a first plan (no UID yet) sealed long before this Workspace
+/// was created, never runs — even with a valid signature.
 #[tokio::test]
 async fn dry_run_and_stale_first_plans_never_run() -> anyhow::Result<()> {
     let case = "stale";
@@ -199,10 +199,11 @@ async fn dry_run_and_stale_first_plans_never_run() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Issue 9.7: the provider's hub ServiceAccount and RoleBinding are the installer's only
-/// by their UID label and owner reference. Objects that merely carry the Workspace's
-/// annotation — which anyone who may write in the organization's namespace can set — and
-/// a RoleBinding to a broader Role are replaced, not adopted.
+/// The installer adopts only hub objects it owns by UID: the provider's hub ServiceAccount
+/// and RoleBinding are the installer's only by their UID label and owner reference. Objects
+/// that merely carry the Workspace's annotation — which anyone who may write in the
+/// organization's namespace can set — and a RoleBinding to a broader Role are replaced, not
+/// adopted.
 #[tokio::test]
 async fn the_hub_credential_is_owned_by_uid_and_bound_to_the_plans_role() -> anyhow::Result<()> {
     let case = "credown";
@@ -290,9 +291,9 @@ async fn the_hub_credential_is_owned_by_uid_and_bound_to_the_plans_role() -> any
     Ok(())
 }
 
-/// Issue 9.4: a Workspace whose finalizer was forced off leaves its attempt's identity and
-/// Job on the edge; the installer sweeps them (and releases the namespace) and says so in
-/// an Event on the Edge.
+/// What a forced finalizer removal leaves on the edge is swept: a Workspace whose finalizer
+/// was forced off leaves its attempt's identity and Job on the edge; the installer sweeps
+/// them (and releases the namespace) and says so in an Event on the Edge.
 #[tokio::test]
 async fn objects_of_a_workspace_deleted_without_cleanup_are_swept() -> anyhow::Result<()> {
     let case = "orphan";
@@ -390,8 +391,9 @@ async fn objects_of_a_workspace_deleted_without_cleanup_are_swept() -> anyhow::R
     Ok(())
 }
 
-/// Issue 9.7: an edge kubeconfig whose user runs a program for its credential (`exec`) is
-/// refused unless the platform opts in: the program never runs, and the Edge says why.
+/// An edge kubeconfig runs no program without the platform's consent: an edge kubeconfig
+/// whose user runs a program for its credential (`exec`) is refused unless the platform
+/// opts in: the program never runs, and the Edge says why.
 #[tokio::test]
 async fn an_edge_kubeconfig_that_runs_a_program_is_refused() -> anyhow::Result<()> {
     let case = "exec";
@@ -451,8 +453,9 @@ async fn an_edge_kubeconfig_that_runs_a_program_is_refused() -> anyhow::Result<(
     Ok(())
 }
 
-/// Issue 17.4: the identity the hub uses on an edge (manifests/edge/, as every test here
-/// registers its edge) changes only the namespaces it created and what is in them.
+/// The installer's edge identity is confined to what it created: the identity the hub uses
+/// on an edge (manifests/edge/, as every test here registers its edge) changes only the
+/// namespaces it created and what is in them.
 #[tokio::test]
 async fn the_hubs_identity_on_an_edge_changes_only_what_it_created() -> anyhow::Result<()> {
     let env = env().await?;

@@ -101,7 +101,8 @@ fn refused(args: &str, because: &str) -> anyhow::Result<()> {
     }
 }
 
-/// Issue 17.1: the escalations the shipped identity once allowed.
+/// The installer's identity allows no escalation: the escalations the shipped identity once
+/// allowed.
 #[test]
 fn the_installer_cannot_mint_tokens_or_bind_roles_outside_what_it_makes() -> anyhow::Result<()> {
     fixture();
@@ -150,8 +151,9 @@ fn the_installer_cannot_mint_tokens_or_bind_roles_outside_what_it_makes() -> any
     Ok(())
 }
 
-/// Issue 17.1: Secrets only in the edge credentials namespace, and there only by name:
-/// never the sealing key or the webhook's serving key in the platform namespace.
+/// The installer reads Secrets only where and as it must: Secrets only in the edge
+/// credentials namespace, and there only by name: never the sealing key or the webhook's
+/// serving key in the platform namespace.
 #[test]
 fn the_installer_reads_only_edge_credentials_by_name() -> anyhow::Result<()> {
     fixture();
@@ -183,8 +185,9 @@ fn the_installer_reads_only_edge_credentials_by_name() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Issue 17.2: onboarding is one step, printable for GitOps; removing the organization
-/// takes the installer's rights with it.
+/// An organization's installer rights come and go with its onboarding: onboarding is one
+/// step, printable for GitOps; removing the organization takes the installer's rights with
+/// it.
 #[test]
 fn onboarding_gives_the_installer_its_rights_and_removing_takes_them() -> anyhow::Result<()> {
     let Fixture { plane, .. } = fixture();

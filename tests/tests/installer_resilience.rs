@@ -33,6 +33,7 @@ use providers::{
 use serde_json::json;
 use testbed::installer::{
     self, ControllerOptions, Environment, Options, PlanSpec, SYSTEM, eventually, has_condition,
+    status_of, wait_workspace,
 };
 use tokio::sync::Mutex;
 
@@ -47,25 +48,6 @@ async fn env() -> anyhow::Result<&'static Environment> {
         Options { proxied_edge: true },
     )
     .await
-}
-
-async fn wait_workspace(
-    hub: &Client,
-    org: &str,
-    name: &str,
-    what: &str,
-    check: impl Fn(&Workspace) -> bool,
-) -> anyhow::Result<Workspace> {
-    let api: Api<Workspace> = Api::namespaced(hub.clone(), org);
-    eventually(what, WAIT, || async {
-        let ws = api.get(name).await?;
-        Ok(check(&ws).then_some(ws))
-    })
-    .await
-}
-
-fn status_of(ws: &Workspace) -> providers::api::WorkspaceStatus {
-    ws.status.clone().unwrap_or_default()
 }
 
 async fn jobs_of(edge: &Client, uid: &str) -> anyhow::Result<Vec<Job>> {
@@ -111,9 +93,10 @@ where
     (added, deleted, task)
 }
 
-/// Show 4: the controller dies right after creating the Job, before recording it; its
-/// restart finds that Job (no second one), records it and the result, and revokes the
-/// identity once — also across a second crash in the middle of the revocation.
+/// A crash between steps repeats nothing harmful: the controller dies right after creating
+/// the Job, before recording it; its restart finds that Job (no second one), records it and
+/// the result, and revokes the identity once — also across a second crash in the middle of
+/// the revocation.
 #[tokio::test]
 async fn controller_killed_between_job_and_status_makes_no_second_job() -> anyhow::Result<()> {
     let _serial = SERIAL.lock().await;
@@ -240,8 +223,9 @@ async fn holder(hub: &Client, lease: &str) -> anyhow::Result<Option<String>> {
         .and_then(|s| s.holder_identity))
 }
 
-/// Show 8: two replicas, one leads; kill it; the other takes over within the lease time
-/// and carries the attempt on; never a second Job.
+/// One leader at a time, and a failover loses no attempt: two replicas, one leads; kill it;
+/// the other takes over within the lease time and carries the attempt on; never a second
+/// Job.
 #[tokio::test]
 async fn standby_replica_takes_over_within_the_lease_time() -> anyhow::Result<()> {
     let _serial = SERIAL.lock().await;
@@ -318,9 +302,10 @@ async fn standby_replica_takes_over_within_the_lease_time() -> anyhow::Result<()
     Ok(())
 }
 
-/// Show 9: the edge API goes away: EdgeUnreachable, with growing retry delays and nothing
-/// created; when it is back, the attempt resumes. Cut again while a Job runs: the attempt
-/// waits, and its result is recorded once the edge answers again.
+/// An unreachable edge pauses the attempt without losing it: the edge API goes away:
+/// EdgeUnreachable, with growing retry delays and nothing created; when it is back, the
+/// attempt resumes. Cut again while a Job runs: the attempt waits, and its result is
+/// recorded once the edge answers again.
 #[tokio::test]
 async fn unreachable_edge_backs_off_and_the_attempt_resumes() -> anyhow::Result<()> {
     let _serial = SERIAL.lock().await;

@@ -4,7 +4,7 @@
 //! `--user` and `--request-timeout`, completion the way kubectl asks for it, and the krew
 //! manifest's archives.
 //!
-//! No webhook or installer runs here (as in plugin_cluster.rs): plans are sealed and
+//! No webhook or installer runs here (as in plugin_cluster/): plans are sealed and
 //! statuses written by the test, as they would.
 
 use std::{

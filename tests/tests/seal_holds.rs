@@ -16,10 +16,7 @@ use kube::{
     api::{Patch, PatchParams, PostParams},
 };
 use providers::{
-    api::{
-        ChartRef, Edge, EdgeSpec, Recipe, RecipeSpec, SecretKeyRef, ValueField, ValueType,
-        Workspace, WorkspaceSpec,
-    },
+    api::{Edge, Recipe, Workspace},
     seal::Sealer,
 };
 use rustls::{
@@ -28,13 +25,13 @@ use rustls::{
 };
 use serde_json::{Value, json};
 use testbed::{
-    ControlPlaneInfo, Supervised, User, kubeconfig, kubectl, platform, process, supervised,
+    ControlPlaneInfo, Supervised, User,
+    fixtures::{self, REPOSITORY},
+    kubeconfig, kubectl, platform, process, supervised,
     webhook::{SYSTEM_NAMESPACE, Webhook},
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_rustls::TlsConnector;
-
-const REPOSITORY: &str = "http://127.0.0.1:1/charts";
 
 struct Fixture {
     plane: &'static ControlPlaneInfo,
@@ -78,62 +75,15 @@ async fn catalog(plane: &ControlPlaneInfo, webhook: &Webhook) -> anyhow::Result<
 }
 
 fn recipe() -> Recipe {
-    Recipe::new(
-        "demo",
-        RecipeSpec {
-            chart: ChartRef {
-                repository: REPOSITORY.into(),
-                name: "demo".into(),
-            },
-            versions: vec!["0.2.0".into(), "0.1.0".into()],
-            namespace: Some("demo".into()),
-            release: Some("demo".into()),
-            values: None,
-            values_schema: vec![ValueField {
-                path: "replicaCount".into(),
-                type_: ValueType::Integer,
-                description: None,
-                enum_: None,
-                pattern: None,
-                max_length: None,
-                minimum: Some(1.0),
-                maximum: Some(5.0),
-            }],
-            execution: vec![],
-            runtime_credential: None,
-        },
-    )
+    fixtures::recipe("demo", fixtures::recipe_spec())
 }
 
 fn edge() -> Edge {
-    Edge::new(
-        "edge-1",
-        EdgeSpec {
-            cluster_id: "edge-1-cluster".into(),
-            workspace_uuid: "8c6b7c1e-0000-4000-8000-000000000001".into(),
-            kubeconfig_secret_ref: SecretKeyRef {
-                namespace: SYSTEM_NAMESPACE.into(),
-                name: "edge-1".into(),
-                key: "kubeconfig".into(),
-            },
-        },
-    )
+    fixtures::edge("edge-1")
 }
 
 fn workspace(name: &str, values: Value) -> Workspace {
-    let mut ws = Workspace::new(
-        name,
-        WorkspaceSpec {
-            recipe: "demo".into(),
-            edge: "edge-1".into(),
-            version: None,
-            values: Some(values),
-            retry: None,
-            plan: None,
-        },
-    );
-    ws.metadata.namespace = Some("org-a".into());
-    ws
+    fixtures::workspace_in("org-a", name, fixtures::with_values(values))
 }
 
 fn denial<T: std::fmt::Debug>(result: Result<T, kube::Error>) -> kube::core::Status {
@@ -282,9 +232,10 @@ fn workspace_json(values: &str) -> String {
     )
 }
 
-/// Issue 9.2: an AdmissionReview that claims `system:masters` gets no answer — no sealed
-/// plan — unless the caller presents the API server's client certificate; a certificate
-/// from another CA, or from the same CA for another subject, is refused as well.
+/// Only the API server gets a sealed plan: an AdmissionReview that claims `system:masters`
+/// gets no answer — no sealed plan — unless the caller presents the API server's client
+/// certificate; a certificate from another CA, or from the same CA for another subject, is
+/// refused as well.
 #[tokio::test]
 async fn only_the_api_server_gets_answers() -> anyhow::Result<()> {
     let Fixture { plane, webhook } = fixture();
@@ -345,9 +296,9 @@ async fn only_the_api_server_gets_answers() -> anyhow::Result<()> {
 
 // ---- what a body costs --------------------------------------------------------------------
 
-/// Issue 9.3: hostile bodies — sent by a tenant through the API server, and straight to the
-/// webhook with the API server's certificate — get a clean 4xx or a denial, and the
-/// webhook's peak resident memory stays under 64 MiB.
+/// Hostile input neither crashes nor bloats the webhook: hostile bodies — sent by a tenant
+/// through the API server, and straight to the webhook with the API server's certificate —
+/// get a clean 4xx or a denial, and the webhook's peak resident memory stays under 64 MiB.
 #[tokio::test]
 async fn hostile_bodies_cost_the_webhook_little() -> anyhow::Result<()> {
     let Fixture { plane, webhook } = fixture();
@@ -514,11 +465,13 @@ async fn hostile_bodies_cost_the_webhook_little() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Issue 9.3: a crowd of strangers who open connections and stall in the TLS handshake,
-/// from two hundred addresses, then eight callers with the API server's certificate who send
-/// 3 MB reviews at once: the webhook stays up, answers the API server's certificate when
-/// the crowd is gone, answers every large review, and its peak resident memory grows by
-/// a few MiB for the crowd and by less than 24 MiB for the reviews. A webhook of its own, so the other tests' API server calls are not in the crowd.
+/// Stalled or flooding connections do not starve the API server's reviews: a crowd of
+/// strangers who open connections and stall in the TLS handshake, from two hundred
+/// addresses, then eight callers with the API server's certificate who send 3 MB reviews at
+/// once: the webhook stays up, answers the API server's certificate when the crowd is gone,
+/// answers every large review, and its peak resident memory grows by a few MiB for the
+/// crowd and by less than 24 MiB for the reviews. A webhook of its own, so the other tests'
+/// API server calls are not in the crowd.
 #[tokio::test]
 async fn a_crowd_of_strangers_and_large_bodies_cost_the_webhook_little() -> anyhow::Result<()> {
     let Fixture { plane, .. } = fixture();
@@ -616,10 +569,11 @@ async fn a_crowd_of_strangers_and_large_bodies_cost_the_webhook_little() -> anyh
     Ok(())
 }
 
-/// Issue 9.3 (from an attacker's review): large reviews that hold the review budget or wait
-/// for it, their bodies unread, on the API server's one HTTP/2 connection, do not hold up a
-/// small review on that same connection. The large bodies are sent only in part until the
-/// small review is answered, so the large ones are certainly still in flight then.
+/// Reviews in flight on one connection do not hold each other up (from an attacker's
+/// review): large reviews that hold the review budget or wait for it, their bodies unread,
+/// on the API server's one HTTP/2 connection, do not hold up a small review on that same
+/// connection. The large bodies are sent only in part until the small review is answered,
+/// so the large ones are certainly still in flight then.
 #[tokio::test]
 async fn large_reviews_on_one_connection_do_not_hold_up_a_small_one() -> anyhow::Result<()> {
     use http_body_util::channel::Channel;
@@ -724,9 +678,10 @@ fn object_with_values(values: &str) -> Vec<u8> {
 
 // ---- retries ---------------------------------------------------------------------------------
 
-/// Issue 9.1: a plan the webhook never sealed, stored while the webhook configurations
-/// were removed (and refused by the installer), is never signed by a later retry; and a
-/// retry of what the platform has since withdrawn is refused with what to do.
+/// The webhook signs only plans it sealed, and only what the platform still offers: a plan
+/// the webhook never sealed, stored while the webhook configurations were removed (and
+/// refused by the installer), is never signed by a later retry; and a retry of what the
+/// platform has since withdrawn is refused with what to do.
 #[tokio::test]
 async fn a_retry_never_signs_what_the_webhook_did_not_seal_or_the_platform_withdrew()
 -> anyhow::Result<()> {
@@ -876,8 +831,8 @@ async fn a_retry_never_signs_what_the_webhook_did_not_seal_or_the_platform_withd
 
 // ---- dry runs ----------------------------------------------------------------------------
 
-/// Issue 9.6: a plan sealed for a server-side dry run says so (and when it was sealed), so
-/// neither the webhook nor the installer ever runs it.
+/// A dry-run seal is never run: a plan sealed for a server-side dry run says so (and when
+/// it was sealed), so neither the webhook nor the installer ever runs it.
 #[tokio::test]
 async fn a_dry_runs_plan_says_it_is_one() -> anyhow::Result<()> {
     let Fixture { plane, .. } = fixture();
@@ -902,8 +857,9 @@ async fn a_dry_runs_plan_says_it_is_one() -> anyhow::Result<()> {
 
 // ---- the finalizer -----------------------------------------------------------------------
 
-/// Issue 9.4: a tenant cannot remove the installer's finalizer (a metadata-only write the
-/// webhooks never see); the installer's own ServiceAccount can.
+/// Only the installer removes its finalizer: a tenant cannot remove the installer's
+/// finalizer (a metadata-only write the webhooks never see); the installer's own
+/// ServiceAccount can.
 #[tokio::test]
 async fn only_the_installer_removes_its_finalizer() -> anyhow::Result<()> {
     let Fixture { plane, .. } = fixture();

@@ -42,8 +42,9 @@ async fn greeting(edge: &Client, namespace: &str, release: &str) -> anyhow::Resu
         .and_then(|c| c.data?.get("greeting").cloned()))
 }
 
-/// Issue 10.1: alice (org-a) and bob (org-b) install the same Recipe on the same edge; each
-/// gets a namespace of its own with its own values, and deleting one leaves the other.
+/// Tenants on a shared edge are isolated from each other: alice (org-a) and bob (org-b)
+/// install the same Recipe on the same edge; each gets a namespace of its own with its own
+/// values, and deleting one leaves the other.
 #[tokio::test]
 async fn two_organizations_install_the_same_recipe_on_one_edge() -> anyhow::Result<()> {
     let System { env, .. } = system().await?;
@@ -113,7 +114,7 @@ async fn two_organizations_install_the_same_recipe_on_one_edge() -> anyhow::Resu
     Ok(())
 }
 
-/// Issue 10.1: names derived from a Workspace must be valid: a denial says so at admission.
+/// Names derived from a Workspace must be valid: a denial says so at admission.
 #[tokio::test]
 async fn a_derived_name_that_is_not_valid_is_denied_at_admission() -> anyhow::Result<()> {
     let System { env, .. } = system().await?;
@@ -145,9 +146,10 @@ async fn a_derived_name_that_is_not_valid_is_denied_at_admission() -> anyhow::Re
     Ok(())
 }
 
-/// Issue 10.2: a Workspace whose edge never became Ready is deleted at once; one whose edge
-/// is gone after something was prepared waits (and says so) until the platform abandons it,
-/// which a tenant may not do.
+/// Deletion waits for the edge only while something of the Workspace is on it: a Workspace
+/// whose edge never became Ready is deleted at once; one whose edge is gone after something
+/// was prepared waits (and says so) until the platform abandons it, which a tenant may not
+/// do.
 #[tokio::test]
 async fn deletion_always_finishes() -> anyhow::Result<()> {
     let System { env, .. } = system().await?;
@@ -283,9 +285,9 @@ async fn deletion_always_finishes() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Issue 10.3: raising spec.retry while the attempt runs is admitted with a warning and
-/// starts nothing, with client-side and with server-side apply; once the attempt has
-/// failed, a further raise retries.
+/// A retry raised while the attempt runs starts nothing: raising spec.retry while the
+/// attempt runs is admitted with a warning and starts nothing, with client-side and with
+/// server-side apply; once the attempt has failed, a further raise retries.
 #[tokio::test]
 async fn a_retry_during_an_active_attempt_is_a_no_op() -> anyhow::Result<()> {
     let System { env, .. } = system().await?;
@@ -351,9 +353,9 @@ async fn a_retry_during_an_active_attempt_is_a_no_op() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Issue 10.4: a failed attempt says why in helm's own words — a version that does not
-/// exist, a template that does not render — in the condition, the attempt's record and
-/// `kubectl provider status`; `kubectl provider logs` prints the runner's log.
+/// A failed attempt says why in helm's own words — a version that does not exist, a
+/// template that does not render — in the condition, the attempt's record and `kubectl
+/// provider status`; `kubectl provider logs` prints the runner's log.
 #[tokio::test]
 async fn a_failure_says_why_in_helms_words() -> anyhow::Result<()> {
     let System { env, .. } = system().await?;

@@ -72,11 +72,7 @@ impl State {
 
 /// A condition of the Workspace's status by type.
 pub fn condition<'a>(ws: &'a Workspace, type_: &str) -> Option<&'a Condition> {
-    ws.status
-        .as_ref()?
-        .conditions
-        .iter()
-        .find(|c| c.type_ == type_)
+    ws.status.as_ref()?.condition(type_)
 }
 
 /// The state of the Workspace's current attempt.

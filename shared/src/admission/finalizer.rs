@@ -30,7 +30,7 @@ pub fn finalizer_patch(workspace: &Workspace) -> Option<PatchOperation> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::WorkspaceSpec;
+    use crate::testing;
 
     fn applied(mut workspace: Workspace) -> Vec<String> {
         let mut value = serde_json::to_value(&workspace).unwrap();
@@ -42,15 +42,7 @@ mod tests {
     }
 
     fn workspace(finalizers: Option<Vec<&str>>) -> Workspace {
-        let spec = WorkspaceSpec {
-            recipe: "hello".into(),
-            edge: "edge-1".into(),
-            version: None,
-            values: None,
-            retry: None,
-            plan: None,
-        };
-        let mut ws = Workspace::new("ws", spec);
+        let mut ws = testing::workspace("ws", testing::workspace_spec());
         ws.metadata.finalizers = finalizers.map(|f| f.into_iter().map(String::from).collect());
         ws
     }

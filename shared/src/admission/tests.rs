@@ -5,7 +5,6 @@ use k8s_openapi::{
     apimachinery::pkg::apis::meta::v1::Time,
     jiff::{SignedDuration, Timestamp},
 };
-use kube::api::ObjectMeta;
 use serde_json::json;
 
 use super::{
@@ -15,11 +14,11 @@ use super::{
 };
 use crate::{
     api::{
-        ChartRef, EdgeSpec, ExecutionRule, JobResult, RecipeSpec, SecretKeyRef, ValueField,
-        ValueType, Workspace, WorkspaceSpec, WorkspaceStatus,
+        EdgeSpec, ExecutionRule, JobResult, RecipeSpec, Workspace, WorkspaceSpec, WorkspaceStatus,
     },
     plan::Withdrawn,
     seal::{Keyring, Sealer},
+    testing,
     verify::PlanDefect,
 };
 
@@ -66,39 +65,15 @@ pub(super) fn seal_with(
 
 pub(super) fn recipe(chart: &str) -> RecipeSpec {
     RecipeSpec {
-        chart: ChartRef {
-            repository: "https://charts.example/stable".into(),
-            name: chart.into(),
-        },
-        versions: vec!["1.2.0".into(), "1.1.0".into()],
-        namespace: Some("demo".into()),
-        release: Some("demo".into()),
+        chart: testing::chart(chart),
         values: Some(json!({"replicaCount": 1})),
-        values_schema: vec![ValueField {
-            path: "replicaCount".into(),
-            type_: ValueType::Integer,
-            description: None,
-            enum_: None,
-            pattern: None,
-            max_length: None,
-            minimum: Some(1.0),
-            maximum: Some(5.0),
-        }],
-        execution: vec![],
-        runtime_credential: None,
+        values_schema: vec![testing::replica_count()],
+        ..testing::recipe_spec()
     }
 }
 
 pub(super) fn edge() -> EdgeSpec {
-    EdgeSpec {
-        cluster_id: "c1".into(),
-        workspace_uuid: "u1".into(),
-        kubeconfig_secret_ref: SecretKeyRef {
-            namespace: "p".into(),
-            name: "e".into(),
-            key: "kubeconfig".into(),
-        },
-    }
+    testing::edge_spec("edge-1")
 }
 
 pub(super) fn alice() -> UserInfo {
@@ -115,23 +90,7 @@ pub(super) fn allow() -> Vec<String> {
 }
 
 pub(super) fn workspace(values: serde_json::Value) -> Workspace {
-    let mut ws = Workspace::new(
-        "ws",
-        WorkspaceSpec {
-            recipe: "demo".into(),
-            edge: "edge-1".into(),
-            version: None,
-            values: Some(values),
-            retry: None,
-            plan: None,
-        },
-    );
-    ws.metadata = ObjectMeta {
-        name: Some("ws".into()),
-        namespace: Some("org-a".into()),
-        ..Default::default()
-    };
-    ws
+    testing::workspace_in("org-a", "ws", testing::with_values(values))
 }
 
 /// Runs the mutating decision end to end, as the webhook does, with every lookup found

@@ -312,6 +312,13 @@ pub struct WorkspaceStatus {
     pub drift: Option<Drift>,
 }
 
+impl WorkspaceStatus {
+    /// The condition of type `type_`, if the status has one (there is at most one per type).
+    pub fn condition(&self, type_: &str) -> Option<&Condition> {
+        self.conditions.iter().find(|c| c.type_ == type_)
+    }
+}
+
 /// A CEL rule that keeps one intent field fixed while the sealed attempt has no result.
 ///
 /// An attempt is active when a plan is sealed and the status records no terminal result

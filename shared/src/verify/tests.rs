@@ -8,8 +8,9 @@ use serde_json::json;
 
 use super::{Binding, PlanDefect, verify_plan};
 use crate::{
-    api::{ChartRef, Owner, Plan, SealedPlan, WorkspaceIdentity},
+    api::{Plan, SealedPlan},
     seal::{Keyring, SealError, Sealer},
+    testing,
 };
 
 fn sealed_at() -> Timestamp {
@@ -17,40 +18,13 @@ fn sealed_at() -> Timestamp {
 }
 
 fn plan(attempt: i64, uid: &str) -> Plan {
-    Plan {
+    let mut plan = Plan {
         attempt,
-        attempt_id: "a1".into(),
-        retry: 0,
-        workspace: WorkspaceIdentity {
-            namespace: "org-a".into(),
-            name: "ws".into(),
-            uid: uid.into(),
-        },
-        org: "org-a".into(),
-        provider: "hello".into(),
-        owner: Owner {
-            username: "alice".into(),
-            ..Default::default()
-        },
-        chart: ChartRef {
-            repository: "https://charts.example".into(),
-            name: "hello".into(),
-        },
-        version: "0.1.0".into(),
-        release: "hello".into(),
-        namespace: "org-a-hello".into(),
-        values: json!({}),
-        edge_name: "edge-1".into(),
-        cluster: "c1".into(),
-        edge_workspace_uuid: "u1".into(),
-        job: "hello-1".into(),
-        execution: vec![],
-        runtime_credential: None,
         sealed_at: Some(Time(sealed_at())),
-        dry_run: false,
-        cause: None,
-        restores: None,
-    }
+        ..testing::plan()
+    };
+    plan.workspace.uid = uid.into();
+    plan
 }
 
 fn sealer() -> Sealer {

@@ -8,17 +8,11 @@ use kube::{
     Api, Client,
     api::{Patch, PatchParams, PostParams},
 };
-use providers::api::{
-    ChartRef, Edge, EdgeSpec, Recipe, RecipeSpec, SecretKeyRef, ValueField, ValueType, Workspace,
-    WorkspaceSpec,
-};
+use providers::api::{Edge, Recipe, RecipeSpec, ValueField, Workspace};
 use serde_json::json;
-use testbed::{
-    Supervised, User, platform,
-    webhook::{SYSTEM_NAMESPACE, Webhook},
-};
+use testbed::{Supervised, User, fixtures, platform, webhook::Webhook};
 
-pub const REPOSITORY: &str = "http://127.0.0.1:1/charts";
+pub use testbed::fixtures::REPOSITORY;
 pub const NAMESPACE: &str = "org-a";
 
 /// Fields drop in order: the webhook stops before the control plane goes.
@@ -112,61 +106,28 @@ impl Fixture {
 }
 
 pub fn recipe() -> Recipe {
-    Recipe::new(
+    fixtures::recipe(
         "demo",
         RecipeSpec {
-            chart: ChartRef {
-                repository: REPOSITORY.into(),
-                name: "demo".into(),
-            },
-            versions: vec!["0.2.0".into(), "0.1.0".into()],
-            namespace: Some("demo".into()),
-            release: Some("demo".into()),
             values: Some(json!({"replicaCount": 1, "image": {"tag": "stable"}})),
             values_schema: vec![ValueField {
-                path: "replicaCount".into(),
-                type_: ValueType::Integer,
                 description: Some("How many replicas".into()),
-                enum_: None,
-                pattern: None,
-                max_length: None,
-                minimum: Some(1.0),
-                maximum: Some(5.0),
+                ..fixtures::replica_count()
             }],
-            execution: vec![],
-            runtime_credential: None,
+            ..fixtures::recipe_spec()
         },
     )
 }
 
 pub fn edge(name: &str) -> Edge {
-    Edge::new(
-        name,
-        EdgeSpec {
-            cluster_id: format!("{name}-cluster"),
-            workspace_uuid: "8c6b7c1e-0000-4000-8000-000000000001".into(),
-            kubeconfig_secret_ref: SecretKeyRef {
-                namespace: SYSTEM_NAMESPACE.into(),
-                name: name.into(),
-                key: "kubeconfig".into(),
-            },
-        },
-    )
+    fixtures::edge(name)
 }
 
 /// What a tenant writes: recipe, edge and a value; the webhook adds the plan.
 pub fn workspace(name: &str) -> Workspace {
-    let mut ws = Workspace::new(
+    fixtures::workspace_in(
+        NAMESPACE,
         name,
-        WorkspaceSpec {
-            recipe: "demo".into(),
-            edge: "edge-1".into(),
-            version: None,
-            values: Some(json!({"replicaCount": 2})),
-            retry: None,
-            plan: None,
-        },
-    );
-    ws.metadata.namespace = Some(NAMESPACE.into());
-    ws
+        fixtures::with_values(json!({"replicaCount": 2})),
+    )
 }

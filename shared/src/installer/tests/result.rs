@@ -1,0 +1,118 @@
+//! The Job's result is recorded before its identity is revoked, and cleanup is recorded
+//! last, so a crash between steps repeats nothing harmful.
+
+use super::*;
+
+#[rstest]
+#[case::succeeded(JobOutcome::Succeeded, JobResult::Succeeded, "False")]
+#[case::failed(failed(), JobResult::Failed, "True")]
+fn job_result_is_recorded_before_revocation(
+    #[case] outcome: JobOutcome,
+    #[case] result: JobResult,
+    #[case] failed_condition: &str,
+) {
+    let ws = workspace(Some(plan(1)), Some(bound(1, Some("job-uid"))));
+    let mut case = Case::new(&ws);
+    let mut remote = prepared(1);
+    remote.job = Some(job(1, outcome, true));
+    case.remote = Some(remote);
+    let decision = case.decide();
+    assert_eq!(
+        steps(&decision),
+        [
+            "write-status",
+            "delete-service-account",
+            "delete-role",
+            "delete-role-binding",
+            "delete-values-secret",
+            "release-job",
+            "write-status"
+        ],
+        "{result:?}: result first, then identity, then the Job's finalizer, cleanup last"
+    );
+    let writes: Vec<&WorkspaceStatus> = decision
+        .actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::WriteStatus(status) => Some(&**status),
+            _ => None,
+        })
+        .collect();
+    let first = writes[0];
+    assert_eq!(first.job_result, Some(result));
+    assert!(first.finished_at.is_some());
+    assert!(!first.cleaned_up);
+    assert_eq!(first.attempts[0].result, Some(result));
+    assert_eq!(condition(first, "Failed").0, failed_condition);
+    assert_eq!(condition(first, "Ready").0, "False", "not before cleanup");
+    let last = writes[1];
+    assert!(last.cleaned_up, "recorded after revocation and release");
+    assert_eq!(decision.next, Next::Idle);
+}
+
+#[test]
+fn cleanup_is_recorded_last() {
+    let mut status = bound(1, Some("job-uid"));
+    status.job_result = Some(JobResult::Succeeded);
+    status.finished_at = Some(Time(now()));
+    let ws = workspace(Some(plan(1)), Some(status));
+    let mut case = Case::new(&ws);
+    case.remote = Some(Remote {
+        namespace: Some(namespace_of(UID)),
+        job: Some(job(1, JobOutcome::Succeeded, false)),
+        ..Default::default()
+    });
+    let decision = case.decide();
+    assert_eq!(steps(&decision), ["write-status"]);
+    let status = last_status(&decision);
+    assert!(status.cleaned_up);
+    assert_eq!(status.phase, Some(Phase::Succeeded));
+    assert_eq!(
+        condition(&status, "Ready"),
+        ("True".into(), "Installed".into())
+    );
+    assert_eq!(condition(&status, "Progressing").0, "False");
+    assert_eq!(decision.next, Next::Idle);
+}
+
+#[test]
+fn crash_between_cleanup_steps_repeats_nothing_harmful() {
+    let mut recorded = bound(1, Some("job-uid"));
+    recorded.job_result = Some(JobResult::Succeeded);
+    recorded.finished_at = Some(Time(now()));
+    let mut partly_revoked = prepared(1);
+    partly_revoked.service_account = None;
+    partly_revoked.role = None;
+    partly_revoked.job = Some(job(1, JobOutcome::Succeeded, true));
+    let mut revoked = Remote {
+        namespace: Some(namespace_of(UID)),
+        ..Default::default()
+    };
+    revoked.job = Some(job(1, JobOutcome::Succeeded, true));
+    let rows: [(&str, Remote, &[&str]); 2] = [
+        (
+            "after the result, mid-revocation",
+            partly_revoked,
+            &["delete-role-binding", "delete-values-secret", "release-job"],
+        ),
+        ("after revocation", revoked, &["release-job"]),
+    ];
+    for (row, remote, expected) in rows {
+        let ws = workspace(Some(plan(1)), Some(recorded.clone()));
+        let mut case = Case::new(&ws);
+        case.remote = Some(remote);
+        let decision = case.decide();
+        let got: Vec<_> = steps(&decision)
+            .into_iter()
+            .filter(|s| *s != "write-status")
+            .collect();
+        assert_eq!(got, expected, "{row}");
+        assert!(
+            !decision
+                .actions
+                .iter()
+                .any(|a| a.name().starts_with("create")),
+            "{row}: nothing is created again"
+        );
+    }
+}
