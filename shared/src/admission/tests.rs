@@ -5,7 +5,7 @@ use k8s_openapi::{
     apimachinery::pkg::apis::meta::v1::Time,
     jiff::{SignedDuration, Timestamp},
 };
-use kube::api::ObjectMeta;
+use kube::core::ObjectMeta;
 use serde_json::json;
 
 use super::{
