@@ -204,7 +204,7 @@ fn yaml_and_json_carry_the_same_objects_for_tenant_and_admin() -> anyhow::Result
             let yaml_args: Vec<&str> = args.iter().copied().chain(["-o", "yaml"]).collect();
             let json_args: Vec<&str> = args.iter().copied().chain(["-o", "json"]).collect();
             let yaml_run = plugin::run(plane.kubeconfig(user), &yaml_args)?;
-            let yaml: Value = serde_yaml::from_str(yaml_run.ok().context(what.clone())?)?;
+            let yaml: Value = serde_norway::from_str(yaml_run.ok().context(what.clone())?)?;
             let json_run = plugin::run(plane.kubeconfig(user), &json_args)?;
             let json: Value = serde_json::from_str(json_run.ok().context(what.clone())?)?;
             assert_eq!(yaml, json, "{what}");
@@ -373,7 +373,7 @@ fn a_server_dry_run_creates_nothing() -> anyhow::Result<()> {
             "yaml",
         ],
     )?;
-    let object: Value = serde_yaml::from_str(yaml.ok()?)?;
+    let object: Value = serde_norway::from_str(yaml.ok()?)?;
     assert_eq!(object["spec"]["recipe"], "podinfo");
     let missing = kubectl::run(
         plane.kubeconfig(User::Admin),
@@ -903,7 +903,7 @@ fn context_and_kubeconfig_env_choose_the_user() -> anyhow::Result<()> {
     let plane = plane();
     // One kubeconfig with alice's and bob's contexts; alice's is current.
     let read = |user: User| -> anyhow::Result<Value> {
-        Ok(serde_yaml::from_str(&std::fs::read_to_string(
+        Ok(serde_norway::from_str(&std::fs::read_to_string(
             plane.kubeconfig(user),
         )?)?)
     };
@@ -914,7 +914,7 @@ fn context_and_kubeconfig_env_choose_the_user() -> anyhow::Result<()> {
     }
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("both.kubeconfig");
-    std::fs::write(&path, serde_yaml::to_string(&merged)?)?;
+    std::fs::write(&path, serde_norway::to_string(&merged)?)?;
 
     let bob_context = bob["current-context"].as_str().context("context")?;
     let as_bob = plugin::run(&path, &["edges", "--context", bob_context])?;
