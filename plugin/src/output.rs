@@ -126,7 +126,7 @@ pub fn print(
                 out.write_all(columns.render(&rows, !no_headers).as_bytes())?;
             }
         }
-        OutputFormat::Yaml => out.write_all(serde_yaml::to_string(&rendered.data)?.as_bytes())?,
+        OutputFormat::Yaml => out.write_all(serde_norway::to_string(&rendered.data)?.as_bytes())?,
         OutputFormat::Json => out.write_all(to_json(&rendered.data)?.as_bytes())?,
         OutputFormat::Name => {
             for name in &rendered.names {

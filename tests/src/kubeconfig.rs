@@ -28,6 +28,6 @@ pub fn write(
         "contexts": [{ "name": format!("{user}@{cluster}"), "context": context }],
         "current-context": format!("{user}@{cluster}"),
     });
-    std::fs::write(path, serde_yaml::to_string(&config)?)?;
+    std::fs::write(path, serde_norway::to_string(&config)?)?;
     Ok(())
 }

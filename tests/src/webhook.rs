@@ -223,7 +223,7 @@ impl Webhook {
         let ca_bundle =
             base64::Engine::encode(&base64::engine::general_purpose::STANDARD, &self.ca_pem);
         let mut documents = Vec::new();
-        for document in serde_yaml::Deserializer::from_str(&text) {
+        for document in serde_norway::Deserializer::from_str(&text) {
             let mut value: serde_json::Value = serde::Deserialize::deserialize(document)?;
             if let Some(annotations) = value
                 .pointer_mut("/metadata/annotations")
@@ -238,7 +238,7 @@ impl Webhook {
                     .context("path")?;
                 webhook["clientConfig"] = serde_json::json!({ "url": format!("https://127.0.0.1:{}{path}", self.port), "caBundle": ca_bundle });
             }
-            documents.push(serde_yaml::to_string(&value)?);
+            documents.push(serde_norway::to_string(&value)?);
         }
         platform::apply_yaml(plane.kubeconfig(User::Admin), &documents.join("---\n"))?;
         self.wait_until_called(plane).await
@@ -313,7 +313,7 @@ pub fn publish_keys(
     });
     platform::apply_yaml(
         plane.kubeconfig(User::Admin),
-        &serde_yaml::to_string(&config_map)?,
+        &serde_norway::to_string(&config_map)?,
     )
 }
 

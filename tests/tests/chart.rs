@@ -127,7 +127,7 @@ impl Helm {
 
 /// Every YAML document of a stream, as JSON values (empty documents dropped).
 fn documents(yaml: &str) -> Vec<Value> {
-    serde_yaml::Deserializer::from_str(yaml)
+    serde_norway::Deserializer::from_str(yaml)
         .map(|doc| serde::Deserialize::deserialize(doc).unwrap())
         .filter(|doc: &Value| !doc.is_null())
         .collect()

@@ -188,7 +188,7 @@ async fn engines_see_a_new_workspace_in_progress_and_a_failed_one_failed() -> an
     std::fs::write(script.path(), engines::argocd_health_script_from_docs()?)?;
 
     let object: DynamicObject =
-        serde_yaml::from_str(&manifest("broken-from-git", "engines-broken"))?;
+        serde_norway::from_str(&manifest("broken-from-git", "engines-broken"))?;
     let api: Api<DynamicObject> = Api::namespaced_with(
         alice_client.clone(),
         "org-a",

@@ -93,7 +93,7 @@ fn the_cert_manager_entry_point_builds() {
 fn cert_manager_issues_from_a_stable_ca() {
     let root = binaries::workspace_root().unwrap();
     let yaml = render(&root.join("manifests"));
-    let docs: Vec<serde_json::Value> = serde_yaml::Deserializer::from_str(&yaml)
+    let docs: Vec<serde_json::Value> = serde_norway::Deserializer::from_str(&yaml)
         .map(|doc| serde::Deserialize::deserialize(doc).unwrap())
         .collect();
     let find = |kind: &str, name: &str| {
@@ -177,7 +177,7 @@ fn one_line_moves_the_platform_to_another_namespace() {
     ] {
         assert!(yaml.contains(expected), "{expected} missing:\n{yaml}");
     }
-    let docs: Vec<serde_json::Value> = serde_yaml::Deserializer::from_str(&yaml)
+    let docs: Vec<serde_json::Value> = serde_norway::Deserializer::from_str(&yaml)
         .map(|doc| serde::Deserialize::deserialize(doc).unwrap())
         .collect();
     for doc in &docs {
@@ -225,7 +225,7 @@ fn one_line_moves_the_platform_to_another_namespace() {
         !with_components.contains("providers-system"),
         "{with_components}"
     );
-    let docs: Vec<serde_json::Value> = serde_yaml::Deserializer::from_str(&with_components)
+    let docs: Vec<serde_json::Value> = serde_norway::Deserializer::from_str(&with_components)
         .map(|doc| serde::Deserialize::deserialize(doc).unwrap())
         .collect();
     let policy = docs

@@ -71,7 +71,7 @@ fn version_prints_in_each_format() -> anyhow::Result<()> {
         serde_json::from_str(plugin::run_offline(&["version", "-o", "json"])?.ok()?)?;
     assert_eq!(json["clientVersion"]["version"], format!("v{version}"));
     let yaml: serde_json::Value =
-        serde_yaml::from_str(plugin::run_offline(&["version", "-o", "yaml"])?.ok()?)?;
+        serde_norway::from_str(plugin::run_offline(&["version", "-o", "yaml"])?.ok()?)?;
     assert_eq!(yaml, json);
     Ok(())
 }
@@ -176,7 +176,7 @@ fn group_impersonation_needs_a_user() -> anyhow::Result<()> {
 #[test]
 fn the_krew_manifest_describes_this_plugin() -> anyhow::Result<()> {
     let path = binaries::workspace_root()?.join("plugin/krew/provider.yaml");
-    let manifest: serde_json::Value = serde_yaml::from_str(&std::fs::read_to_string(path)?)?;
+    let manifest: serde_json::Value = serde_norway::from_str(&std::fs::read_to_string(path)?)?;
     assert_eq!(manifest["kind"], "Plugin");
     assert_eq!(
         manifest["apiVersion"],

@@ -55,7 +55,7 @@ fn tenant_namespace(plane: &ControlPlaneInfo, name: &str) -> anyhow::Result<()> 
     ];
     let yaml = docs
         .iter()
-        .map(serde_yaml::to_string)
+        .map(serde_norway::to_string)
         .collect::<Result<Vec<_>, _>>()?
         .join("---\n");
     platform::apply_yaml(plane.kubeconfig(User::Admin), &yaml)
@@ -474,7 +474,7 @@ fn status_ends_with_the_workspace_s_recent_events() -> anyhow::Result<()> {
     docs.push(event(29, "uid-of-a-deleted-one", "Warning", 1, 1)?);
     let yaml = docs
         .iter()
-        .map(serde_yaml::to_string)
+        .map(serde_norway::to_string)
         .collect::<Result<Vec<_>, _>>()?
         .join("---\n");
     platform::apply_yaml(plane.kubeconfig(User::Admin), &yaml)?;
@@ -590,7 +590,7 @@ fn two_users_two_clusters(
     dir: &Path,
 ) -> anyhow::Result<std::path::PathBuf> {
     let read = |user: User| -> anyhow::Result<Value> {
-        Ok(serde_yaml::from_str(&std::fs::read_to_string(
+        Ok(serde_norway::from_str(&std::fs::read_to_string(
             plane.kubeconfig(user),
         )?)?)
     };
@@ -608,7 +608,7 @@ fn two_users_two_clusters(
         .context("clusters")?
         .push(closed);
     let path = dir.join("many.kubeconfig");
-    std::fs::write(&path, serde_yaml::to_string(&merged)?)?;
+    std::fs::write(&path, serde_norway::to_string(&merged)?)?;
     Ok(path)
 }
 
@@ -617,7 +617,7 @@ fn cluster_and_user_choose_from_the_kubeconfig() -> anyhow::Result<()> {
     let plane = plane();
     let dir = tempfile::tempdir()?;
     let path = two_users_two_clusters(plane, dir.path())?;
-    let bob = serde_yaml::from_str::<Value>(&std::fs::read_to_string(
+    let bob = serde_norway::from_str::<Value>(&std::fs::read_to_string(
         plane.kubeconfig(User::Bob),
     )?)?["users"][0]["name"]
         .as_str()
@@ -823,7 +823,7 @@ fn completion_through_kubectl_offers_commands_flags_and_names() -> anyhow::Resul
         ["redis"]
     );
     let context =
-        serde_yaml::from_str::<Value>(&std::fs::read_to_string(&kubeconfig)?)?["current-context"]
+        serde_norway::from_str::<Value>(&std::fs::read_to_string(&kubeconfig)?)?["current-context"]
             .as_str()
             .context("context")?
             .to_owned();
@@ -867,7 +867,7 @@ fn completion_through_kubectl_offers_commands_flags_and_names() -> anyhow::Resul
 #[test]
 fn the_krew_manifest_names_the_release_archives() -> anyhow::Result<()> {
     let root = binaries::workspace_root()?;
-    let manifest: Value = serde_yaml::from_str(&std::fs::read_to_string(
+    let manifest: Value = serde_norway::from_str(&std::fs::read_to_string(
         root.join("plugin/krew/provider.yaml"),
     )?)?;
     let version = manifest["spec"]["version"]

@@ -13,7 +13,7 @@ pub fn parse_file(file: &str, text: &str) -> Result<Map<String, Value>, ValuesEr
     if text.trim().is_empty() {
         return Ok(Map::new());
     }
-    let value: Value = serde_yaml::from_str(text).map_err(|e| error(e.to_string()))?;
+    let value: Value = serde_norway::from_str(text).map_err(|e| error(e.to_string()))?;
     match value {
         Value::Object(map) => Ok(map),
         Value::Null => Ok(Map::new()),

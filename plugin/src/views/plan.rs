@@ -32,44 +32,44 @@ pub fn plan_detail(
     verified: Option<&str>,
 ) -> Rendered {
     let ws = &item.typed;
-    let p = &sealed.plan;
+    let plan = &sealed.plan;
     let mut fields = Fields::new();
-    let uid = if p.workspace.uid.is_empty() {
+    let uid = if plan.workspace.uid.is_empty() {
         "bound at creation".to_owned()
     } else {
-        format!("uid {}", p.workspace.uid)
+        format!("uid {}", plan.workspace.uid)
     };
     fields
         .add(
             "Workspace",
             format!(
                 "{} ({uid})",
-                namespaced_name(&p.workspace.namespace, &p.workspace.name)
+                namespaced_name(&plan.workspace.namespace, &plan.workspace.name)
             ),
         )
         .add(
             "Attempt",
-            format!("{} (id {}, retry {})", p.attempt, p.attempt_id, p.retry),
+            format!("{} (id {}, retry {})", plan.attempt, plan.attempt_id, plan.retry),
         )
-        .add("Owner", p.owner.username.clone())
-        .add("Provider", p.provider.clone())
+        .add("Owner", plan.owner.username.clone())
+        .add("Provider", plan.provider.clone())
         .add(
             "Chart",
-            format!("{} {} from {}", p.chart.name, p.version, p.chart.repository),
+            format!("{} {} from {}", plan.chart.name, plan.version, plan.chart.repository),
         )
         .add(
             "Installs",
-            format!("release {} in namespace {}", p.release, p.namespace),
+            format!("release {} in namespace {}", plan.release, plan.namespace),
         )
         .add(
             "Edge",
             format!(
                 "{} (cluster {}, edge workspace {})",
-                p.edge_name, p.cluster, p.edge_workspace_uuid
+                plan.edge_name, plan.cluster, plan.edge_workspace_uuid
             ),
         )
-        .add("Job", p.job.clone());
-    if let Some(cred) = &p.runtime_credential {
+        .add("Job", plan.job.clone());
+    if let Some(cred) = &plan.runtime_credential {
         fields.add(
             "Hub access",
             format!(
@@ -89,9 +89,9 @@ pub fn plan_detail(
         );
     }
     let mut text = fields.render();
-    if !p.execution.is_empty() {
+    if !plan.execution.is_empty() {
         text.push_str("Runner rights in the release namespace:\n");
-        for rule in &p.execution {
+        for rule in &plan.execution {
             let groups: Vec<&str> = rule
                 .api_groups
                 .iter()
@@ -106,7 +106,7 @@ pub fn plan_detail(
         }
     }
     text.push_str("Values:\n");
-    let values = serde_yaml::to_string(&p.values).unwrap_or_default();
+    let values = serde_norway::to_string(&plan.values).unwrap_or_default();
     for line in values.lines() {
         text.push_str(&format!("  {line}\n"));
     }

@@ -136,7 +136,7 @@ pub fn recipe_detail(item: &Fetched<Recipe>, access: &Access) -> Rendered {
     }
     if let Some(values) = recipe.spec.values.as_ref().filter(|v| !is_empty(v)) {
         text.push_str("Default values:\n");
-        let yaml = serde_yaml::to_string(values).unwrap_or_default();
+        let yaml = serde_norway::to_string(values).unwrap_or_default();
         for line in yaml.lines() {
             text.push_str(&format!("  {line}\n"));
         }

@@ -102,7 +102,7 @@ fn catalog_yaml() -> String {
         }
     }
     docs.iter()
-        .map(|d| serde_yaml::to_string(d).unwrap_or_default())
+        .map(|d| serde_norway::to_string(d).unwrap_or_default())
         .collect::<Vec<_>>()
         .join("---\n")
 }

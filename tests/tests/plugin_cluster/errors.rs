@@ -62,7 +62,7 @@ fn context_and_kubeconfig_env_choose_the_user() -> anyhow::Result<()> {
     let plane = plane();
     // One kubeconfig with alice's and bob's contexts; alice's is current.
     let read = |user: User| -> anyhow::Result<Value> {
-        Ok(serde_yaml::from_str(&std::fs::read_to_string(
+        Ok(serde_norway::from_str(&std::fs::read_to_string(
             plane.kubeconfig(user),
         )?)?)
     };
@@ -73,7 +73,7 @@ fn context_and_kubeconfig_env_choose_the_user() -> anyhow::Result<()> {
     }
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("both.kubeconfig");
-    std::fs::write(&path, serde_yaml::to_string(&merged)?)?;
+    std::fs::write(&path, serde_norway::to_string(&merged)?)?;
 
     let bob_context = bob["current-context"].as_str().context("context")?;
     let as_bob = plugin::run(&path, &["edges", "--context", bob_context])?;

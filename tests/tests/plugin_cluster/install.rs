@@ -113,7 +113,7 @@ fn a_server_dry_run_creates_nothing() -> anyhow::Result<()> {
             "yaml",
         ],
     )?;
-    let object: Value = serde_yaml::from_str(yaml.ok()?)?;
+    let object: Value = serde_norway::from_str(yaml.ok()?)?;
     assert_eq!(object["spec"]["recipe"], "podinfo");
     let missing = kubectl::run(
         plane.kubeconfig(User::Admin),

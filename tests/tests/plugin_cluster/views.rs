@@ -117,7 +117,7 @@ fn yaml_and_json_carry_the_same_objects_for_tenant_and_admin() -> anyhow::Result
             let yaml_args: Vec<&str> = args.iter().copied().chain(["-o", "yaml"]).collect();
             let json_args: Vec<&str> = args.iter().copied().chain(["-o", "json"]).collect();
             let yaml_run = plugin::run(plane.kubeconfig(user), &yaml_args)?;
-            let yaml: Value = serde_yaml::from_str(yaml_run.ok().context(what.clone())?)?;
+            let yaml: Value = serde_norway::from_str(yaml_run.ok().context(what.clone())?)?;
             let json_run = plugin::run(plane.kubeconfig(user), &json_args)?;
             let json: Value = serde_json::from_str(json_run.ok().context(what.clone())?)?;
             assert_eq!(yaml, json, "{what}");

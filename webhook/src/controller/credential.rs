@@ -52,7 +52,7 @@ pub fn kubeconfig(endpoint: &HubEndpoint, namespace: &str, user: &str, token: &s
         "contexts": [{"name": "hub", "context": {"cluster": "hub", "user": user, "namespace": namespace}}],
         "current-context": "hub",
     });
-    serde_yaml::to_string(&config).unwrap_or_else(|_| config.to_string())
+    serde_norway::to_string(&config).unwrap_or_else(|_| config.to_string())
 }
 
 /// DER certificates as PEM text.
