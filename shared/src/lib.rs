@@ -14,6 +14,6 @@ pub mod policy;
 pub mod reference;
 mod schema;
 pub mod seal;
+pub mod tenant_values;
 pub mod text;
-pub mod values;
 pub mod verify;
