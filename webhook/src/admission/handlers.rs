@@ -231,6 +231,9 @@ fn patch_plan(review: &WorkspaceReview, sealed: &SealedPlan, start: Option<&Star
     });
     match patched {
         Ok(answer) => answer,
-        Err(e) => denied(review, &Denial::Seal(SealError::Serialize(e.to_string()))),
+        Err(e) => denied(
+            review,
+            &Denial::SealFailed(SealError::Serialize(e.to_string())),
+        ),
     }
 }
