@@ -501,7 +501,14 @@ fn three_applies_change_nothing(name: &str, apply: &[&str]) {
     let object: Value = serde_json::from_str(
         &kubectl::ok(
             alice,
-            &["get", "workspace", name, "-o", "json", "--show-managed-fields"],
+            &[
+                "get",
+                "workspace",
+                name,
+                "-o",
+                "json",
+                "--show-managed-fields",
+            ],
         )
         .unwrap(),
     )
