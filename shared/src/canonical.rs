@@ -18,8 +18,8 @@ fn write(value: &Value, out: &mut Vec<u8>) {
             let mut entries: Vec<(&String, &Value)> = map.iter().collect();
             entries.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
             out.push(b'{');
-            for (i, (key, value)) in entries.into_iter().enumerate() {
-                if i > 0 {
+            for (index, (key, value)) in entries.into_iter().enumerate() {
+                if index > 0 {
                     out.push(b',');
                 }
                 write_scalar(&Value::String(key.clone()), out);
@@ -30,8 +30,8 @@ fn write(value: &Value, out: &mut Vec<u8>) {
         }
         Value::Array(items) => {
             out.push(b'[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
+            for (index, item) in items.iter().enumerate() {
+                if index > 0 {
                     out.push(b',');
                 }
                 write(item, out);

@@ -14,8 +14,8 @@ pub mod policy;
 pub mod reference;
 mod schema;
 pub mod seal;
+pub mod tenant_values;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod text;
-pub mod values;
 pub mod verify;

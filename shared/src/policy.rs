@@ -2,15 +2,22 @@
 //! API server, where the CRD schema cannot: the CRD's CEL rules compare the whole values
 //! object, which a structural schema allows only for an object without a schema for its
 //! members. The policy holds depth, keys per object, key length and string length, and
-//! refuses lists. It is generated from [`crate::values::limits`] so the webhook, the CRD
+//! refuses lists. It is generated from [`crate::tenant_values::limits`] so the webhook, the CRD
 //! schema and the policy never disagree; `crdgen` writes it to `manifests/policies/`.
 
 use std::fmt::Write;
 
-use crate::{api::GROUP, values::limits};
+use crate::{api::GROUP, tenant_values::limits};
 
 /// The file it is checked in as, under `manifests/policies/`.
 pub const VALUES_BOUNDS_FILE: &str = "values-bounds.yaml";
+
+/// The metadata of the policy and of its binding.
+const METADATA: &str = "metadata:
+  name: providers-values-bounds
+  labels:
+    app.kubernetes.io/part-of: providers
+";
 
 /// The policy and its binding, as YAML.
 pub fn values_bounds() -> String {
@@ -23,11 +30,7 @@ pub fn values_bounds() -> String {
 # strings are at most {bytes} bytes; there are no lists.
 apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingAdmissionPolicy
-metadata:
-  name: providers-values-bounds
-  labels:
-    app.kubernetes.io/part-of: providers
-spec:
+{METADATA}spec:
   failurePolicy: Fail
   matchConstraints:
     resourceRules:
@@ -46,11 +49,7 @@ spec:
 ---
 apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingAdmissionPolicyBinding
-metadata:
-  name: providers-values-bounds
-  labels:
-    app.kubernetes.io/part-of: providers
-spec:
+{METADATA}spec:
   policyName: providers-values-bounds
   validationActions: [Deny]
 "#,

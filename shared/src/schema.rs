@@ -2,7 +2,7 @@
 
 use schemars::{Schema, SchemaGenerator, json_schema};
 
-use crate::values::limits;
+use crate::tenant_values::limits;
 
 /// A JSON object of any shape (chart values): kept as written by the apiserver.
 pub fn free_form_object(_: &mut SchemaGenerator) -> Schema {

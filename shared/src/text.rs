@@ -4,6 +4,11 @@
 /// The most characters of user input a message quotes.
 pub const QUOTE_LIMIT: usize = 64;
 
+/// `namespace/name`: how a namespaced object is named in messages and annotations.
+pub fn object_key(namespace: &str, name: &str) -> String {
+    format!("{namespace}/{name}")
+}
+
 /// `text` as a quoted string for a message: at most [`QUOTE_LIMIT`] characters, with
 /// control characters escaped, and the length of what was left out.
 pub fn quoted(text: &str) -> String {
@@ -69,23 +74,23 @@ pub fn sanitized_tail(output: &str, max: usize) -> String {
 pub fn for_terminal(text: &str) -> String {
     let mut clean = String::with_capacity(text.len());
     let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
+    while let Some(character) = chars.next() {
+        match character {
             '\u{1b}' => match chars.next() {
                 Some('[') => {
-                    for c in chars.by_ref() {
-                        if ('\u{40}'..='\u{7e}').contains(&c) {
+                    for terminator in chars.by_ref() {
+                        if ('\u{40}'..='\u{7e}').contains(&terminator) {
                             break;
                         }
                     }
                 }
                 Some(']' | 'P' | '^' | '_' | 'X') => {
                     // A string: until BEL or ST (ESC \\).
-                    while let Some(c) = chars.next() {
-                        if c == '\u{7}' {
+                    while let Some(inside) = chars.next() {
+                        if inside == '\u{7}' {
                             break;
                         }
-                        if c == '\u{1b}' {
+                        if inside == '\u{1b}' {
                             chars.next_if_eq(&'\\');
                             break;
                         }
@@ -94,9 +99,9 @@ pub fn for_terminal(text: &str) -> String {
                 _ => {}
             },
             // The C1 control introducers and every other control character.
-            '\n' | '\t' => clean.push(c),
-            c if c.is_control() => {}
-            c => clean.push(c),
+            '\n' | '\t' => clean.push(character),
+            control if control.is_control() => {}
+            printable => clean.push(printable),
         }
     }
     clean

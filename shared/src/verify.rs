@@ -13,7 +13,7 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use crate::{
     api::SealedPlan,
     seal::{Keyring, SealError},
-    text::shown,
+    text::{object_key, shown},
 };
 
 /// How far apart a UID-less plan's seal and its Workspace's creation may be. Mutating
@@ -96,12 +96,11 @@ pub fn check_binding(sealed: &SealedPlan, workspace: &Binding<'_>) -> Result<(),
     }
     if plan.workspace.namespace != workspace.namespace || plan.workspace.name != workspace.name {
         return Err(PlanDefect::OtherWorkspace {
-            sealed_for: format!(
-                "{}/{}",
-                shown(&plan.workspace.namespace),
-                shown(&plan.workspace.name)
+            sealed_for: object_key(
+                &shown(&plan.workspace.namespace),
+                &shown(&plan.workspace.name),
             ),
-            this: format!("{}/{}", workspace.namespace, workspace.name),
+            this: object_key(workspace.namespace, workspace.name),
         });
     }
     if plan.org != workspace.namespace {

@@ -7,7 +7,7 @@ use providers::{
     admission::{Operation, Request, binding_of, mutate, validate::validate},
     api::{ValueField, ValueType, Workspace},
     seal::{Keyring, Sealer},
-    values,
+    tenant_values,
     verify::verify_plan,
 };
 use serde_json::{Map, Value, json};
@@ -76,7 +76,7 @@ proptest! {
 
     #[test]
     fn the_values_check_never_panics(values in json_value()) {
-        let _ = values::check("r", &schema(), Some(&values));
+        let _ = tenant_values::check("r", &schema(), Some(&values));
     }
 
     #[test]

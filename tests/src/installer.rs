@@ -211,7 +211,7 @@ impl Environment {
         };
         let mut values = spec.values.clone();
         if let Some(credential) = &spec.runtime_credential {
-            providers::values::set_path(
+            providers::tenant_values::set_path(
                 &mut values,
                 &credential.value_path,
                 Value::String(providers::plan::runtime_credential_secret(&spec.name)),

@@ -23,7 +23,6 @@ use crate::{
     cli::{OrgAddArgs, OrgCommand},
     commands::Ctx,
     intent::FIELD_MANAGER,
-    object_names::namespaced_name,
     output::{Rendered, list, resource_name},
     report::user_error,
     table::{Table, col},
@@ -111,8 +110,8 @@ async fn add(ctx: &Ctx, args: OrgAddArgs) -> anyhow::Result<()> {
                 format!(
                     "organization {}: the installer runs as {}, not {}",
                     args.name,
-                    namespaced_name(&installed.0, &installed.1),
-                    namespaced_name(&wanted.0, &wanted.1)
+                    providers::text::object_key(&installed.0, &installed.1),
+                    providers::text::object_key(&wanted.0, &wanted.1)
                 ),
                 Some(format!(
                     "pass --installer-namespace {} --installer-service-account {} (or set PROVIDERS_NAMESPACE={})",

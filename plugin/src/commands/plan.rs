@@ -7,7 +7,6 @@ use providers::{api::Workspace, seal::Keyring};
 use crate::{
     cli::PlanArgs,
     commands::Ctx,
-    object_names::namespaced_name,
     objects,
     report::{report, user_error},
     views::plan::{plan_detail, verify},
@@ -63,7 +62,7 @@ async fn published_keys(client: &Client, namespace: &str, name: &str) -> anyhow:
         .filter(|(key, _)| key.ends_with(".pem"))
         .map(|(key, pem)| (key.as_str(), pem.as_str()))
         .collect();
-    let configmap = namespaced_name(namespace, name);
+    let configmap = providers::text::object_key(namespace, name);
     if pems.is_empty() {
         return Err(user_error(
             format!("configmap {configmap} holds no public keys (entries named <keyID>.pem)"),

@@ -7,10 +7,7 @@ use providers::{
     verify::verify_plan,
 };
 
-use crate::{
-    object_names::namespaced_name, objects::Fetched, output::Rendered, table::Fields,
-    views::workspaces::name_of,
-};
+use crate::{objects::Fetched, output::Rendered, table::Fields, views::workspaces::name_of};
 
 /// Checks a Workspace's sealed plan exactly as the installer does before it runs it
 /// ([`providers::verify::verify_plan`]): the signature against the published keys, no dry
@@ -44,18 +41,24 @@ pub fn plan_detail(
             "Workspace",
             format!(
                 "{} ({uid})",
-                namespaced_name(&plan.workspace.namespace, &plan.workspace.name)
+                providers::text::object_key(&plan.workspace.namespace, &plan.workspace.name)
             ),
         )
         .add(
             "Attempt",
-            format!("{} (id {}, retry {})", plan.attempt, plan.attempt_id, plan.retry),
+            format!(
+                "{} (id {}, retry {})",
+                plan.attempt, plan.attempt_id, plan.retry
+            ),
         )
         .add("Owner", plan.owner.username.clone())
         .add("Provider", plan.provider.clone())
         .add(
             "Chart",
-            format!("{} {} from {}", plan.chart.name, plan.version, plan.chart.repository),
+            format!(
+                "{} {} from {}",
+                plan.chart.name, plan.version, plan.chart.repository
+            ),
         )
         .add(
             "Installs",

@@ -12,7 +12,7 @@ pub enum Denial {
     #[error(
         "spec.plan is written by the admission webhook only: remove spec.plan from the manifest and create the Workspace again"
     )]
-    PlanSetOnCreate,
+    PlanSetByUser,
     #[error(
         "metadata.name: a Workspace needs a name (generateName is not supported, since the plan is sealed for the name)"
     )]
@@ -80,7 +80,7 @@ pub enum Denial {
     #[error(
         "spec.plan: attempt {attempt} was sealed for another request (a dry run or an earlier write), so it cannot start here; remove spec.plan from your change"
     )]
-    PlanNotForThisRequest { attempt: i64 },
+    PlanReplayed { attempt: i64 },
     #[error(
         "spec.plan differs from the sealed plan of attempt {attempt}: the plan cannot be edited; remove spec.plan from your change"
     )]
@@ -108,7 +108,7 @@ pub enum Denial {
     #[error(
         "Workspace {workspace} is being deleted: no new attempt can start; wait until it is gone, then create it again"
     )]
-    Fenced { workspace: String },
+    DeletionFenced { workspace: String },
     #[error(
         "{field}: {name} is not a valid name (lowercase letters, digits, '-' and '.', at most 253 characters); `kubectl provider recipes` and `kubectl provider edges` list what exists"
     )]
@@ -124,7 +124,7 @@ pub enum Denial {
     #[error(
         "spec.edge: user {user:?} may not install onto edge {edge:?}; ask the platform team for the `install` verb on edges/{edge}"
     )]
-    NotAuthorized { user: String, edge: String },
+    EdgeNotAuthorized { user: String, edge: String },
     #[error(
         "spec.edge: could not check whether {user:?} may install onto edge {edge:?}: {reason}; try again"
     )]
@@ -156,14 +156,14 @@ pub enum Denial {
     #[error(
         "the webhook could not seal the plan: {0}; this is a platform fault, tell the platform team"
     )]
-    Seal(SealError),
+    SealFailed(SealError),
 }
 
 impl Denial {
     /// A machine-readable reason, for `status.reason` and the denials metric.
     pub fn reason(&self) -> &'static str {
         match self {
-            Denial::PlanSetOnCreate => "PlanSetByUser",
+            Denial::PlanSetByUser => "PlanSetByUser",
             Denial::NameRequired => "NameRequired",
             Denial::PlanMissing => "PlanMissing",
             Denial::PlanInvalid(PlanDefect::Seal(_)) => "SealInvalid",
@@ -185,17 +185,17 @@ impl Denial {
             Denial::RollbackWithdrawn { .. } => "RollbackWithdrawn",
             Denial::RollbackAcrossTargets { .. } => "RollbackAcrossTargets",
             Denial::RollbackToCurrent { .. } => "RollbackToCurrent",
-            Denial::PlanNotForThisRequest { .. } => "PlanReplayed",
+            Denial::PlanReplayed { .. } => "PlanReplayed",
             Denial::PlanChanged { .. } => "PlanChanged",
             Denial::AttemptOutOfOrder { .. } => "AttemptOutOfOrder",
             Denial::EditForbidden { .. } => "EditForbidden",
             Denial::AttemptActive { .. } => "AttemptActive",
             Denial::NotResealed { .. } => "NotResealed",
-            Denial::Fenced { .. } => "DeletionFenced",
+            Denial::DeletionFenced { .. } => "DeletionFenced",
             Denial::InvalidName { .. } => "InvalidName",
             Denial::UnknownRecipe { .. } => "UnknownRecipe",
             Denial::UnknownEdge { .. } => "UnknownEdge",
-            Denial::NotAuthorized { .. } => "EdgeNotAuthorized",
+            Denial::EdgeNotAuthorized { .. } => "EdgeNotAuthorized",
             Denial::AuthorizationUnavailable { .. } => "AuthorizationUnavailable",
             Denial::RecipeNotEntitled { .. } => "RecipeNotEntitled",
             Denial::RecipeAuthorizationUnavailable { .. } => "RecipeAuthorizationUnavailable",
@@ -203,7 +203,7 @@ impl Denial {
             Denial::Resolve(ResolveError::Values(_)) => "ValueNotAllowed",
             Denial::Resolve(ResolveError::VersionNotAllowed { .. }) => "VersionNotAllowed",
             Denial::Resolve(_) => "RecipeInvalid",
-            Denial::Seal(_) => "SealFailed",
+            Denial::SealFailed(_) => "SealFailed",
         }
     }
 
@@ -235,13 +235,13 @@ impl Denial {
             | Denial::RecipeNotEntitled { .. }
             | Denial::RecipeAuthorizationUnavailable { .. } => "spec.recipe".to_owned(),
             Denial::UnknownEdge { .. }
-            | Denial::NotAuthorized { .. }
+            | Denial::EdgeNotAuthorized { .. }
             | Denial::AuthorizationUnavailable { .. } => "spec.edge".to_owned(),
             Denial::Resolve(error) => error.field(),
             Denial::LookupFailed { field, .. } | Denial::InvalidName { field, .. } => {
                 (*field).to_owned()
             }
-            Denial::Fenced { .. } => "metadata.deletionTimestamp".to_owned(),
+            Denial::DeletionFenced { .. } => "metadata.deletionTimestamp".to_owned(),
             Denial::NameRequired => "metadata.name".to_owned(),
             _ => "spec.plan".to_owned(),
         }
@@ -250,12 +250,12 @@ impl Denial {
     /// The HTTP status code in the AdmissionResponse's status.
     pub fn code(&self) -> u16 {
         match self {
-            Denial::NotAuthorized { .. } | Denial::RecipeNotEntitled { .. } => 403,
+            Denial::EdgeNotAuthorized { .. } | Denial::RecipeNotEntitled { .. } => 403,
             Denial::AuthorizationUnavailable { .. }
             | Denial::RecipeAuthorizationUnavailable { .. }
             | Denial::LookupFailed { .. }
-            | Denial::Seal(_) => 503,
-            Denial::Fenced { .. }
+            | Denial::SealFailed(_) => 503,
+            Denial::DeletionFenced { .. }
             | Denial::AttemptActive { .. }
             | Denial::RollbackWhileActive { .. } => 409,
             _ => 422,

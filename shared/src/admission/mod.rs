@@ -113,7 +113,7 @@ impl Request<'_> {
             ));
         }
         if let Some(serde_json::Value::Object(values)) = &intent.values {
-            crate::values::within_limits(values)
+            crate::tenant_values::within_limits(values)
                 .map_err(|e| Denial::Resolve(crate::plan::ResolveError::Values(e)))?;
         }
         Ok(())
@@ -134,7 +134,7 @@ impl Request<'_> {
     /// `namespace/name` of the object, for messages.
     pub fn workspace_key(&self) -> String {
         let id = self.workspace_identity();
-        format!("{}/{}", id.namespace, id.name)
+        crate::text::object_key(&id.namespace, &id.name)
     }
 }
 

@@ -211,7 +211,7 @@ fn a_plan_written_on_create_is_denied() {
     object.spec.plan = created().spec.plan;
     assert_eq!(
         admit(Operation::Create, &object, None),
-        Err(Denial::PlanSetOnCreate)
+        Err(Denial::PlanSetByUser)
     );
 }
 
@@ -315,7 +315,7 @@ fn a_plan_sealed_for_another_request_is_a_replay() {
     replay.spec.plan = dry_run.spec.plan.clone();
     assert_eq!(
         admit(Operation::Update, &replay, Some(&failed)),
-        Err(Denial::PlanNotForThisRequest { attempt: 2 })
+        Err(Denial::PlanReplayed { attempt: 2 })
     );
     // Replayed where an attempt starts, after the object changed: the webhook seals afresh.
     let mut relabelled = failed.clone();
@@ -445,13 +445,13 @@ fn no_new_attempt_while_deletion_is_fenced() {
     retry.spec.retry = Some(1);
     assert!(matches!(
         admit(Operation::Update, &retry, Some(&old)),
-        Err(Denial::Fenced { .. })
+        Err(Denial::DeletionFenced { .. })
     ));
     let mut upgrade = old.clone();
     upgrade.spec.values = Some(json!({"replicaCount": 5}));
     assert!(matches!(
         admit(Operation::Update, &upgrade, Some(&old)),
-        Err(Denial::Fenced { .. })
+        Err(Denial::DeletionFenced { .. })
     ));
 }
 

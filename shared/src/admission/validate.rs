@@ -57,7 +57,7 @@ pub fn validate(request: &Request<'_>, keyring: &Keyring) -> Result<Vec<String>,
             found: sealed.plan.attempt,
         }
     } else if is_fenced(old) || is_fenced(request.object) {
-        Denial::Fenced {
+        Denial::DeletionFenced {
             workspace: request.workspace_key(),
         }
     } else if is_active(old) {
@@ -65,7 +65,7 @@ pub fn validate(request: &Request<'_>, keyring: &Keyring) -> Result<Vec<String>,
     } else {
         // Report a forged or copied plan as such before calling it a replay.
         verify_plan(sealed, keyring, &request.binding()).map_err(Denial::PlanInvalid)?;
-        Denial::PlanNotForThisRequest {
+        Denial::PlanReplayed {
             attempt: sealed.plan.attempt,
         }
     })
@@ -93,7 +93,7 @@ fn check_unchanged_plan(
                 attempt_id: sealed.plan.attempt_id.clone(),
             }
         } else if fenced {
-            Denial::Fenced {
+            Denial::DeletionFenced {
                 workspace: request.workspace_key(),
             }
         } else {
@@ -101,7 +101,7 @@ fn check_unchanged_plan(
         });
     }
     if retry_raised && fenced {
-        return Err(Denial::Fenced {
+        return Err(Denial::DeletionFenced {
             workspace: request.workspace_key(),
         });
     }
@@ -146,7 +146,7 @@ fn check_new_plan(
         });
     }
     if plan.attempt_id != request.attempt_id(plan.attempt) || plan.dry_run != request.dry_run {
-        return Err(Denial::PlanNotForThisRequest {
+        return Err(Denial::PlanReplayed {
             attempt: plan.attempt,
         });
     }

@@ -3,11 +3,11 @@
 //! credential stays.
 
 use super::{
-    action::{Action, Deletion, Kind, Next},
+    action::{Action, Next},
     conditions::{Outlook, reason},
     machine::Machine,
     names::AttemptNames,
-    observed::{ObjectState, Remote},
+    observed::Remote,
     patch,
 };
 
@@ -49,32 +49,16 @@ impl Machine<'_> {
         let Some(job) = self.status.job.clone() else {
             return false;
         };
-        let namespace = self
-            .status
-            .target
-            .as_ref()
-            .map(|t| t.namespace.clone())
-            .unwrap_or_default();
+        let namespace = self.target_namespace();
         let names = AttemptNames::for_job(&job);
-        let slots: [(Kind, &Option<ObjectState>, &String); 4] = [
-            (Kind::ServiceAccount, &remote.service_account, &names.runner),
-            (Kind::Role, &remote.role, &names.runner),
-            (Kind::RoleBinding, &remote.role_binding, &names.runner),
-            (Kind::Secret, &remote.values, &names.values),
-        ];
         let mut any = false;
-        for (kind, observed, name) in slots {
-            if let Some(o) = observed
-                && o.of_attempt(&self.uid, &attempt_id)
-                && !o.deleting
+        for (kind, observed, name) in remote.runner_objects(&names) {
+            if let Some(object) = observed
+                && object.of_attempt(&self.uid, &attempt_id)
+                && !object.deleting
             {
                 any = true;
-                self.edge(Action::Delete(Deletion {
-                    kind,
-                    namespace: namespace.clone(),
-                    name: name.clone(),
-                    uid: o.uid.clone(),
-                }));
+                self.delete_on_edge(kind, &namespace, name, &object.uid);
             }
         }
         any
@@ -93,14 +77,8 @@ impl Machine<'_> {
         let Some(patch) = patch::remove_finalizer(&job.object) else {
             return false;
         };
-        let namespace = self
-            .status
-            .target
-            .as_ref()
-            .map(|t| t.namespace.clone())
-            .unwrap_or_default();
         self.edge(Action::ReleaseJob {
-            namespace,
+            namespace: self.target_namespace(),
             name: self.status.job.clone().unwrap_or_default(),
             patch,
         });

@@ -6,7 +6,7 @@
 use crate::api::{JobResult, Workspace, WorkspaceStatus};
 
 use super::{
-    action::{Action, Deletion, Kind, NamespaceChange, Next, Note},
+    action::{Action, Kind, NamespaceChange, Next, Note},
     conditions::{Failure, Outlook, reason},
     focus,
     machine::Machine,
@@ -31,9 +31,7 @@ impl Machine<'_> {
             "the Workspace is being deleted: revoking the current attempt's runner identity; the release, namespace and provider credential stay",
         );
         let Some(recorded) = focus::recorded(&self.status) else {
-            self.flush();
-            self.actions.push(Action::RemoveFinalizer);
-            return Next::Idle;
+            return self.remove_finalizer();
         };
         if let Some(reason) = abandoned(self.ws) {
             self.event(Note::warning(
@@ -46,9 +44,7 @@ impl Machine<'_> {
                     crate::text::quoted_with(reason, 256)
                 ),
             ));
-            self.flush();
-            self.actions.push(Action::RemoveFinalizer);
-            return Next::Idle;
+            return self.remove_finalizer();
         }
         if !edge_touched(&self.status) {
             self.event(Note::normal(
@@ -58,11 +54,9 @@ impl Machine<'_> {
                     recorded.edge
                 ),
             ));
-            self.flush();
-            self.actions.push(Action::RemoveFinalizer);
-            return Next::Idle;
+            return self.remove_finalizer();
         }
-        if self.o.edge == EdgeState::Missing {
+        if self.observed.edge == EdgeState::Missing {
             self.event(Note::warning(
                 "EdgeGone",
                 format!(
@@ -70,9 +64,7 @@ impl Machine<'_> {
                     recorded.edge
                 ),
             ));
-            self.flush();
-            self.actions.push(Action::RemoveFinalizer);
-            return Next::Idle;
+            return self.remove_finalizer();
         }
         let remote = match self.reachable(
             "revoke the runner's identity before deletion (if the edge is gone for good, a platform admin can abandon it: kubectl provider delete --abandon)",
@@ -110,12 +102,12 @@ impl Machine<'_> {
             if !job.object.deleting {
                 // The name is deterministic: a Workspace created later under the same
                 // name needs it free.
-                self.edge(Action::Delete(Deletion {
-                    kind: Kind::Job,
-                    namespace: recorded.namespace.clone(),
-                    name: recorded.job.clone(),
-                    uid: job.object.uid.clone(),
-                }));
+                self.delete_on_edge(
+                    Kind::Job,
+                    &recorded.namespace,
+                    &recorded.job,
+                    &job.object.uid,
+                );
             }
         }
         if let Some(ns) = &remote.namespace
@@ -136,6 +128,13 @@ impl Machine<'_> {
                 recorded.attempt, recorded.namespace, recorded.edge, self.key
             ),
         ));
+        self.actions.push(Action::RemoveFinalizer);
+        Next::Idle
+    }
+
+    /// Lets the Workspace go: writes down what was decided, then removes the finalizer.
+    fn remove_finalizer(&mut self) -> Next {
+        self.flush();
         self.actions.push(Action::RemoveFinalizer);
         Next::Idle
     }

@@ -88,28 +88,32 @@ impl Machine<'_> {
         };
         let next = next_check(&self.uid, self.settings.drift_interval_seconds);
         // An edge that cannot be read is judged later, not now.
-        let Some(remote) = self.o.remote.clone() else {
+        let Some(remote) = self.observed.remote.clone() else {
             return next;
         };
         let plan = &sealed.plan;
         let newest = remote.release.as_ref();
-        if let Some(r) = newest
-            && r.is_transient()
-            && self.recently_changed(r)
+        if let Some(record) = newest
+            && record.is_transient()
+            && self.recently_changed(record)
         {
             // Someone's helm is at work on it: judge what it leaves, not its steps.
             return Next::After(5);
         }
         let baseline = self.status.release.clone();
         let found = match (baseline.as_ref(), newest) {
-            (None, Some(r)) if r.status == "deployed" && self.made_by_attempt(r) => {
-                self.status.release = Some(installed(plan, r));
+            (None, Some(record)) if record.status == "deployed" && self.made_by_attempt(record) => {
+                self.status.release = Some(installed(plan, record));
                 None
             }
             // Not seen yet: the watch may lag the Job's completion by a moment; after that,
             // a release with no record at all is gone.
             (None, None) if !self.long_finished() => None,
-            (Some(b), Some(r)) if r.uid == b.record_uid && r.status == "deployed" => None,
+            (Some(known), Some(record))
+                if record.uid == known.record_uid && record.status == "deployed" =>
+            {
+                None
+            }
             (baseline, None) => Some(Drift {
                 reason: reason::RELEASE_MISSING.to_owned(),
                 message: format!(
@@ -128,27 +132,27 @@ impl Machine<'_> {
                 record_uid: None,
                 detected_at: self.now(),
             }),
-            (baseline, Some(r)) => {
-                let replaced =
-                    baseline.is_some_and(|b| r.uid != b.record_uid && r.revision <= b.revision);
+            (baseline, Some(record)) => {
+                let replaced = baseline
+                    .is_some_and(|b| record.uid != b.record_uid && record.revision <= b.revision);
                 let (why, what) = if replaced {
                     (
                         reason::RELEASE_REPLACED,
                         format!(
                             "release {} was uninstalled and installed again outside the installer: revision {} ({})",
                             plan.release,
-                            r.revision,
-                            shown(&r.status)
+                            record.revision,
+                            shown(&record.status)
                         ),
                     )
-                } else if baseline.is_some_and(|b| b.record_uid == r.uid) {
+                } else if baseline.is_some_and(|b| b.record_uid == record.uid) {
                     (
                         reason::RELEASE_CHANGED,
                         format!(
                             "revision {} of release {} is now {}, not deployed",
-                            r.revision,
+                            record.revision,
                             plan.release,
-                            shown(&r.status)
+                            shown(&record.status)
                         ),
                     )
                 } else {
@@ -157,8 +161,8 @@ impl Machine<'_> {
                         format!(
                             "release {} is at revision {} ({}), made outside the installer{}",
                             plan.release,
-                            r.revision,
-                            shown(&r.status),
+                            record.revision,
+                            shown(&record.status),
                             baseline
                                 .map(|b| format!(" after revision {}", b.revision))
                                 .unwrap_or_default()
@@ -169,7 +173,7 @@ impl Machine<'_> {
                     .status
                     .drift
                     .as_ref()
-                    .is_some_and(|d| d.record_uid.as_deref() == Some(r.uid.as_str()));
+                    .is_some_and(|d| d.record_uid.as_deref() == Some(record.uid.as_str()));
                 let content = match &remote.release_content {
                     Some(content) => describe(content, plan),
                     // Described already, when this revision was first found.
@@ -182,8 +186,8 @@ impl Machine<'_> {
                         "{what} in namespace {} on edge {}{content}",
                         plan.namespace, plan.edge_name
                     ),
-                    revision: Some(r.revision),
-                    record_uid: Some(r.uid.clone()),
+                    revision: Some(record.revision),
+                    record_uid: Some(record.uid.clone()),
                     detected_at: self.now(),
                 })
             }
@@ -231,7 +235,7 @@ impl Machine<'_> {
             .modified
             .or_else(|| revision.created.as_ref().map(|c| c.0.as_second()));
         // A time in the future is a forged record's, not a helm at work.
-        changed.is_none_or(|at| (0..600).contains(&(self.o.now.as_second() - at)))
+        changed.is_none_or(|at| (0..600).contains(&(self.observed.now.as_second() - at)))
     }
 
     /// Whether the attempt's Job completed long enough ago for its release's record to be
@@ -240,7 +244,7 @@ impl Machine<'_> {
         self.status
             .finished_at
             .as_ref()
-            .is_none_or(|f| f.0 + OWN_REVISION_SLACK + OWN_REVISION_SLACK < self.o.now)
+            .is_none_or(|f| f.0 + OWN_REVISION_SLACK + OWN_REVISION_SLACK < self.observed.now)
     }
 
     /// Whether `revision` was made by the recorded attempt's Job: it is no newer than the
@@ -260,7 +264,7 @@ impl Machine<'_> {
         };
         self.status.drift = None;
         self.status.release = self
-            .o
+            .observed
             .remote
             .as_ref()
             .and_then(|r| r.release.as_ref())
@@ -335,25 +339,27 @@ pub fn describe(content: &ReleaseContent, plan: &Plan) -> String {
 /// every number as a float); `None` when they are equal.
 pub fn first_difference(found: &Value, wanted: &Value, at: &str) -> Option<String> {
     match (found, wanted) {
-        (Value::Object(a), Value::Object(b)) => {
-            let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
+        (Value::Object(found), Value::Object(wanted)) => {
+            let mut keys: Vec<&String> = found.keys().chain(wanted.keys()).collect();
             keys.sort();
             keys.dedup();
             keys.into_iter().find_map(|key| {
                 let path = format!("{at}.{key}");
-                match (a.get(key), b.get(key)) {
+                match (found.get(key), wanted.get(key)) {
                     (Some(x), Some(y)) => first_difference(x, y, &path),
                     _ => Some(path),
                 }
             })
         }
-        (Value::Number(a), Value::Number(b)) => (a.as_f64() != b.as_f64()).then(|| at.to_owned()),
-        (Value::Array(a), Value::Array(b)) if a.len() == b.len() => a
+        (Value::Number(found), Value::Number(wanted)) => {
+            (found.as_f64() != wanted.as_f64()).then(|| at.to_owned())
+        }
+        (Value::Array(found), Value::Array(wanted)) if found.len() == wanted.len() => found
             .iter()
-            .zip(b)
+            .zip(wanted)
             .enumerate()
             .find_map(|(i, (x, y))| first_difference(x, y, &format!("{at}[{i}]"))),
-        (a, b) => (a != b).then(|| at.to_owned()),
+        _ => (found != wanted).then(|| at.to_owned()),
     }
 }
 

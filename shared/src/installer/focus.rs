@@ -95,10 +95,10 @@ pub fn focus(workspace: &Workspace) -> Option<Focus> {
         }
         return recorded.as_ref().map(|r| of_recorded(r, false));
     }
-    if let Some(r) = &recorded {
-        let current = plan.is_some_and(|p| is_sealed_attempt(r, p));
+    if let Some(attempt) = &recorded {
+        let current = plan.is_some_and(|p| is_sealed_attempt(attempt, p));
         if !current && !status.cleaned_up {
-            return Some(of_recorded(r, running));
+            return Some(of_recorded(attempt, running));
         }
         if current && status.cleaned_up {
             // Installed: its release is watched for drift, from the edge's cache. A failed

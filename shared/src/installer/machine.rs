@@ -8,14 +8,14 @@ use crate::api::{JobResult, Workspace, WorkspaceStatus};
 
 use super::{
     Settings,
-    action::{Action, Decision, Next, Note},
+    action::{Action, Decision, Deletion, Kind, Next, Note},
     conditions::{self, Failure, Outlook, reason},
     names,
     observed::{EdgeState, Observed, Remote},
 };
 
 pub(super) struct Machine<'a> {
-    pub o: &'a Observed<'a>,
+    pub observed: &'a Observed<'a>,
     pub settings: &'a Settings,
     pub ws: &'a Workspace,
     pub uid: String,
@@ -31,15 +31,15 @@ pub(super) struct Machine<'a> {
 }
 
 impl<'a> Machine<'a> {
-    pub fn new(o: &'a Observed<'a>, settings: &'a Settings) -> Self {
-        let ws = o.workspace;
+    pub fn new(observed: &'a Observed<'a>, settings: &'a Settings) -> Self {
+        let ws = observed.workspace;
         let status = ws.status.clone().unwrap_or_default();
         let failure = match status.job_result {
             Some(JobResult::Failed | JobResult::Rejected) => conditions::recorded_failure(&status),
             _ => None,
         };
         Self {
-            o,
+            observed,
             settings,
             ws,
             uid: ws.metadata.uid.clone().unwrap_or_default(),
@@ -60,7 +60,7 @@ impl<'a> Machine<'a> {
         conditions::settle(
             &mut self.status,
             self.ws.metadata.generation,
-            self.o.now,
+            self.observed.now,
             &self.outlook,
             self.failure.as_ref(),
         );
@@ -76,6 +76,16 @@ impl<'a> Machine<'a> {
     pub fn edge(&mut self, action: Action) {
         self.flush();
         self.actions.push(action);
+    }
+
+    /// Queues the deletion of the edge object `kind` `namespace/name`, guarded by its UID.
+    pub fn delete_on_edge(&mut self, kind: Kind, namespace: &str, name: &str, uid: &str) {
+        self.edge(Action::Delete(Deletion {
+            kind,
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+            uid: uid.to_owned(),
+        }));
     }
 
     pub fn event(&mut self, note: Note) {
@@ -106,15 +116,24 @@ impl<'a> Machine<'a> {
             .unwrap_or_default()
     }
 
+    /// The release namespace of the recorded attempt; empty before one is recorded.
+    pub fn target_namespace(&self) -> String {
+        self.status
+            .target
+            .as_ref()
+            .map(|target| target.namespace.clone())
+            .unwrap_or_default()
+    }
+
     pub fn now(&self) -> Time {
-        Time(self.o.now)
+        Time(self.observed.now)
     }
 
     /// The edge objects when the edge is Ready; otherwise says why the Workspace waits and
     /// when to look again.
     pub fn reachable(&mut self, doing: &str) -> Result<Remote, Next> {
         let edge = self.edge_name();
-        match &self.o.edge {
+        match &self.observed.edge {
             EdgeState::Ready(route) => {
                 if let Some(target) = self.status.target.as_mut()
                     && target.server.as_deref() != Some(route.server.as_str())
@@ -122,7 +141,7 @@ impl<'a> Machine<'a> {
                     target.server = Some(route.server.clone());
                 }
                 // A Ready edge whose objects were not read: read them and decide again.
-                self.o.remote.clone().ok_or(Next::Continue)
+                self.observed.remote.clone().ok_or(Next::Continue)
             }
             EdgeState::Missing => {
                 self.outlook = Outlook::idle(

@@ -14,10 +14,11 @@
 //!   and UID) and bound to the Workspace in status before anything else happens; an
 //!   invalid one is recorded as Rejected and touches nothing on the edge.
 //! - Edge readiness (`machine`): nothing is read or written on an edge that is not Ready.
-//! - Preparation (`prepare`): a preparation record is written first; namespace admission;
-//!   the provider's runtime credential; a pending Helm release is recovered; the runner's
-//!   ServiceAccount, Role, RoleBinding and values Secret; then the Job.
-//! - Status (`attempt`): the Job's UID, then its terminal result, are recorded.
+//! - Preparation (`prepare`): a preparation record is written first; namespace admission
+//!   (`namespace_admission`); the provider's runtime credential (`runtime_credential`); a
+//!   pending Helm release is recovered; the runner's ServiceAccount, Role, RoleBinding and
+//!   values Secret; then the Job.
+//! - Status (`job`): the Job's UID, then its terminal result, are recorded.
 //! - ReconcileCleanup and Cleanup (`cleanup`): after the result is recorded, the identity
 //!   is revoked, then the Job's finalizer released, then `cleanedUp` set.
 //! - The orphan sweep (`sweep`): edge objects of Workspaces gone from the hub without
@@ -30,12 +31,15 @@ pub mod conditions;
 pub mod delete;
 pub mod drift;
 pub mod focus;
+mod job;
 mod machine;
 pub mod manifests;
 pub mod names;
+mod namespace_admission;
 mod observed;
 pub mod patch;
 mod prepare;
+mod runtime_credential;
 pub mod sweep;
 
 #[cfg(test)]

@@ -141,7 +141,7 @@ pub fn label_value(text: &str) -> String {
 
 /// `<organization>/<name>`: the value of [`ANNOTATION_WORKSPACE`].
 pub fn workspace_key(org: &str, name: &str) -> String {
-    format!("{org}/{name}")
+    crate::text::object_key(org, name)
 }
 
 #[cfg(test)]

@@ -10,7 +10,10 @@ use k8s_openapi::{
 
 use crate::{admission::binding_of, api::Workspace, seal::Keyring, verify::verify_plan};
 
-use super::names;
+use super::{
+    action::Kind,
+    names::{self, AttemptNames},
+};
 
 /// Everything one decision is taken from.
 #[derive(Clone, Debug)]
@@ -205,6 +208,22 @@ pub struct Remote {
     pub release: Option<ReleaseRevision>,
     /// What that revision installs, read when drift is to be described.
     pub release_content: Option<super::drift::ReleaseContent>,
+}
+
+impl Remote {
+    /// The runner's ServiceAccount, Role and RoleBinding and the values Secret of the
+    /// attempt `names` are derived for: their kinds, what was observed of them, and names.
+    pub fn runner_objects<'a>(
+        &'a self,
+        names: &'a AttemptNames,
+    ) -> [(Kind, &'a Option<ObjectState>, &'a String); 4] {
+        [
+            (Kind::ServiceAccount, &self.service_account, &names.runner),
+            (Kind::Role, &self.role, &names.runner),
+            (Kind::RoleBinding, &self.role_binding, &names.runner),
+            (Kind::Secret, &self.values, &names.values),
+        ]
+    }
 }
 
 /// The attempt's Job.

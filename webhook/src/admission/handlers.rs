@@ -238,7 +238,7 @@ fn patch_plan(review: &WorkspaceReview, sealed: &SealedPlan, start: Option<&Star
         Ok(answer) => answer,
         Err(error) => denied(
             review,
-            &Denial::Seal(SealError::Serialize(error.to_string())),
+            &Denial::SealFailed(SealError::Serialize(error.to_string())),
         ),
     }
 }

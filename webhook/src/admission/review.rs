@@ -102,10 +102,9 @@ impl WorkspaceReview {
     /// before the API server has checked them).
     pub fn key(&self) -> String {
         let meta = &self.object.metadata;
-        format!(
-            "{}/{}",
-            shown(meta.namespace.as_deref().unwrap_or_default()),
-            shown(meta.name.as_deref().unwrap_or_default())
+        providers::text::object_key(
+            &shown(meta.namespace.as_deref().unwrap_or_default()),
+            &shown(meta.name.as_deref().unwrap_or_default()),
         )
     }
 }

@@ -34,7 +34,7 @@ pub async fn reconcile(cached: Arc<Workspace>, ctx: Arc<Context>) -> Result<Requ
 async fn passes(cached: &Workspace, ctx: &Context) -> Result<Requeue> {
     let namespace = cached.namespace().unwrap_or_default();
     let name = cached.name_any();
-    let key = format!("{namespace}/{name}");
+    let key = providers::text::object_key(&namespace, &name);
     let api: Api<Workspace> = Api::namespaced(ctx.hub.clone(), &namespace);
     let resync = Requeue::requeue(Duration::from_secs(ctx.args.resync.max(1)));
     let live = || async {
@@ -138,11 +138,8 @@ fn gone(ctx: &Context, key: &str) -> Requeue {
 }
 
 pub fn error_policy(cached: Arc<Workspace>, error: &Error, ctx: Arc<Context>) -> Requeue {
-    let key = format!(
-        "{}/{}",
-        cached.namespace().unwrap_or_default(),
-        cached.name_any()
-    );
+    let key =
+        providers::text::object_key(&cached.namespace().unwrap_or_default(), &cached.name_any());
     ctx.metrics
         .reconcile_errors
         .get_or_create(&ReasonLabels {

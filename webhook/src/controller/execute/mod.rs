@@ -76,10 +76,9 @@ pub async fn execute(ctx: &Context, observation: &Observation, actions: &[Action
 }
 
 fn key(workspace: &Workspace) -> String {
-    format!(
-        "{}/{}",
+    providers::text::object_key(
         workspace.metadata.namespace.as_deref().unwrap_or_default(),
-        workspace.metadata.name.as_deref().unwrap_or_default()
+        workspace.metadata.name.as_deref().unwrap_or_default(),
     )
 }
 
