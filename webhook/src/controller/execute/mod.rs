@@ -138,7 +138,7 @@ async fn run(
                     EventType::Normal
                 },
                 reason: note.reason.to_owned(),
-                note: Some(truncate(&note.message, 1000)),
+                note: Some(providers::text::truncated(&note.message, 1000)),
                 action: note.action.clone().unwrap_or_else(|| "Reconcile".into()),
                 secondary: None,
             };
@@ -321,15 +321,4 @@ fn count_results(ctx: &Context, before: &WorkspaceStatus, after: &WorkspaceStatu
         }
         None => {}
     }
-}
-
-fn truncate(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_owned();
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &text[..end])
 }
