@@ -77,7 +77,12 @@ mod tests {
         );
         edges.expect("edge-1");
         edges.set_synced();
-        assert!(readiness.check().unwrap_err().contains("edge-1"));
+        assert!(
+            readiness
+                .check()
+                .unwrap_err()
+                .contains("1 edge(s) not probed yet")
+        );
         edges.record_unreachable_for_test("edge-1");
         assert_eq!(
             readiness.check(),
