@@ -15,8 +15,13 @@ fn admission(c: &mut Criterion) {
         b.iter(|| black_box(fixture.mutate_create()).expect("sealed"))
     });
     let sealed = fixture.mutate_create().expect("sealed");
-    c.bench_function("validate only: verify, recompute attempt ID", |b| {
+    c.bench_function("validate only, seal signed in this process", |b| {
         b.iter(|| black_box(fixture.validate_create(&sealed)).expect("valid"))
+    });
+    // A keyring of its own has noted nothing: the seal is verified in full.
+    let elsewhere = providers::seal::Keyring::from(&fixture.sealer);
+    c.bench_function("validate only, seal verified in full", |b| {
+        b.iter(|| black_box(fixture.validate_create_with(&sealed, &elsewhere)).expect("valid"))
     });
     c.bench_function("update keeping the plan: decide + validate", |b| {
         b.iter(|| assert!(black_box(fixture.keep())))
