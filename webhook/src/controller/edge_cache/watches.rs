@@ -52,42 +52,21 @@ impl Watches {
         let unreachable = Arc::new(Mutex::new(None));
         let health = Health(unreachable.clone());
         let own = Arc::new(Mutex::new(HashMap::new()));
-        let mut tasks = Vec::new();
-        let (namespaces, task) = watch_metadata::<Namespace>(
-            Api::all(client.clone()),
-            managed.clone(),
-            &health,
-            wake_owner_on_delete(wake.clone()),
-        );
-        tasks.push(task);
-        let (service_accounts, task) = watch_metadata::<ServiceAccount>(
-            Api::all(client.clone()),
-            managed.clone(),
-            &health,
-            |_| {},
-        );
-        tasks.push(task);
-        let (roles, task) =
-            watch_metadata::<Role>(Api::all(client.clone()), managed.clone(), &health, |_| {});
-        tasks.push(task);
-        let (role_bindings, task) = watch_metadata::<RoleBinding>(
-            Api::all(client.clone()),
-            managed.clone(),
-            &health,
-            |_| {},
-        );
-        tasks.push(task);
-        let (secrets, task) =
-            watch_metadata::<Secret>(Api::all(client.clone()), managed.clone(), &health, |_| {});
-        tasks.push(task);
+        let mut watches = Starter {
+            client,
+            health: &health,
+            tasks: Vec::new(),
+        };
+        let namespaces =
+            watches.metadata::<Namespace>(managed.clone(), wake_owner_on_delete(wake.clone()));
+        let service_accounts = watches.metadata::<ServiceAccount>(managed.clone(), |_| {});
+        let roles = watches.metadata::<Role>(managed.clone(), |_| {});
+        let role_bindings = watches.metadata::<RoleBinding>(managed.clone(), |_| {});
+        let secrets = watches.metadata::<Secret>(managed.clone(), |_| {});
         let followed: Followed = Arc::new(Mutex::new(HashMap::new()));
-        let (helm_records, task) = watch_metadata::<Secret>(
-            Api::all(client.clone()),
-            helm,
-            &health,
-            wake_follower(followed.clone(), wake.clone()),
-        );
-        tasks.push(task);
+        let helm_records =
+            watches.metadata::<Secret>(helm, wake_follower(followed.clone(), wake.clone()));
+        let mut tasks = watches.tasks;
         let (jobs, task) = watch_jobs(
             Api::all(client.clone()),
             managed,
@@ -114,31 +93,42 @@ impl Watches {
     }
 }
 
-/// The objects' metadata, without managed fields: all a decision reads of them.
-fn watch_metadata<K>(
-    api: Api<PartialObjectMeta<K>>,
-    config: watcher::Config,
-    health: &Health,
-    on_event: impl FnMut(&watcher::Event<PartialObjectMeta<K>>) + Send + 'static,
-) -> (Store<PartialObjectMeta<K>>, Task)
-where
-    K: Resource<DynamicType = ()>
-        + Clone
-        + DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static,
-{
-    let (store, writer) = reflector::store();
-    let stream = reflector(
-        writer,
-        watcher(api, config)
-            .default_backoff()
-            .modify(|o| o.managed_fields_mut().clear()),
-    );
-    let task = Task::spawn(drive(stream, health.clone(), on_event));
-    (store, task)
+/// Starts one edge's metadata watches and keeps their tasks.
+struct Starter<'a> {
+    client: &'a Client,
+    health: &'a Health,
+    tasks: Vec<Task>,
+}
+
+impl Starter<'_> {
+    /// A watch of the metadata of every `K` that `config` selects, without managed fields
+    /// (all a decision reads of them), calling `on_event` per event.
+    fn metadata<K>(
+        &mut self,
+        config: watcher::Config,
+        on_event: impl FnMut(&watcher::Event<PartialObjectMeta<K>>) + Send + 'static,
+    ) -> Store<PartialObjectMeta<K>>
+    where
+        K: Resource<DynamicType = ()>
+            + Clone
+            + DeserializeOwned
+            + std::fmt::Debug
+            + Send
+            + Sync
+            + 'static,
+    {
+        let api: Api<PartialObjectMeta<K>> = Api::all(self.client.clone());
+        let (store, writer) = reflector::store();
+        let stream = reflector(
+            writer,
+            watcher(api, config)
+                .default_backoff()
+                .modify(|object| object.managed_fields_mut().clear()),
+        );
+        self.tasks
+            .push(Task::spawn(drive(stream, self.health.clone(), on_event)));
+        store
+    }
 }
 
 /// Wakes the Workspace named in a deleted object's annotation.
