@@ -653,10 +653,20 @@ impl ControllerProcess {
 
     /// Its /metrics text.
     pub async fn scrape(&self) -> anyhow::Result<String> {
+        self.admin_get("/metrics").await
+    }
+
+    /// Its /readyz answer, status line and body.
+    pub async fn readyz(&self) -> anyhow::Result<String> {
+        self.admin_get("/readyz").await
+    }
+
+    /// One GET on its admin port: the whole answer as text.
+    async fn admin_get(&self, path: &str) -> anyhow::Result<String> {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let mut stream = tokio::net::TcpStream::connect(self.metrics).await?;
         stream
-            .write_all(b"GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+            .write_all(format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").as_bytes())
             .await?;
         let mut text = String::new();
         stream.read_to_string(&mut text).await?;

@@ -263,6 +263,21 @@ async fn standby_replica_takes_over_within_the_lease_time() -> anyhow::Result<()
         standby.contains("providers_installer_leader 0"),
         "replica-2 stands by:\n{standby}"
     );
+    // Readiness per role: the standby is ready as such; the leader once its Workspace
+    // cache is synced and its edge probed.
+    let standby = two.readyz().await?;
+    ensure!(
+        standby.starts_with("HTTP/1.0 200")
+            && standby.ends_with("ready: standby, waiting for the lease\n"),
+        "replica-2's /readyz:\n{standby}"
+    );
+    eventually("the leader's /readyz", WAIT, || async {
+        let leader = one.readyz().await?;
+        Ok((leader.starts_with("HTTP/1.0 200")
+            && leader.contains("ready: leading, Workspace cache synced, "))
+        .then_some(()))
+    })
+    .await?;
     ensure!(
         !two.log_text().contains("leading: starting the term"),
         "replica-2 never led"

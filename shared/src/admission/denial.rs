@@ -201,7 +201,9 @@ impl Denial {
             Denial::RecipeAuthorizationUnavailable { .. } => "RecipeAuthorizationUnavailable",
             Denial::LookupFailed { .. } => "LookupFailed",
             Denial::Resolve(ResolveError::Values(_)) => "ValueNotAllowed",
-            Denial::Resolve(ResolveError::VersionNotAllowed { .. }) => "VersionNotAllowed",
+            Denial::Resolve(
+                ResolveError::VersionNotAllowed { .. } | ResolveError::VersionTooLong { .. },
+            ) => "VersionNotAllowed",
             Denial::Resolve(_) => "RecipeInvalid",
             Denial::SealFailed(_) => "SealFailed",
         }

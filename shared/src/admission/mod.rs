@@ -103,14 +103,10 @@ impl Request<'_> {
         if let Some(version) = &intent.version
             && version.len() > MAX_VERSION_BYTES
         {
-            return Err(Denial::Resolve(
-                crate::plan::ResolveError::VersionNotAllowed {
-                    recipe: crate::text::quoted(&intent.recipe),
-                    version: crate::text::quoted(version),
-                    allowed: Vec::new(),
-                    default: String::new(),
-                },
-            ));
+            return Err(Denial::Resolve(crate::plan::ResolveError::VersionTooLong {
+                length: version.len(),
+                max: MAX_VERSION_BYTES,
+            }));
         }
         if let Some(serde_json::Value::Object(values)) = &intent.values {
             crate::tenant_values::within_limits(values)

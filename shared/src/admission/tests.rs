@@ -216,6 +216,18 @@ fn a_plan_written_on_create_is_denied() {
 }
 
 #[test]
+fn an_overlong_version_is_denied_by_its_length_before_any_lookup() {
+    let mut object = workspace(json!({}));
+    object.spec.version = Some("1".repeat(super::MAX_VERSION_BYTES + 1));
+    let denial = admit(Operation::Create, &object, None).unwrap_err();
+    assert_eq!(denial.reason(), "VersionNotAllowed");
+    assert_eq!(
+        denial.to_string(),
+        "spec.version: a chart version is at most 128 bytes, this one has 129; choose a version the Recipe offers (kubectl provider recipes) or leave spec.version out for its default"
+    );
+}
+
+#[test]
 fn pinned_fields_cannot_change_during_an_active_attempt() {
     let old = created();
     type Edit = fn(&mut WorkspaceSpec);

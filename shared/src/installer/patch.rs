@@ -55,21 +55,33 @@ pub fn add_finalizer(object: &ObjectState) -> Patch {
     ])
 }
 
-/// Removes the installer's finalizer from the object observed as `object`; `None` when it
-/// does not carry it.
+/// Removes the installer's finalizer from the object observed as `object`, every copy of
+/// it (a tenant may list it twice; one left behind would hold the object until a resync);
+/// `None` when it does not carry it. From the last position down, so each index still
+/// names what its `test` saw.
 pub fn remove_finalizer(object: &ObjectState) -> Option<Patch> {
-    let index = object
+    let positions: Vec<String> = object
         .finalizers
         .iter()
-        .position(|f| f == names::FINALIZER)?;
-    let at = index.to_string();
-    Some(Patch(vec![
-        test_uid(&object.uid),
-        test(&["metadata", "finalizers", &at], json!(names::FINALIZER)),
-        PatchOperation::Remove(RemoveOperation {
+        .enumerate()
+        .rev()
+        .filter(|(_, finalizer)| *finalizer == names::FINALIZER)
+        .map(|(index, _)| index.to_string())
+        .collect();
+    if positions.is_empty() {
+        return None;
+    }
+    let mut operations = vec![test_uid(&object.uid)];
+    for at in &positions {
+        operations.push(test(
+            &["metadata", "finalizers", at],
+            json!(names::FINALIZER),
+        ));
+        operations.push(PatchOperation::Remove(RemoveOperation {
             path: pointer(["metadata", "finalizers", at.as_str()]),
-        }),
-    ]))
+        }));
+    }
+    Some(Patch(operations))
 }
 
 /// Hands a released namespace to the Workspace with `uid`.
@@ -186,5 +198,24 @@ mod tests {
             "{text}"
         );
         assert!(remove_finalizer(&ObjectState::default()).is_none());
+    }
+
+    #[test]
+    fn finalizer_removal_takes_every_copy_and_keeps_the_others() {
+        let object = ObjectState {
+            uid: "u1".into(),
+            finalizers: vec![
+                names::FINALIZER.into(),
+                "other".into(),
+                names::FINALIZER.into(),
+            ],
+            ..Default::default()
+        };
+        let patch = remove_finalizer(&object).unwrap();
+        let mut value = json!({
+            "metadata": {"uid": "u1", "finalizers": [names::FINALIZER, "other", names::FINALIZER]}
+        });
+        json_patch::patch(&mut value, &patch).unwrap();
+        assert_eq!(value["metadata"]["finalizers"], json!(["other"]));
     }
 }

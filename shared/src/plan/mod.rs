@@ -49,6 +49,10 @@ pub enum ResolveError {
         allowed: Vec<String>,
         default: String,
     },
+    #[error(
+        "spec.version: a chart version is at most {max} bytes, this one has {length}; choose a version the Recipe offers (kubectl provider recipes) or leave spec.version out for its default"
+    )]
+    VersionTooLong { length: usize, max: usize },
     #[error("recipe {recipe:?} lists no chart versions; ask the platform team to fix the recipe")]
     NoVersions { recipe: String },
     #[error(
@@ -77,7 +81,9 @@ impl ResolveError {
     /// The field the error is about.
     pub fn field(&self) -> String {
         match self {
-            ResolveError::VersionNotAllowed { .. } => "spec.version".to_owned(),
+            ResolveError::VersionNotAllowed { .. } | ResolveError::VersionTooLong { .. } => {
+                "spec.version".to_owned()
+            }
             ResolveError::NoVersions { .. }
             | ResolveError::RepositoryNotAllowed { .. }
             | ResolveError::ForbiddenRule { .. } => "spec.recipe".to_owned(),

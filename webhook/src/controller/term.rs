@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use futures::StreamExt;
+use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::{
     Api, ResourceExt,
@@ -49,23 +49,24 @@ pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
     // the controller's own status and finalizer writes do not. Edge events, key changes
     // and requeues come in through their own triggers.
     let (reader, writer) = reflector::store();
+    let readiness = ctx.readiness.clone();
     let changes = watcher(workspaces, config)
         .default_backoff()
         // No decision reads managedFields; each Workspace's would be a third of what the
         // cache holds for it.
         .modify(|workspace| workspace.managed_fields_mut().clear())
         .reflect(writer)
+        // Said from the stream itself: the store's wait_until_ready wakes only its last
+        // waiter, and the controller is one already.
+        .inspect_ok(move |event| {
+            if matches!(event, watcher::Event::InitDone) {
+                readiness.set_workspaces_synced();
+            }
+        })
         .applied_objects()
         .predicate_filter(predicates::generation, PredicateConfig::default());
     let controller = Controller::for_stream(changes, reader)
         .with_config(controller::Config::default().concurrency(ctx.args.concurrency));
-    let synced = controller.store();
-    let readiness = ctx.readiness.clone();
-    let _synced = Task::spawn(async move {
-        if synced.wait_until_ready().await.is_ok() {
-            readiness.set_workspaces_synced();
-        }
-    });
     let (trigger, triggered) = futures::channel::mpsc::unbounded();
     let _edges = Task::spawn(edges::run(ctx.clone(), controller.store(), trigger));
     let _sweep = Task::spawn(sweep::run(ctx.clone()));

@@ -1,14 +1,19 @@
 //! The plain-HTTP server of the admin endpoints (probes and metrics).
 //!
 //! Anyone who reaches the port can connect, with no certificate, so what a connection may
-//! hold is bounded as on the HTTPS port: a few connections at once (more are closed at
-//! accept), HTTP/1.1 only, small request heads that must arrive within seconds, one request
-//! per connection, and a deadline for the whole exchange. A probe or a scrape needs no more.
+//! hold is bounded as on the HTTPS port: a few connections at once, HTTP/1.1 only, small
+//! request heads that must arrive within seconds, one request per connection, and a
+//! deadline for the whole exchange. A probe or a scrape needs no more.
+//!
+//! When every slot is taken, a new connection closes the oldest one that has not sent a
+//! whole request head yet (from its own address, when that address is at its limit), so
+//! strangers who hold connections open, or keep reopening them, cannot keep the kubelet's
+//! probes out: a probe sends its request at once and is then no longer closable.
 
 use std::{
-    collections::HashMap,
+    collections::{HashMap, VecDeque},
     net::IpAddr,
-    sync::{Arc, Mutex},
+    sync::{Arc, Mutex, MutexGuard},
     time::Duration,
 };
 
@@ -18,7 +23,10 @@ use hyper_util::{
     rt::{TokioExecutor, TokioIo, TokioTimer},
     server::conn::auto,
 };
-use tokio::{net::TcpListener, sync::Semaphore};
+use tokio::{
+    net::TcpListener,
+    sync::{Semaphore, oneshot},
+};
 use tower::Service as _;
 
 /// Connections open at once.
@@ -34,11 +42,14 @@ const HEAD_TIMEOUT: Duration = Duration::from_secs(5);
 const EXCHANGE_TIMEOUT: Duration = Duration::from_secs(15);
 /// Pause after a failed accept (e.g. out of file descriptors).
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+/// How long a new connection waits for the slot of a connection it closed.
+const ROOM_WAIT: Duration = Duration::from_millis(100);
 
 /// Serves `app` on `listener` until the process ends.
 pub async fn serve(listener: TcpListener, app: Router) {
     let open = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     let peers: Peers = Arc::default();
+    let waiting: Waiting = Arc::default();
     let mut builder = auto::Builder::new(TokioExecutor::new()).http1_only();
     builder
         .http1()
@@ -56,29 +67,115 @@ pub async fn serve(listener: TcpListener, app: Router) {
                 continue;
             }
         };
-        let Ok(permit) = open.clone().try_acquire_owned() else {
+        let address = peer.ip();
+        let Some(permit) =
+            take_or_make_room(&waiting, None, || open.clone().try_acquire_owned().ok()).await
+        else {
             tracing::debug!(%peer, "admin port: too many connections: closed");
             continue;
         };
-        let Some(peer_slot) = PeerSlot::take(&peers, peer.ip()) else {
+        let Some(peer_slot) =
+            take_or_make_room(&waiting, Some(address), || PeerSlot::take(&peers, address)).await
+        else {
             tracing::debug!(%peer, "admin port: too many connections from this address: closed");
             continue;
         };
-        let (builder, app) = (builder.clone(), app.clone());
+        let (id, closed) = lock(&waiting).add(address);
+        let (builder, app, waiting) = (builder.clone(), app.clone(), waiting.clone());
         tokio::spawn(async move {
             let _open = (permit, peer_slot);
+            let requested = waiting.clone();
             let service = service_fn(move |request: hyper::Request<Incoming>| {
+                // A whole head is in: this connection is no longer closable for a newer one.
+                lock(&requested).remove(id);
                 // A Router is always ready, so it can be called directly.
                 app.clone().call(request)
             });
             let connection = builder.serve_connection(TokioIo::new(tcp), service);
-            match tokio::time::timeout(EXCHANGE_TIMEOUT, connection).await {
-                Ok(Ok(())) => {}
-                Ok(Err(error)) => tracing::debug!(%peer, %error, "admin port: connection ended"),
-                Err(_) => tracing::debug!(%peer, "admin port: exchange took too long: closed"),
+            tokio::select! {
+                ended = tokio::time::timeout(EXCHANGE_TIMEOUT, connection) => match ended {
+                    Ok(Ok(())) => {}
+                    Ok(Err(error)) => tracing::debug!(%peer, %error, "admin port: connection ended"),
+                    Err(_) => tracing::debug!(%peer, "admin port: exchange took too long: closed"),
+                },
+                // Only a sent signal closes it; a sender dropped once the head was in does not.
+                Ok(()) = closed => {
+                    tracing::debug!(%peer, "admin port: closed for a newer connection before it sent a request");
+                }
             }
+            lock(&waiting).remove(id);
         });
     }
+}
+
+/// `take()`, or, when it finds no room, closes the oldest connection still waiting for its
+/// request head (from `address` only, when given) and tries again until its slot is free.
+async fn take_or_make_room<T>(
+    waiting: &Waiting,
+    address: Option<IpAddr>,
+    mut take: impl FnMut() -> Option<T>,
+) -> Option<T> {
+    if let Some(taken) = take() {
+        return Some(taken);
+    }
+    if !lock(waiting).close_oldest(address) {
+        return None;
+    }
+    let deadline = tokio::time::Instant::now() + ROOM_WAIT;
+    while tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        if let Some(taken) = take() {
+            return Some(taken);
+        }
+    }
+    None
+}
+
+/// The connections that have not sent a whole request head yet, oldest first, each with
+/// the means to close it.
+type Waiting = Arc<Mutex<WaitingConnections>>;
+
+#[derive(Default)]
+struct WaitingConnections {
+    next_id: u64,
+    oldest_first: VecDeque<(u64, IpAddr, oneshot::Sender<()>)>,
+}
+
+impl WaitingConnections {
+    fn add(&mut self, address: IpAddr) -> (u64, oneshot::Receiver<()>) {
+        let (close, closed) = oneshot::channel();
+        let id = self.next_id;
+        self.next_id += 1;
+        self.oldest_first.push_back((id, address, close));
+        (id, closed)
+    }
+
+    fn remove(&mut self, id: u64) {
+        self.oldest_first.retain(|(waiting, ..)| *waiting != id);
+    }
+
+    /// Closes the oldest waiting connection (from `address`, when given); whether there
+    /// was one.
+    fn close_oldest(&mut self, address: Option<IpAddr>) -> bool {
+        let Some(at) = self
+            .oldest_first
+            .iter()
+            .position(|(_, from, _)| address.is_none_or(|address| *from == address))
+        else {
+            return false;
+        };
+        if let Some((_, _, close)) = self.oldest_first.remove(at) {
+            let _ = close.send(());
+        }
+        true
+    }
+}
+
+/// Nothing panics while holding these locks, so a poisoned one is still whole.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Connections open per peer address.
