@@ -10,7 +10,10 @@
 
 use std::{
     collections::HashMap,
-    sync::{Arc, Mutex, PoisonError},
+    sync::{
+        Arc, Mutex, PoisonError,
+        atomic::{AtomicUsize, Ordering},
+    },
     time::{Duration, Instant},
 };
 
@@ -32,6 +35,8 @@ use providers::installer::{
 };
 
 mod watches;
+
+use tokio::sync::Notify;
 
 pub use watches::Watches;
 use watches::{Followed, Health};
@@ -89,26 +94,60 @@ pub struct EdgeCache {
     /// and nothing has answered since. The caches then hold what was last seen, which no
     /// decision should act on.
     unreachable: Arc<Mutex<Option<String>>>,
+    /// How many of the watches have listed once.
+    listed: Arc<Listed>,
+}
+
+/// How many of an edge's watches have had their first list, of how many, and a wake-up
+/// for every reconcile that waits for all of them. (A store's own `wait_until_ready`
+/// wakes only the last of several waiters; the others would wait for their timeout.)
+#[derive(Debug, Default)]
+pub(super) struct Listed {
+    count: AtomicUsize,
+    of: AtomicUsize,
+    changed: Notify,
+}
+
+impl Listed {
+    /// One more watch has its first list.
+    pub(super) fn one_more(&self) {
+        self.count.fetch_add(1, Ordering::AcqRel);
+        self.changed.notify_waiters();
+    }
+
+    /// How many watches there are, once all are started.
+    pub(super) fn of(&self, watches: usize) {
+        self.of.store(watches, Ordering::Release);
+        self.changed.notify_waiters();
+    }
+
+    fn all(&self) -> bool {
+        let of = self.of.load(Ordering::Acquire);
+        of > 0 && self.count.load(Ordering::Acquire) >= of
+    }
+
+    async fn wait_all(&self) {
+        loop {
+            // Registered before the check, so a change between the two is not missed.
+            let changed = self.changed.notified();
+            if self.all() {
+                return;
+            }
+            changed.await;
+        }
+    }
 }
 
 /// Who to wake when an object on the edge changes: the Workspace named in its annotation.
 pub type Wake = Arc<dyn Fn(&str) + Send + Sync>;
 
 impl EdgeCache {
-    /// Waits until every cache holds its first list.
+    /// Waits until every cache holds its first list: at once when they do, and every
+    /// reconcile that waits is woken when the last one is in.
     pub async fn ready(&self) -> bool {
-        let all = async {
-            self.namespaces.wait_until_ready().await.is_ok()
-                && self.service_accounts.wait_until_ready().await.is_ok()
-                && self.roles.wait_until_ready().await.is_ok()
-                && self.role_bindings.wait_until_ready().await.is_ok()
-                && self.secrets.wait_until_ready().await.is_ok()
-                && self.helm_records.wait_until_ready().await.is_ok()
-                && self.jobs.wait_until_ready().await.is_ok()
-        };
-        tokio::time::timeout(SYNC_TIMEOUT, all)
+        tokio::time::timeout(SYNC_TIMEOUT, self.listed.wait_all())
             .await
-            .unwrap_or(false)
+            .is_ok()
     }
 
     /// Why the edge is thought unreachable, when it is.

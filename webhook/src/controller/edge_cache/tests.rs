@@ -37,6 +37,7 @@ fn cache() -> (EdgeCache, Writer<PartialObjectMeta<ServiceAccount>>) {
         own: Arc::new(Mutex::new(HashMap::new())),
         followed: Arc::new(Mutex::new(HashMap::new())),
         unreachable: Arc::new(Mutex::new(None)),
+        listed: Arc::default(),
     };
     (cache, writer)
 }
@@ -84,4 +85,30 @@ fn a_failed_write_marks_the_edge_unreachable_until_it_answers() {
     assert_eq!(cache.unreachable().as_deref(), Some("connection refused"));
     cache.set_unreachable(None);
     assert!(cache.unreachable().is_none());
+}
+
+#[tokio::test]
+async fn every_reconcile_waiting_for_the_first_lists_is_woken() {
+    let listed = Arc::new(Listed::default());
+    let waiters: Vec<_> = (0..8)
+        .map(|_| {
+            let listed = listed.clone();
+            tokio::spawn(async move { listed.wait_all().await })
+        })
+        .collect();
+    tokio::task::yield_now().await;
+    listed.of(2);
+    listed.one_more();
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    assert!(
+        waiters.iter().all(|waiter| !waiter.is_finished()),
+        "one list of two"
+    );
+    listed.one_more();
+    for waiter in waiters {
+        tokio::time::timeout(std::time::Duration::from_secs(1), waiter)
+            .await
+            .expect("every waiter is woken")
+            .unwrap();
+    }
 }

@@ -27,7 +27,7 @@ use kube::{
 use providers::installer::{Kind, names};
 use serde::de::DeserializeOwned;
 
-use super::{Cached, EdgeCache, Key, Own, Seen, Wake};
+use super::{Cached, EdgeCache, Key, Listed, Own, Seen, Wake};
 use crate::controller::term::Task;
 
 /// Installed releases by `(namespace, release)`, and the Workspace each belongs to.
@@ -51,10 +51,12 @@ impl Watches {
         let helm = watcher::Config::default().labels("owner=helm");
         let unreachable = Arc::new(Mutex::new(None));
         let health = Health(unreachable.clone());
+        let listed = Arc::new(Listed::default());
         let own = Arc::new(Mutex::new(HashMap::new()));
         let mut watches = Starter {
             client,
             health: &health,
+            listed: &listed,
             tasks: Vec::new(),
         };
         let namespaces =
@@ -70,11 +72,12 @@ impl Watches {
         let (jobs, task) = watch_jobs(
             Api::all(client.clone()),
             managed,
-            &health,
+            (&health, &listed),
             own.clone(),
             wake,
         );
         tasks.push(task);
+        listed.of(tasks.len());
         Self {
             cache: EdgeCache {
                 namespaces,
@@ -87,6 +90,7 @@ impl Watches {
                 own,
                 followed,
                 unreachable,
+                listed,
             },
             _tasks: tasks,
         }
@@ -97,6 +101,7 @@ impl Watches {
 struct Starter<'a> {
     client: &'a Client,
     health: &'a Health,
+    listed: &'a Arc<Listed>,
     tasks: Vec<Task>,
 }
 
@@ -125,8 +130,12 @@ impl Starter<'_> {
                 .default_backoff()
                 .modify(|object| object.managed_fields_mut().clear()),
         );
-        self.tasks
-            .push(Task::spawn(drive(stream, self.health.clone(), on_event)));
+        self.tasks.push(Task::spawn(drive(
+            stream,
+            self.health.clone(),
+            self.listed.clone(),
+            on_event,
+        )));
         store
     }
 }
@@ -172,7 +181,7 @@ fn wake_follower(
 fn watch_jobs(
     api: Api<Job>,
     config: watcher::Config,
-    health: &Health,
+    (health, listed): (&Health, &Arc<Listed>),
     own: Arc<Mutex<HashMap<Key, Own>>>,
     wake: Wake,
 ) -> (Store<Job>, Task) {
@@ -184,14 +193,19 @@ fn watch_jobs(
             job.spec = None;
         }),
     );
-    let task = Task::spawn(drive(stream, health.clone(), move |event| match event {
-        // The installer's own create or patch, coming back: nothing new to decide on.
-        watcher::Event::Apply(job) if is_own_write(&own, job) => {}
-        watcher::Event::Apply(job) | watcher::Event::Delete(job) => {
-            wake_owner(&wake, &job.metadata)
-        }
-        _ => {}
-    }));
+    let task = Task::spawn(drive(
+        stream,
+        health.clone(),
+        listed.clone(),
+        move |event| match event {
+            // The installer's own create or patch, coming back: nothing new to decide on.
+            watcher::Event::Apply(job) if is_own_write(&own, job) => {}
+            watcher::Event::Apply(job) | watcher::Event::Delete(job) => {
+                wake_owner(&wake, &job.metadata)
+            }
+            _ => {}
+        },
+    ));
     (store, task)
 }
 
@@ -233,15 +247,24 @@ impl Health {
     }
 }
 
-async fn drive<K, S>(stream: S, health: Health, mut on_event: impl FnMut(&watcher::Event<K>))
-where
+async fn drive<K, S>(
+    stream: S,
+    health: Health,
+    listed: Arc<Listed>,
+    mut on_event: impl FnMut(&watcher::Event<K>),
+) where
     S: Stream<Item = Result<watcher::Event<K>, watcher::Error>>,
 {
     let mut stream = std::pin::pin!(stream);
+    let mut first_list = true;
     while let Some(event) = stream.next().await {
         match event {
             Ok(event) => {
                 health.set(None);
+                if first_list && matches!(event, watcher::Event::InitDone) {
+                    first_list = false;
+                    listed.one_more();
+                }
                 on_event(&event);
             }
             Err(error) => {
