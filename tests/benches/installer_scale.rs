@@ -306,6 +306,10 @@ async fn main() -> anyhow::Result<()> {
         .filter(|w| installer::has_condition(w, "Ready", "True", "Installed"))
         .count();
     ensure!(ready == count, "{ready} of {count} Ready");
+    // What every write of a Workspace costs the hub grows with its size.
+    if let Some(stored) = list.items.first() {
+        eprintln!("{}", workspace_size(stored)?);
+    }
     ensure!(
         count_jobs(&edge_clients).await? == count,
         "still one Job per Workspace"
@@ -592,4 +596,29 @@ fn planes_cpu_seconds(dirs: &[String]) -> f64 {
         })
         .map(cpu_seconds)
         .sum()
+}
+
+/// The JSON size of one stored Workspace, and of its parts.
+fn workspace_size(stored: &Workspace) -> anyhow::Result<String> {
+    let status = stored.status.as_ref();
+    let kept: usize = status.map_or(0, |s| {
+        s.attempts
+            .iter()
+            .filter_map(|a| a.kept.as_ref())
+            .map(json_len)
+            .sum()
+    });
+    Ok(format!(
+        "a stored Workspace: {} bytes of JSON; metadata.managedFields {}, spec {} (spec.plan {}), status {} (conditions {}, kept plans {kept})",
+        json_len(stored),
+        json_len(&stored.metadata.managed_fields),
+        json_len(&stored.spec),
+        json_len(&stored.spec.plan),
+        json_len(&stored.status),
+        status.map_or(0, |s| json_len(&s.conditions)),
+    ))
+}
+
+fn json_len<T: serde::Serialize>(value: &T) -> usize {
+    serde_json::to_vec(value).map_or(0, |bytes| bytes.len())
 }
