@@ -328,7 +328,11 @@ fn pinned_rule(field: &str, unchanged: &str) -> kube::core::Rule {
     let inactive = "!has(oldSelf.spec.plan) || (has(oldSelf.status) && has(oldSelf.status.attempt) \
          && (oldSelf.status.attempt > oldSelf.spec.plan.attempt || (has(oldSelf.status.jobResult) \
          && oldSelf.status.attempt == oldSelf.spec.plan.attempt)))";
-    kube::core::Rule::new(format!("{inactive} || ({unchanged})"))
+    // The comparison goes first: CEL's `||` stops at the first true side, and on the
+    // common write (every status write of the installer, where spec cannot change) the
+    // field is unchanged, so the API server does not walk status and plan to find out
+    // whether an attempt is active.
+    kube::core::Rule::new(format!("({unchanged}) || {inactive}"))
         .message(kube::core::Message::Expression(format!(
             "'spec.{field} cannot change while attempt ' + oldSelf.spec.plan.attemptID + \
              ' is active: wait for its result (kubectl provider status), or delete the Workspace'"

@@ -226,6 +226,15 @@ fn upsert(
     generation: Option<i64>,
     now: Timestamp,
 ) {
+    // Progressing, Failed, Stalled and Reconciling speak when they are True; False, their
+    // reason says enough, and Ready carries the sentence. The same sentence four more
+    // times would make every status write of every Workspace about 300 bytes longer for
+    // the API server to decode, validate, store and send to every watcher.
+    let message = if value || matches!(kind, READY | DRIFTED) {
+        message
+    } else {
+        ""
+    };
     let value = if value { "True" } else { "False" };
     let existing = status.conditions.iter_mut().find(|c| c.type_ == kind);
     match existing {
