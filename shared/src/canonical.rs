@@ -12,19 +12,22 @@ pub fn to_vec(value: &Value) -> Vec<u8> {
     out
 }
 
+/// Appends the canonical JSON text of `value` to `out`. Runs on every seal signed and
+/// every plan validated, so it writes straight into `out`: no text per scalar, no copy of
+/// a key, and no sorting of a map that is already in order.
 fn write(value: &Value, out: &mut Vec<u8>) {
     match value {
         Value::Object(map) => {
-            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-            entries.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
             out.push(b'{');
-            for (index, (key, value)) in entries.into_iter().enumerate() {
-                if index > 0 {
-                    out.push(b',');
-                }
-                write_scalar(&Value::String(key.clone()), out);
-                out.push(b':');
-                write(value, out);
+            // serde_json's map is ordered by key unless a crate turns on its
+            // `preserve_order` feature; sort only then.
+            let in_order = map.keys().is_sorted_by(|a, b| a.as_bytes() <= b.as_bytes());
+            if in_order {
+                write_entries(map.iter(), out);
+            } else {
+                let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+                entries.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+                write_entries(entries.into_iter(), out);
             }
             out.push(b'}');
         }
@@ -42,11 +45,20 @@ fn write(value: &Value, out: &mut Vec<u8>) {
     }
 }
 
-fn write_scalar(value: &Value, out: &mut Vec<u8>) {
-    // Serializing a scalar Value cannot fail.
-    if let Ok(text) = serde_json::to_vec(value) {
-        out.extend_from_slice(&text);
+fn write_entries<'a>(entries: impl Iterator<Item = (&'a String, &'a Value)>, out: &mut Vec<u8>) {
+    for (index, (key, value)) in entries.enumerate() {
+        if index > 0 {
+            out.push(b',');
+        }
+        write_scalar(key, out);
+        out.push(b':');
+        write(value, out);
     }
+}
+
+fn write_scalar(scalar: &(impl serde::Serialize + ?Sized), out: &mut Vec<u8>) {
+    // Writing a string, number, boolean or null into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, scalar);
 }
 
 #[cfg(test)]
@@ -60,6 +72,15 @@ mod tests {
         let b: Value = serde_json::from_str(r#"{"a":{"x":"s","y":[1,2]},"b":1}"#).unwrap();
         assert_eq!(to_vec(&a), to_vec(&b));
         assert_eq!(to_vec(&a), br#"{"a":{"x":"s","y":[1,2]},"b":1}"#.to_vec());
+    }
+
+    #[test]
+    fn nested_values_and_scalars_keep_their_text() {
+        let value = json!({"z": [true, null, 1.5, -3, "\u{7f}é"], "a": {}, "m": []});
+        assert_eq!(
+            to_vec(&value),
+            "{\"a\":{},\"m\":[],\"z\":[true,null,1.5,-3,\"\u{7f}é\"]}".as_bytes()
+        );
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use std::{
     collections::{BTreeMap, HashMap},
-    sync::{Mutex, OnceLock},
+    sync::{Arc, Mutex, OnceLock},
 };
 
 use regex::Regex;
@@ -174,20 +174,22 @@ fn check_leaf(
 }
 
 /// A recipe pattern compiled to match whole values. Compiling costs far more than matching
-/// and recipes change rarely, so compiled patterns are kept, up to a bound.
-fn anchored_regex(pattern: &str) -> Result<Regex, regex::Error> {
+/// and recipes change rarely, so compiled patterns are kept, up to a bound. They are
+/// shared behind an `Arc`: a cloned `Regex` starts with an empty pool of search caches,
+/// which each match would then have to build again.
+fn anchored_regex(pattern: &str) -> Result<Arc<Regex>, regex::Error> {
     const MAX_CACHED: usize = 512;
-    static CACHE: OnceLock<Mutex<HashMap<String, Regex>>> = OnceLock::new();
+    static CACHE: OnceLock<Mutex<HashMap<String, Arc<Regex>>>> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
     if let Some(regex) = cache.lock().ok().and_then(|c| c.get(pattern).cloned()) {
         return Ok(regex);
     }
-    let regex = Regex::new(&format!("^(?:{pattern})$"))?;
+    let regex = Arc::new(Regex::new(&format!("^(?:{pattern})$"))?);
     if let Ok(mut cache) = cache.lock() {
         if cache.len() >= MAX_CACHED {
             cache.clear();
         }
-        cache.insert(pattern.to_owned(), regex.clone());
+        cache.insert(pattern.to_owned(), Arc::clone(&regex));
     }
     Ok(regex)
 }
