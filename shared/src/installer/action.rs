@@ -19,6 +19,31 @@ pub struct Decision {
     pub next: Next,
 }
 
+impl Decision {
+    /// Whether any of the actions revokes or deletes.
+    pub fn revokes_or_deletes(&self) -> bool {
+        self.actions.iter().any(Action::revokes_or_deletes)
+    }
+
+    /// Rule `revocation_is_decided_from_a_live_read`, the cheap way: when a write of the
+    /// Workspace comes before the first action that revokes or deletes, the decision
+    /// stops there. The API server answers that write with the Workspace as stored, which
+    /// is a live read, and what revokes is decided again from it (the write's own `test`
+    /// of the UID fails on a replacement). Says whether it cut; when it did not, the shell
+    /// reads the Workspace live before running the decision.
+    pub fn cut_at_live_read(&mut self) -> bool {
+        let Some(first) = self.actions.iter().position(Action::revokes_or_deletes) else {
+            return false;
+        };
+        if !self.actions[..first].iter().any(Action::writes_workspace) {
+            return false;
+        }
+        self.actions.truncate(first);
+        self.next = Next::Continue;
+        true
+    }
+}
+
 /// When to observe and decide again.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Next {
@@ -146,6 +171,12 @@ impl Action {
                     ..
                 }
         )
+    }
+
+    /// Whether the action writes the Workspace itself, so that the API server answers
+    /// with the Workspace as stored.
+    pub fn writes_workspace(&self) -> bool {
+        matches!(self, Action::AddFinalizer | Action::WriteStatus(_))
     }
 
     /// Whether the action writes to the edge.

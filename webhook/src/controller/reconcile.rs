@@ -58,8 +58,9 @@ async fn passes(cached: &Workspace, ctx: &Context) -> Result<Requeue> {
             let mut observation = observe(ctx, current.clone()).await?;
             let mut decision = installer::decide(&observation.observed(), &ctx.settings);
             // Revoking and deleting are decided from the Workspace itself, never from a
-            // watch cache alone.
-            if !fresh && decision.actions.iter().any(|a| a.revokes_or_deletes()) {
+            // watch cache alone: from the API server's answer to a write of it that comes
+            // first (the decision is cut there and taken again), or else from a live read.
+            if !fresh && decision.revokes_or_deletes() && !decision.cut_at_live_read() {
                 let Some(workspace) = live().await? else {
                     break 'passes Ok(gone(ctx, &key));
                 };

@@ -50,6 +50,64 @@ fn job_result_is_recorded_before_revocation(
     assert_eq!(decision.next, Next::Idle);
 }
 
+/// Rule `revocation_is_decided_from_a_live_read`: decided from a watch cache, the cleanup
+/// stops after the result's write; taken again from the Workspace that write returns (the
+/// API server's answer, a live read), it revokes, with no second Event.
+#[rstest]
+#[case::succeeded(JobOutcome::Succeeded, "JobSucceeded")]
+#[case::failed(failed(), "JobFailed")]
+fn revocation_is_decided_again_from_the_answer_to_the_result_write(
+    #[case] outcome: JobOutcome,
+    #[case] event: &str,
+) {
+    let ws = workspace(Some(plan(1)), Some(bound(1, Some("job-uid"))));
+    let mut remote = prepared(1);
+    remote.job = Some(job(1, outcome, true));
+    let mut case = Case::new(&ws);
+    case.remote = Some(remote.clone());
+    let mut decision = case.decide();
+    assert!(
+        decision.cut_at_live_read(),
+        "a write of the Workspace comes first"
+    );
+    assert_eq!(steps(&decision), ["write-status"]);
+    assert_eq!(events(&decision), [event]);
+    assert!(!decision.revokes_or_deletes());
+    assert_eq!(
+        decision.next,
+        Next::Continue,
+        "decide again from the answer"
+    );
+
+    let written = Workspace {
+        status: Some(last_status(&decision)),
+        ..ws.clone()
+    };
+    let mut case = Case::new(&written);
+    case.remote = Some(remote);
+    let mut again = case.decide();
+    assert_eq!(
+        steps(&again),
+        [
+            "delete-service-account",
+            "delete-role",
+            "delete-role-binding",
+            "delete-values-secret",
+            "release-job",
+            "write-status"
+        ]
+    );
+    assert!(
+        events(&again).is_empty(),
+        "the result's Event went out once"
+    );
+    assert!(
+        !again.cut_at_live_read(),
+        "nothing writes the Workspace before the first revocation: the shell must have it live"
+    );
+    assert_eq!(again.actions.len(), 6, "not cut");
+}
+
 #[test]
 fn cleanup_is_recorded_last() {
     let mut status = bound(1, Some("job-uid"));
