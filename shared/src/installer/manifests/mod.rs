@@ -109,12 +109,45 @@ fn role_binding(
     }
 }
 
-/// The chart values of the plan, as the `values.yaml` Helm reads (JSON is YAML).
+/// The chart values of the plan, as the `values.yaml` Helm reads: JSON, which is YAML but
+/// for a few characters (see [`yaml_safe`]).
 pub fn values_text(plan: &Plan) -> String {
     match &plan.values {
         serde_json::Value::Null => "{}".to_owned(),
-        values => values.to_string(),
+        values => yaml_safe(values.to_string()),
     }
+}
+
+/// JSON text that YAML reads as the same value. YAML takes U+0085, U+2028 and U+2029 for
+/// line breaks, even inside quotes, and refuses characters outside its printable set
+/// (U+007F-U+009F, U+FEFF, U+FFFE, U+FFFF): a tenant's value holding one made helm fail
+/// on the whole file. Each is written as a `\uXXXX` escape, which JSON and YAML both read
+/// back as that character. In JSON text they can only stand inside strings, where
+/// serde_json already escapes the characters below U+0020.
+fn yaml_safe(json: String) -> String {
+    if json.chars().all(yaml_keeps) {
+        return json;
+    }
+    let mut text = String::with_capacity(json.len() + 16);
+    for character in json.chars() {
+        if yaml_keeps(character) {
+            text.push(character);
+        } else {
+            text.push_str(&format!("\\u{:04x}", u32::from(character)));
+        }
+    }
+    text
+}
+
+/// Whether YAML reads `character` as itself inside a double-quoted string.
+fn yaml_keeps(character: char) -> bool {
+    matches!(character,
+        '\t' | '\n' | '\r' | ' '..='~'
+        | '\u{a0}'..='\u{2027}'
+        | '\u{202a}'..='\u{d7ff}'
+        | '\u{e000}'..='\u{fefe}'
+        | '\u{ff00}'..='\u{fffd}'
+        | '\u{10000}'..)
 }
 
 /// Whether the plan's values travel in the Job's Pod template (a downwardAPI volume) rather
@@ -162,5 +195,50 @@ pub fn runtime_credential_secret(plan: &Plan, names: &CredentialNames, marks: &M
         metadata: marks.owner_meta(&names.edge_secret, Some(&plan.namespace)),
         type_: Some("Opaque".into()),
         ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    /// Rule `values_reach_helm_unchanged`: the values file reads back as the plan's values,
+    /// as JSON and as YAML, whatever characters a tenant's strings and keys hold.
+    #[test]
+    fn values_with_yaml_line_breaks_and_unprintable_characters_read_back_the_same() {
+        let values = json!({
+            "greeting": "h\u{e9}\u{2028}\"\\\u{2029}\u{85}",
+            "\u{7f}key": "\u{feff}\u{fffe}\u{ffff}\u{9f}\u{80}",
+            "plain": "emoji \u{1f600} and <&>",
+            "n": [1, -2.5, true, null]
+        });
+        let plan = Plan {
+            values: values.clone(),
+            ..crate::testing::plan()
+        };
+        let text = values_text(&plan);
+        assert!(
+            !text.contains([
+                '\u{85}', '\u{2028}', '\u{2029}', '\u{7f}', '\u{feff}', '\u{ffff}'
+            ]),
+            "{text}"
+        );
+        assert!(
+            text.contains('\u{1f600}') && text.contains('\u{e9}'),
+            "printable text stays as it is"
+        );
+        assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), values);
+        assert_eq!(serde_norway::from_str::<Value>(&text).unwrap(), values);
+    }
+
+    #[test]
+    fn plain_values_are_the_json_text() {
+        let plan = Plan {
+            values: json!({"a": "b", "c": [1, 2]}),
+            ..crate::testing::plan()
+        };
+        assert_eq!(values_text(&plan), r#"{"a":"b","c":[1,2]}"#);
     }
 }
