@@ -119,6 +119,39 @@ pub fn truncated(text: &str, max: usize) -> String {
     format!("{}…", &text[..end])
 }
 
+/// JSON text that YAML reads as the same value. YAML takes U+0085, U+2028 and U+2029 for
+/// line breaks, even inside quotes, and refuses characters outside its printable set
+/// (U+007F-U+009F, U+FEFF, U+FFFE, U+FFFF). Helm reads a values file as YAML, and the API
+/// server a server-side apply body: a tenant's value holding one of these made helm fail
+/// on the whole file, or the API server refuse the apply. Each is written as a `\uXXXX` escape, which JSON and YAML both read
+/// back as that character. In JSON text they can only stand inside strings, where
+/// serde_json already escapes the characters below U+0020.
+pub fn yaml_safe(json: String) -> String {
+    if json.chars().all(yaml_keeps) {
+        return json;
+    }
+    let mut text = String::with_capacity(json.len() + 16);
+    for character in json.chars() {
+        if yaml_keeps(character) {
+            text.push(character);
+        } else {
+            text.push_str(&format!("\\u{:04x}", u32::from(character)));
+        }
+    }
+    text
+}
+
+/// Whether YAML reads `character` as itself inside a double-quoted string.
+fn yaml_keeps(character: char) -> bool {
+    matches!(character,
+        '\t' | '\n' | '\r' | ' '..='~'
+        | '\u{a0}'..='\u{2027}'
+        | '\u{202a}'..='\u{d7ff}'
+        | '\u{e000}'..='\u{fefe}'
+        | '\u{ff00}'..='\u{fffd}'
+        | '\u{10000}'..)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -345,3 +345,40 @@ async fn a_rollback_restores_the_last_good_plan() -> anyhow::Result<()> {
     );
     Ok(())
 }
+
+/// Rule `values_reach_helm_unchanged`: a string value holding characters YAML reads as line
+/// breaks (U+2028, U+2029, U+0085) reaches the Workspace exactly as the user wrote it (the
+/// plugin's apply body is read as YAML), and helm installs it from the values file and
+/// stores those very values: drift, which compares them with the plan, finds the release in
+/// sync.
+#[tokio::test]
+async fn values_yaml_would_misread_reach_the_release_unchanged() -> anyhow::Result<()> {
+    let System { env, .. } = system().await?;
+    publish(env, "yaml-hello", "hello", &["0.1.0"]).await?;
+    let hub = env.hub_admin().await?;
+    let greeting = "h\u{e9}\u{2028}l\u{85}l\u{2029}o";
+    plugin::run(
+        env.hub.kubeconfig(User::Alice),
+        &[
+            "install",
+            "yaml-safe",
+            "--recipe",
+            "yaml-hello",
+            "--edge",
+            installer::EDGE,
+            "--set",
+            &format!("greeting={greeting}"),
+            "--wait",
+            "--timeout",
+            "3m",
+        ],
+    )?
+    .ok()?;
+    let ws = installed(&hub, "yaml-safe", 1).await?;
+    ensure!(
+        ws.spec.values == Some(json!({"greeting": greeting})),
+        "{:?}",
+        ws.spec.values
+    );
+    Ok(())
+}

@@ -39,13 +39,17 @@ pub async fn apply(ctx: &Ctx, write: &Write<'_>) -> anyhow::Result<Fetched<Works
         write.intent,
         write.resource_version,
     );
-    let object = api
+    // The API server reads an apply body as YAML: the JSON goes out with the characters
+    // YAML would misread or refuse escaped (providers::text::yaml_safe), so a value reaches
+    // the Workspace exactly as the user wrote it.
+    let request = kube::core::Request::new(api.resource_url())
         .patch(
             write.name,
             &params(write.force, write.dry_run),
             &patch(&body),
-        )
-        .await?;
+        )?
+        .map(|_| providers::text::yaml_safe(body.to_string()).into_bytes());
+    let object: DynamicObject = ctx.conn.client.request(request).await?;
     objects::parse(object)
 }
 
