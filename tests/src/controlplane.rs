@@ -96,7 +96,30 @@ pub struct ControlPlane {
 impl ControlPlane {
     /// Starts etcd and kube-apiserver in `dir` and waits until the apiserver is ready and
     /// the base users, namespaces and bindings exist.
+    ///
+    /// Ports are picked free, then bound by the child process a moment later; a test
+    /// running beside it can take one in between. Such a start is tried again on other
+    /// ports, with a fresh etcd data directory.
     pub async fn launch(dir: &Path, name: &str) -> anyhow::Result<Self> {
+        const ATTEMPTS: usize = 3;
+        let mut attempt = 1;
+        loop {
+            match Self::launch_once(dir, name).await {
+                Err(error)
+                    if attempt < ATTEMPTS
+                        && format!("{error:#}").contains("address already in use") =>
+                {
+                    eprintln!("control plane {name}: a port was taken meanwhile; starting again");
+                    sleep(Duration::from_millis(500)).await;
+                    let _ = std::fs::remove_dir_all(dir.join("etcd-data"));
+                    attempt += 1;
+                }
+                result => return result,
+            }
+        }
+    }
+
+    async fn launch_once(dir: &Path, name: &str) -> anyhow::Result<Self> {
         std::fs::create_dir_all(dir)?;
         let dir = dir.canonicalize()?;
         let ca = pki::Authority::generate(&format!("{name}-ca"))?;
