@@ -8,6 +8,7 @@ pub mod metrics;
 mod review;
 pub mod sealing_keys;
 mod shape;
+mod without_managed_fields;
 
 use std::sync::Arc;
 
