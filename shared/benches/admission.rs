@@ -29,6 +29,18 @@ fn admission(c: &mut Criterion) {
     c.bench_function("update of a pinned field: denied", |b| {
         b.iter(|| assert!(black_box(fixture.deny())))
     });
+    // A Workspace as the demo's API server stored it after its first attempt (managed fields,
+    // spec.plan, and the same plan kept for rollback in status): what the webhook decodes
+    // twice per update and the installer once per watch event.
+    let stored = include_str!("fixtures/stored-workspace.json");
+    c.bench_function("decode a stored Workspace", |b| {
+        b.iter(|| {
+            black_box(serde_json::from_str::<providers::api::Workspace>(
+                black_box(stored),
+            ))
+            .expect("decoded")
+        })
+    });
 }
 
 criterion_group!(benches, admission);

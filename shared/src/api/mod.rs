@@ -6,12 +6,14 @@ mod edge;
 mod plan;
 #[allow(clippy::duplicated_attributes)]
 mod recipe;
+mod sealed_plan_decoding;
 #[allow(clippy::duplicated_attributes)]
 mod workspace;
 
 pub use edge::{Edge, EdgeSpec, EdgeStatus, SecretKeyRef};
 pub use plan::{Cause, ChartRef, Owner, Plan, Seal, SealedPlan, WorkspaceIdentity};
 pub use recipe::{ExecutionRule, Recipe, RecipeSpec, RuntimeCredential, ValueField, ValueType};
+pub use sealed_plan_decoding::MapKey;
 pub use workspace::{
     AttemptRecord, Drift, InstalledRelease, JobResult, KeptPlan, Phase, Preparation, Target,
     Workspace, WorkspaceSpec, WorkspaceStatus,

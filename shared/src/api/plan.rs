@@ -146,8 +146,9 @@ pub struct Seal {
     pub signature: String,
 }
 
-/// A plan with its seal: `spec.plan` of a Workspace.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+/// A plan with its seal: `spec.plan` of a Workspace. Decoded in one pass, without
+/// `flatten`'s buffering (`sealed_plan_decoding`).
+#[derive(Serialize, Clone, Debug, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SealedPlan {
     #[serde(flatten)]
