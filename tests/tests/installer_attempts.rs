@@ -367,6 +367,19 @@ async fn step_ready_after_the_run(install: &Install) -> anyhow::Result<Workspace
     ensure!(status.finished_at.is_some());
     ensure!(status.phase == Some(Phase::Succeeded));
     ensure!(status.attempts.len() == 1 && status.attempts[0].result == Some(JobResult::Succeeded));
+    // The installer says who it is, so the status's field manager is named, not `unknown`.
+    let status_managers: Vec<&str> = done
+        .metadata
+        .managed_fields
+        .iter()
+        .flatten()
+        .filter(|entry| entry.subresource.as_deref() == Some("status"))
+        .filter_map(|entry| entry.manager.as_deref())
+        .collect();
+    ensure!(
+        status_managers == ["providers-installer"],
+        "the status is managed by {status_managers:?}"
+    );
     Ok(done)
 }
 

@@ -7,12 +7,13 @@
 //! through the object's own `Deserialize`, so nothing else changes: an unknown field, a
 //! wrong type or bad JSON anywhere else is refused as before.
 
-use std::{borrow::Cow, fmt, marker::PhantomData};
+use std::fmt;
 
+use providers::api::MapKey;
 use serde::{
     Deserialize, Deserializer,
     de::{
-        self, DeserializeSeed, IgnoredAny, IntoDeserializer, MapAccess, Visitor,
+        DeserializeSeed, IgnoredAny, IntoDeserializer, MapAccess, Visitor,
         value::CowStrDeserializer,
     },
     forward_to_deserialize_any,
@@ -100,7 +101,7 @@ impl<'de, M: MapAccess<'de>> MapAccess<'de> for FilteredMap<M> {
         seed: K,
     ) -> Result<Option<K::Value>, M::Error> {
         loop {
-            let Some(Key(key)) = self.inner.next_key::<Key<'de>>()? else {
+            let Some(MapKey(key)) = self.inner.next_key::<MapKey<'de>>()? else {
                 return Ok(None);
             };
             match (self.level, key.as_ref()) {
@@ -140,31 +141,6 @@ impl<'de, S: DeserializeSeed<'de>> DeserializeSeed<'de> for MetadataSeed<S> {
             inner: deserializer,
             level: Level::Metadata,
         })
-    }
-}
-
-/// An object key, borrowed from the input where it has no escapes.
-struct Key<'de>(Cow<'de, str>);
-
-impl<'de> Deserialize<'de> for Key<'de> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct KeyVisitor<'de>(PhantomData<&'de ()>);
-        impl<'de> Visitor<'de> for KeyVisitor<'de> {
-            type Value = Key<'de>;
-            fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-                formatter.write_str("an object key")
-            }
-            fn visit_borrowed_str<E: de::Error>(self, key: &'de str) -> Result<Key<'de>, E> {
-                Ok(Key(Cow::Borrowed(key)))
-            }
-            fn visit_str<E: de::Error>(self, key: &str) -> Result<Key<'de>, E> {
-                Ok(Key(Cow::Owned(key.to_owned())))
-            }
-            fn visit_string<E: de::Error>(self, key: String) -> Result<Key<'de>, E> {
-                Ok(Key(Cow::Owned(key)))
-            }
-        }
-        deserializer.deserialize_str(KeyVisitor(PhantomData))
     }
 }
 

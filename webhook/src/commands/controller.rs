@@ -14,7 +14,8 @@ use crate::{
 };
 
 pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
-    let config = args.client.config().await?;
+    let mut config = args.client.config().await?;
+    crate::runtime::identify(&mut config, crate::runtime::INSTALLER_AGENT);
     let hub_server = args.hub_server.clone().unwrap_or_else(|| {
         config
             .cluster_url

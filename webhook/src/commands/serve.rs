@@ -29,7 +29,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     if args.allowed_chart_repositories.is_empty() {
         tracing::warn!("no --allowed-chart-repository: every new attempt will be denied");
     }
-    let client = args.client.client().await?;
+    let client = args.client.client(crate::runtime::WEBHOOK_AGENT).await?;
     let metrics = Arc::new(Metrics::new());
     let recipes = follow(Api::<Recipe>::all(client.clone()));
     let edges = follow(Api::<Edge>::all(client.clone()));

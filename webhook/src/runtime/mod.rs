@@ -5,5 +5,5 @@ pub mod admin;
 mod client;
 mod shutdown;
 
-pub use client::ClientArgs;
+pub use client::{ClientArgs, INSTALLER_AGENT, WEBHOOK_AGENT, identify};
 pub use shutdown::shutdown_signal;

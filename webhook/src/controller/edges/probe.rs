@@ -162,9 +162,11 @@ async fn connect(text: &str, allow_exec: bool, wake: &Waker) -> Result<Clients, 
     if !allow_exec {
         refuse_programs(&kubeconfig)?;
     }
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-        .await
-        .map_err(|e| e.to_string())?;
+    let mut config =
+        kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+            .await
+            .map_err(|e| e.to_string())?;
+    crate::runtime::identify(&mut config, crate::runtime::INSTALLER_AGENT);
     let server = config
         .cluster_url
         .to_string()
