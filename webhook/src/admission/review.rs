@@ -185,7 +185,11 @@ fn workspace_review(request: &RequestIn<'_>) -> Result<WorkspaceReview, String> 
 /// out: no decision reads them, and they cost more to decode than the rest.
 fn workspace(raw: &RawValue) -> Result<Workspace, String> {
     shape::check(raw, shape::WORKSPACE).map_err(|e| e.to_string())?;
-    without_managed_fields::from_str(raw.get()).map_err(|e| bounded_error(&e))
+    without_managed_fields::from_str(raw.get()).map_err(|error| {
+        let located = without_managed_fields::error_at_path::<Workspace>(raw.get())
+            .unwrap_or_else(|| error.to_string());
+        providers::text::truncated(&located, 256)
+    })
 }
 
 /// A decoding error for a message: serde quotes the input it could not take (a string of

@@ -30,6 +30,29 @@ pub fn from_str<'de, T: Deserialize<'de>>(json: &'de str) -> serde_json::Result<
     Ok(value)
 }
 
+/// Why `json` does not decode into `T`, led by the path of the field at fault
+/// (`spec.plan: missing field \`seal\``), or `None` if it decodes. Meant for after
+/// [`from_str`] failed: decoding again with the path tracked costs nothing on the way of a
+/// good object.
+pub fn error_at_path<'de, T: Deserialize<'de>>(json: &'de str) -> Option<String> {
+    let mut deserializer = serde_json::Deserializer::from_str(json);
+    let mut track = serde_path_to_error::Track::new();
+    let decoded = T::deserialize(Object {
+        inner: serde_path_to_error::Deserializer::new(&mut deserializer, &mut track),
+        level: Level::Root,
+    });
+    let error = match decoded {
+        Ok(_) => deserializer.end().err()?,
+        Err(error) => error,
+    };
+    let path = track.path().to_string();
+    Some(if path == "." || path.is_empty() {
+        error.to_string()
+    } else {
+        format!("{path}: {error}")
+    })
+}
+
 /// Where in the object a map is: the root (whose `metadata` is filtered) or the metadata
 /// (whose `managedFields` is skipped).
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -91,9 +91,10 @@ fn reviews_this_webhook_does_not_decide_are_refused_with_a_reason() {
     );
     let mut broken = workspace();
     broken["spec"] = json!({"recipe": 5});
+    let message = refusal_message(&review_json("Workspace", "CREATE", broken));
     assert!(
-        refusal_message(&review_json("Workspace", "CREATE", broken))
-            .contains("not a valid Workspace")
+        message.starts_with("the object is not a valid Workspace: spec.recipe: invalid type"),
+        "{message}"
     );
     let mut no_spec = workspace();
     no_spec.as_object_mut().unwrap().remove("spec");

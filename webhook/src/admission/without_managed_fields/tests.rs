@@ -109,3 +109,30 @@ fn bad_json_inside_the_managed_fields_or_after_the_object_is_refused() {
     assert!(from_str::<Workspace>(&format!("{json} {{}}")).is_err());
     assert!(from_str::<Workspace>(&format!("{json} ")).is_ok());
 }
+
+#[test]
+fn an_error_names_the_path_of_the_field_at_fault() {
+    let mut wrong_type = workspace();
+    wrong_type["spec"]["retry"] = json!("two");
+    let mut incomplete_plan = workspace();
+    incomplete_plan["spec"]["plan"] = json!({"attempt": 1});
+    let mut bad_metadata = workspace();
+    bad_metadata["metadata"]["generation"] = json!("3");
+    for (object, path) in [
+        (wrong_type, "spec.retry: invalid type"),
+        (incomplete_plan, "spec.plan: missing field"),
+        (bad_metadata, "metadata.generation: invalid type"),
+    ] {
+        let json = object.to_string();
+        assert!(from_str::<Workspace>(&json).is_err());
+        let message = error_at_path::<Workspace>(&json).unwrap();
+        assert!(message.starts_with(path), "{message}");
+    }
+    let trailing = format!("{} x", workspace());
+    assert!(
+        error_at_path::<Workspace>(&trailing)
+            .unwrap()
+            .contains("trailing characters")
+    );
+    assert_eq!(error_at_path::<Workspace>(&workspace().to_string()), None);
+}
