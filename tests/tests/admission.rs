@@ -400,6 +400,27 @@ async fn values_outside_the_schema_and_unknown_objects_are_denied_by_name() {
     );
 }
 
+/// The mutating webhook sees a tenant's object before the API server checks it against the
+/// schema: what does not decode as a Workspace is refused with the path of the field.
+#[tokio::test]
+async fn an_object_that_does_not_decode_is_refused_with_the_field_path() {
+    let client = fixture().plane.client(User::Alice).await.expect("client");
+    let resource = kube::api::ApiResource::erase::<Workspace>(&());
+    let api: Api<kube::api::DynamicObject> = Api::namespaced_with(client, "org-a", &resource);
+    let mut object =
+        serde_json::to_value(workspace("not-decodable", "edge-1", json!({}))).expect("json");
+    object["spec"]["retry"] = json!("twice");
+    let object = serde_json::from_value(object).expect("object");
+    let message = match api.create(&PostParams::default(), &object).await {
+        Err(kube::Error::Api(status)) => status.message,
+        other => panic!("not refused: {other:?}"),
+    };
+    assert!(
+        message.contains("the object is not a valid Workspace: spec.retry: invalid type"),
+        "{message}"
+    );
+}
+
 const MANIFEST: &str = r#"
 apiVersion: providers.platform.dev/v1alpha1
 kind: Workspace
