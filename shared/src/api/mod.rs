@@ -3,6 +3,7 @@
 // `printcolumn(name = .., type_ = "string", ..)` repeats keys across columns by design.
 #[allow(clippy::duplicated_attributes)]
 mod edge;
+mod map_adapter;
 mod plan;
 #[allow(clippy::duplicated_attributes)]
 mod recipe;
@@ -11,9 +12,9 @@ mod sealed_plan_decoding;
 mod workspace;
 
 pub use edge::{Edge, EdgeSpec, EdgeStatus, SecretKeyRef};
+pub use map_adapter::{AdaptedObject, EntriesAdapter, MapKey};
 pub use plan::{Cause, ChartRef, Owner, Plan, Seal, SealedPlan, WorkspaceIdentity};
 pub use recipe::{ExecutionRule, Recipe, RecipeSpec, RuntimeCredential, ValueField, ValueType};
-pub use sealed_plan_decoding::MapKey;
 pub use workspace::{
     AttemptRecord, Drift, InstalledRelease, JobResult, KeptPlan, Phase, Preparation, Target,
     Workspace, WorkspaceSpec, WorkspaceStatus,

@@ -7,73 +7,43 @@
 //! the map as the parser meets it, and every other entry goes straight to [`Plan`]'s own
 //! `Deserialize`: the same JSON is accepted and refused as with `flatten`.
 
-use std::{borrow::Cow, fmt, marker::PhantomData};
-
 use serde::{
     Deserialize, Deserializer,
-    de::{self, DeserializeSeed, IntoDeserializer, MapAccess, Visitor, value::CowStrDeserializer},
-    forward_to_deserialize_any,
+    de::{self, DeserializeSeed, IntoDeserializer, MapAccess, value::CowStrDeserializer},
 };
 
-use super::plan::{Plan, Seal, SealedPlan};
+use super::{
+    map_adapter::{AdaptedObject, EntriesAdapter, MapKey},
+    plan::{Plan, Seal, SealedPlan},
+};
 
 impl<'de> Deserialize<'de> for SealedPlan {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let mut seal = None;
-        let plan = Plan::deserialize(SealApart {
+        let plan = Plan::deserialize(AdaptedObject {
             inner: deserializer,
-            seal: &mut seal,
+            adapter: SealSlot(&mut seal),
         })?;
         let seal = seal.ok_or_else(|| de::Error::missing_field("seal"))?;
         Ok(SealedPlan { plan, seal })
     }
 }
 
-/// A deserializer of the sealed plan's map that hands the plan every entry but `seal`.
-struct SealApart<'s, D> {
-    inner: D,
-    seal: &'s mut Option<Seal>,
-}
+/// Where the seal goes when the sealed plan's entries pass by.
+struct SealSlot<'s>(&'s mut Option<Seal>);
 
-impl<'de, D: Deserializer<'de>> Deserializer<'de> for SealApart<'_, D> {
-    type Error = D::Error;
+impl<'de, 's> EntriesAdapter<'de> for SealSlot<'s> {
+    type Entries<M: MapAccess<'de>> = SealApartMap<'s, M>;
 
-    /// A sealed plan is a map whatever the plan asks for; anything else is refused by the
-    /// inner deserializer with the plan's own expectation.
-    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, D::Error> {
-        self.inner.deserialize_map(SealApartVisitor {
-            visitor,
-            seal: self.seal,
-        })
-    }
-
-    forward_to_deserialize_any! {
-        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
-        bytes byte_buf option unit unit_struct newtype_struct seq tuple
-        tuple_struct map struct enum identifier ignored_any
+    fn adapt<M: MapAccess<'de>>(self, entries: M) -> SealApartMap<'s, M> {
+        SealApartMap {
+            inner: entries,
+            seal: self.0,
+        }
     }
 }
 
-struct SealApartVisitor<'s, V> {
-    visitor: V,
-    seal: &'s mut Option<Seal>,
-}
-
-impl<'de, V: Visitor<'de>> Visitor<'de> for SealApartVisitor<'_, V> {
-    type Value = V::Value;
-
-    fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.visitor.expecting(formatter)
-    }
-
-    fn visit_map<M: MapAccess<'de>>(self, map: M) -> Result<V::Value, M::Error> {
-        self.visitor.visit_map(SealApartMap {
-            inner: map,
-            seal: self.seal,
-        })
-    }
-}
-
+/// The sealed plan's entries without `seal`, which goes into its slot.
 struct SealApartMap<'s, M> {
     inner: M,
     seal: &'s mut Option<Seal>,
@@ -104,32 +74,6 @@ impl<'de, M: MapAccess<'de>> MapAccess<'de> for SealApartMap<'_, M> {
 
     fn next_value_seed<S: DeserializeSeed<'de>>(&mut self, seed: S) -> Result<S::Value, M::Error> {
         self.inner.next_value_seed(seed)
-    }
-}
-
-/// A JSON object's key, borrowed from the input where it has no escapes: what a map
-/// adapter reads to decide where the entry goes before handing the key on.
-pub struct MapKey<'de>(pub Cow<'de, str>);
-
-impl<'de> Deserialize<'de> for MapKey<'de> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct KeyVisitor<'de>(PhantomData<&'de ()>);
-        impl<'de> Visitor<'de> for KeyVisitor<'de> {
-            type Value = MapKey<'de>;
-            fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-                formatter.write_str("an object key")
-            }
-            fn visit_borrowed_str<E: de::Error>(self, key: &'de str) -> Result<MapKey<'de>, E> {
-                Ok(MapKey(Cow::Borrowed(key)))
-            }
-            fn visit_str<E: de::Error>(self, key: &str) -> Result<MapKey<'de>, E> {
-                Ok(MapKey(Cow::Owned(key.to_owned())))
-            }
-            fn visit_string<E: de::Error>(self, key: String) -> Result<MapKey<'de>, E> {
-                Ok(MapKey(Cow::Owned(key)))
-            }
-        }
-        deserializer.deserialize_str(KeyVisitor(PhantomData))
     }
 }
 

@@ -7,24 +7,18 @@
 //! through the object's own `Deserialize`, so nothing else changes: an unknown field, a
 //! wrong type or bad JSON anywhere else is refused as before.
 
-use std::fmt;
-
-use providers::api::MapKey;
+use providers::api::{AdaptedObject, EntriesAdapter, MapKey};
 use serde::{
     Deserialize, Deserializer,
-    de::{
-        DeserializeSeed, IgnoredAny, IntoDeserializer, MapAccess, Visitor,
-        value::CowStrDeserializer,
-    },
-    forward_to_deserialize_any,
+    de::{DeserializeSeed, IgnoredAny, IntoDeserializer, MapAccess, value::CowStrDeserializer},
 };
 
 /// Decodes `json` into `T` with `metadata.managedFields` left out.
 pub fn from_str<'de, T: Deserialize<'de>>(json: &'de str) -> serde_json::Result<T> {
     let mut deserializer = serde_json::Deserializer::from_str(json);
-    let value = T::deserialize(Object {
+    let value = T::deserialize(AdaptedObject {
         inner: &mut deserializer,
-        level: Level::Root,
+        adapter: Level::Root,
     })?;
     deserializer.end()?;
     Ok(value)
@@ -37,9 +31,9 @@ pub fn from_str<'de, T: Deserialize<'de>>(json: &'de str) -> serde_json::Result<
 pub fn error_at_path<'de, T: Deserialize<'de>>(json: &'de str) -> Option<String> {
     let mut deserializer = serde_json::Deserializer::from_str(json);
     let mut track = serde_path_to_error::Track::new();
-    let decoded = T::deserialize(Object {
+    let decoded = T::deserialize(AdaptedObject {
         inner: serde_path_to_error::Deserializer::new(&mut deserializer, &mut track),
-        level: Level::Root,
+        adapter: Level::Root,
     });
     let error = match decoded {
         Ok(_) => deserializer.end().err()?,
@@ -61,50 +55,15 @@ enum Level {
     Metadata,
 }
 
-/// A deserializer of one JSON object that hands the visitor a filtering map.
-struct Object<D> {
-    inner: D,
-    level: Level,
-}
+impl<'de> EntriesAdapter<'de> for Level {
+    type Entries<M: MapAccess<'de>> = FilteredMap<M>;
 
-impl<'de, D: Deserializer<'de>> Deserializer<'de> for Object<D> {
-    type Error = D::Error;
-
-    /// Every request is answered as a map: the root and the metadata are JSON objects, and
-    /// anything else is refused by the inner deserializer as the type's own decoding would.
-    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, D::Error> {
-        self.inner.deserialize_map(Filtering {
-            visitor,
-            level: self.level,
-        })
-    }
-
-    forward_to_deserialize_any! {
-        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
-        bytes byte_buf option unit unit_struct newtype_struct seq tuple
-        tuple_struct map struct enum identifier ignored_any
-    }
-}
-
-/// Passes the visitor a map that filters by `level`.
-struct Filtering<V> {
-    visitor: V,
-    level: Level,
-}
-
-impl<'de, V: Visitor<'de>> Visitor<'de> for Filtering<V> {
-    type Value = V::Value;
-
-    fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.visitor.expecting(formatter)
-    }
-
-    fn visit_map<M: MapAccess<'de>>(self, map: M) -> Result<V::Value, M::Error> {
-        self.visitor.visit_map(FilteredMap {
-            inner: map,
-            level: self.level,
+    fn adapt<M: MapAccess<'de>>(self, entries: M) -> FilteredMap<M> {
+        FilteredMap {
+            inner: entries,
+            level: self,
             next_is_metadata: false,
-        })
+        }
     }
 }
 
@@ -153,16 +112,16 @@ impl<'de, M: MapAccess<'de>> MapAccess<'de> for FilteredMap<M> {
     }
 }
 
-/// Decodes the metadata's value through a filtering [`Object`].
+/// Decodes the metadata's value with its entries filtered.
 struct MetadataSeed<S>(S);
 
 impl<'de, S: DeserializeSeed<'de>> DeserializeSeed<'de> for MetadataSeed<S> {
     type Value = S::Value;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<S::Value, D::Error> {
-        self.0.deserialize(Object {
+        self.0.deserialize(AdaptedObject {
             inner: deserializer,
-            level: Level::Metadata,
+            adapter: Level::Metadata,
         })
     }
 }

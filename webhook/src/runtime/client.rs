@@ -14,7 +14,7 @@ pub const WEBHOOK_AGENT: &str = concat!("providers-webhook/", env!("CARGO_PKG_VE
 
 /// Names the component in every request's User-Agent. The API server takes a write's field
 /// manager from it when the write names none (otherwise the managed fields say `unknown`),
-/// and audit logs and `apiserver_request_total` tell the components apart by it.
+/// and audit logs tell the components apart by it.
 pub fn identify(config: &mut Config, agent: &'static str) {
     config
         .headers
