@@ -27,7 +27,12 @@ pub fn quoted_with(text: &str, limit: usize) -> String {
 /// `text` for a message where quotes would be noise (a name, a path): control characters
 /// escaped, at most [`QUOTE_LIMIT`] characters, and "…" when cut.
 pub fn shown(text: &str) -> String {
-    match escaped(text, QUOTE_LIMIT) {
+    shown_with(text, QUOTE_LIMIT)
+}
+
+/// [`shown`] with another bound.
+pub fn shown_with(text: &str, limit: usize) -> String {
+    match escaped(text, limit) {
         (shown, 0) => shown,
         (shown, _) => format!("{shown}…"),
     }

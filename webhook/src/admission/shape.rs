@@ -46,25 +46,72 @@ pub enum ShapeError {
     Json(String),
 }
 
+/// The most characters of a path a refusal shows: the start (`spec.values...`) is what
+/// tells a person where to look.
+const PATH_SHOWN: usize = 96;
+
+/// A limit an object went over, and where.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}{error}", located(path))]
+pub struct Refusal {
+    /// Where the walk stopped (`spec.values.a.b`, `metadata.annotations`), control
+    /// characters escaped and cut to [`PATH_SHOWN`] characters; empty at the root.
+    pub path: String,
+    pub error: ShapeError,
+}
+
+fn located(path: &str) -> String {
+    if path.is_empty() {
+        String::new()
+    } else {
+        format!("{path}: ")
+    }
+}
+
 /// Checks `raw` against `limits` without building anything from it.
-pub fn check(raw: &RawValue, limits: Limits) -> Result<(), ShapeError> {
+pub fn check(raw: &RawValue, limits: Limits) -> Result<(), Refusal> {
+    let mut deserializer = serde_json::Deserializer::from_str(raw.get());
+    walk(&mut deserializer, limits).map_err(|error| Refusal {
+        // Only a refused object pays for its path: the same walk again, tracked.
+        path: path_of_refusal(raw, limits),
+        error,
+    })
+}
+
+fn walk<'de, D: Deserializer<'de>>(deserializer: D, limits: Limits) -> Result<(), ShapeError> {
     let mut budget = Budget {
         limits,
         entries: 0,
         failure: None,
     };
-    let mut deserializer = serde_json::Deserializer::from_str(raw.get());
     let result = Walk {
         budget: &mut budget,
         depth: 0,
         item: false,
     }
-    .deserialize(&mut deserializer);
+    .deserialize(deserializer);
     match (result, budget.failure) {
         (_, Some(failure)) => Err(failure),
         (Err(error), None) => Err(ShapeError::Json(error.to_string())),
         (Ok(()), None) => Ok(()),
     }
+}
+
+/// Where the walk of `raw` stops. Walking again costs what the first walk cost, and
+/// keeps the keys on the way down (each within `limits.key_bytes`).
+fn path_of_refusal(raw: &RawValue, limits: Limits) -> String {
+    let mut deserializer = serde_json::Deserializer::from_str(raw.get());
+    let mut track = serde_path_to_error::Track::new();
+    // The outcome is known already; only the path is wanted.
+    let _ = walk(
+        serde_path_to_error::Deserializer::new(&mut deserializer, &mut track),
+        limits,
+    );
+    let path = track.path().to_string();
+    if path == "." {
+        return String::new();
+    }
+    providers::text::shown_with(&path, PATH_SHOWN)
 }
 
 struct Budget {
@@ -221,20 +268,54 @@ mod tests {
         assert_eq!(check(&raw("\"s\""), SMALL), Ok(()));
     }
 
+    fn refused(text: &str) -> (String, ShapeError) {
+        let refusal = check(&raw(text), SMALL).unwrap_err();
+        (refusal.path, refusal.error)
+    }
+
     #[test]
-    fn each_limit_is_named() {
-        let many = format!("[{}]", ["0"; 11].join(","));
+    fn each_limit_is_named_with_where_the_walk_stopped() {
+        let many = format!("{{\"a\":[{}]}}", ["0"; 11].join(","));
+        // An item counts as it is read: the path names the first one over the limit.
         assert_eq!(
-            check(&raw(&many), SMALL),
-            Err(ShapeError::TooManyEntries(10))
+            refused(&many),
+            ("a[9]".to_owned(), ShapeError::TooManyEntries(10))
         );
         assert_eq!(
-            check(&raw(r#"{"a":{"b":{"c":{}}}}"#), SMALL),
-            Err(ShapeError::TooDeep(3))
+            refused(r#"{"a":{"b":{"c":{}}}}"#),
+            ("a.b.c".to_owned(), ShapeError::TooDeep(3))
         );
         assert_eq!(
-            check(&raw(r#"{"aaaaaaaaa":1}"#), SMALL),
-            Err(ShapeError::KeyTooLong(8))
+            refused(r#"{"x":[{"aaaaaaaaa":1}]}"#),
+            ("x[0]".to_owned(), ShapeError::KeyTooLong(8))
+        );
+        let keys: Vec<String> = (0..11).map(|i| format!("\"k{i}\":0")).collect();
+        let at_root = check(&raw(&format!("{{{}}}", keys.join(","))), SMALL).unwrap_err();
+        assert_eq!(at_root.path, "");
+        assert_eq!(at_root.to_string(), "it holds more than 10 entries");
+    }
+
+    #[test]
+    fn the_path_shown_is_escaped_and_bounded() {
+        let deep = Limits {
+            entries: 1_000,
+            depth: 40,
+            key_bytes: 1_024,
+        };
+        let key = format!("line\\n{}", "k".repeat(500));
+        let mut text = "0".to_owned();
+        for _ in 0..41 {
+            text = format!("{{\"{key}\":{text}}}");
+        }
+        let refusal = check(&raw(&text), deep).unwrap_err();
+        assert_eq!(refusal.error, ShapeError::TooDeep(40));
+        assert!(refusal.path.starts_with("line\\nkkk"), "{}", refusal.path);
+        assert!(!refusal.path.contains('\n'));
+        // At most PATH_SHOWN characters of the path, some of them escaped, and "…".
+        assert!(
+            refusal.path.chars().count() <= PATH_SHOWN + 8,
+            "{}",
+            refusal.path
         );
     }
 

@@ -112,7 +112,29 @@ fn an_object_beyond_the_shape_limits_is_refused_before_decoding() {
         .collect();
     wide["spec"]["values"] = Value::Object(values);
     let message = refusal_message(&review_json("Workspace", "CREATE", wide));
-    assert!(message.contains("more than 20000 entries"), "{message}");
+    assert!(
+        message.contains("spec.values: it holds more than 20000 entries"),
+        "{message}"
+    );
+}
+
+#[test]
+fn values_nested_too_deep_are_refused_naming_spec_values() {
+    let mut deep = workspace();
+    let mut values = json!(0);
+    for _ in 0..200 {
+        values = json!({ "a": values });
+    }
+    deep["spec"]["values"] = values;
+    let message = refusal_message(&review_json("Workspace", "CREATE", deep));
+    assert!(
+        message.contains("the object is not a valid Workspace: spec.values.a.a.a"),
+        "{message}"
+    );
+    assert!(
+        message.ends_with("it nests deeper than 32 levels"),
+        "{message}"
+    );
 }
 
 #[test]
