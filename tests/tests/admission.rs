@@ -361,6 +361,73 @@ async fn changed_intent_after_a_terminal_attempt_seals_the_new_intent() {
     );
 }
 
+/// The API server reads back a stored `-0` as the integer 0: a negative zero among the
+/// values (the tenant's or a recipe's default) is sealed as 0, so the stored plan still
+/// verifies, applying the same manifest again starts nothing, and a retry is admitted.
+#[tokio::test]
+async fn a_negative_zero_in_the_values_is_sealed_as_it_will_be_stored() {
+    let admin = admin().await;
+    let mut zero = recipe();
+    zero.metadata.name = Some("signed-zero".into());
+    zero.spec.values = Some(json!({"offset": -0.0, "replicaCount": 1}));
+    zero.spec.values_schema = vec![fixtures::field("ratio", providers::api::ValueType::Number)];
+    Api::<Recipe>::all(admin.clone())
+        .create(&PostParams::default(), &zero)
+        .await
+        .expect("recipe");
+    let api = as_user(User::Alice).await;
+    let mut ws = workspace("signed-zero", "edge-1", json!({"ratio": -0.0}));
+    ws.spec.recipe = "signed-zero".into();
+    assert_eq!(
+        serde_json::to_string(&ws.spec.values).unwrap(),
+        r#"{"ratio":-0.0}"#,
+        "the request carries a negative zero"
+    );
+    let created = api
+        .create(&PostParams::default(), &ws)
+        .await
+        .expect("created");
+    let plan = created.spec.plan.expect("sealed").plan;
+    assert_eq!(
+        plan.values,
+        json!({"offset": 0, "ratio": 0, "replicaCount": 1})
+    );
+
+    // Read back from etcd, as the installer reads it.
+    let stored = api.get("signed-zero").await.expect("get");
+    let sealed = stored.spec.plan.clone().expect("sealed");
+    published_keyring()
+        .await
+        .verify(&sealed)
+        .expect("the stored plan verifies");
+
+    // Once the attempt has failed, a GitOps tool applies the same JSON again: the intent
+    // is unchanged (stored, the value reads 0; sent again, -0.0), so nothing starts.
+    // (While the attempt is active the CRD's own rule refuses it: CEL compares -0.0 with
+    // the stored 0 as different values.)
+    finish("signed-zero", "Failed").await;
+    let again = api
+        .patch(
+            "signed-zero",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"spec": {"values": {"ratio": -0.0}}})),
+        )
+        .await
+        .expect("the same values are admitted");
+    assert_eq!(again.spec.plan.expect("sealed").plan.attempt, 1);
+
+    let retried = api
+        .patch(
+            "signed-zero",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"spec": {"retry": 1}})),
+        )
+        .await
+        .expect("the retry is admitted");
+    let second = retried.spec.plan.expect("sealed").plan;
+    assert_eq!((second.attempt, &second.values), (2, &plan.values));
+}
+
 #[tokio::test]
 async fn values_outside_the_schema_and_unknown_objects_are_denied_by_name() {
     let api = as_user(User::Alice).await;

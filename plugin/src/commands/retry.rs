@@ -1,7 +1,7 @@
 //! `retry NAME`, `repair NAME` and `rollback NAME`: ask for a new attempt of a kept plan by
 //! raising `spec.retry` (a rollback also names the attempt whose plan to seal again).
 
-use providers::api::{Cause, Workspace};
+use providers::api::{Cause, MAX_RETRY, Workspace};
 
 use crate::{
     attempt_state::retry_rules::{repair_allowed, retry_allowed, rollback_target},
@@ -58,7 +58,7 @@ async fn raise(
         }
         .map_err(|(message, hint)| user_error(message, Some(hint)))?;
         let mut intent = Intent::from_spec(&live.typed.spec);
-        intent.retry = Some(intent.retry.unwrap_or(0) + 1);
+        intent.retry = Some(raised_retry(intent.retry, name)?);
         intent.rollback_to = rollback_to;
         let write = Write {
             name,
@@ -111,6 +111,45 @@ async fn raise(
             }
             Err(error) if is_stale(&error) && tries < ATTEMPTS => continue,
             Err(error) => return Err(error),
+        }
+    }
+}
+
+/// `spec.retry` one higher, or why it cannot be raised: it is at the most the API allows.
+fn raised_retry(current: Option<i64>, name: &str) -> anyhow::Result<i64> {
+    current
+        .unwrap_or(0)
+        .checked_add(1)
+        .filter(|raised| *raised <= MAX_RETRY)
+        .ok_or_else(|| {
+            user_error(
+                format!(
+                    "spec.retry of {name} is {}, the largest value the API allows ({MAX_RETRY}): it cannot be raised",
+                    current.unwrap_or_default()
+                ),
+                Some(format!(
+                    "delete {name} and create it again to start its attempts over"
+                )),
+            )
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_counter_goes_up_by_one() {
+        assert_eq!(raised_retry(None, "w").unwrap(), 1);
+        assert_eq!(raised_retry(Some(41), "w").unwrap(), 42);
+        assert_eq!(raised_retry(Some(MAX_RETRY - 1), "w").unwrap(), MAX_RETRY);
+    }
+
+    #[test]
+    fn a_counter_at_its_largest_value_is_an_error_not_an_overflow() {
+        for at in [MAX_RETRY, i64::MAX] {
+            let error = raised_retry(Some(at), "w").unwrap_err().to_string();
+            assert!(error.contains("cannot be raised"), "{error}");
         }
     }
 }

@@ -3,6 +3,7 @@
 // `printcolumn(name = .., type_ = "string", ..)` repeats keys across columns by design.
 #[allow(clippy::duplicated_attributes)]
 mod edge;
+pub mod json_number;
 mod map_adapter;
 mod plan;
 #[allow(clippy::duplicated_attributes)]
@@ -24,3 +25,8 @@ pub use workspace::{
 pub const GROUP: &str = "providers.platform.dev";
 /// The served and stored version.
 pub const VERSION: &str = "v1alpha1";
+
+/// The largest `spec.retry`: 2^53 - 1, the largest integer every JSON reader (JavaScript,
+/// jq, a YAML tool's float) keeps exact, so a raised counter is never read back as
+/// another number, and one more never overflows.
+pub const MAX_RETRY: i64 = (1 << 53) - 1;

@@ -83,6 +83,7 @@ pub struct Plan {
     pub namespace: String,
     /// The complete chart values: the Recipe's defaults with the tenant's values merged.
     #[schemars(schema_with = "crate::schema::free_form_object")]
+    #[serde(deserialize_with = "crate::api::json_number::value")]
     pub values: Value,
     /// The target Edge's name.
     pub edge_name: String,

@@ -69,7 +69,11 @@ pub struct RecipeSpec {
     pub release: Option<String>,
     /// Default chart values. Tenant values for the paths in valuesSchema are merged over
     /// these; nothing else a tenant writes reaches the chart.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::api::json_number::optional_value"
+    )]
     #[schemars(schema_with = "crate::schema::free_form_object")]
     pub values: Option<Value>,
     /// The value paths a tenant may set, each with its type and bounds. A tenant value

@@ -68,13 +68,18 @@ pub struct WorkspaceSpec {
     pub version: Option<String>,
     /// Chart values, at the paths the Recipe's valuesSchema allows only. At most 8 levels
     /// deep, 512 keys of at most 128 bytes, 32 KiB in all; no lists.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::api::json_number::optional_value"
+    )]
     #[schemars(schema_with = "crate::schema::tenant_values")]
     pub values: Option<Value>,
     /// Raise this counter to ask for a new attempt after a failed one. The retry runs the
-    /// original pinned plan: the same chart, version and values.
+    /// original pinned plan: the same chart, version and values. At most 2^53 - 1, the
+    /// largest integer every JSON reader keeps exact.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 0))]
+    #[schemars(range(min = 0, max = crate::api::MAX_RETRY))]
     pub retry: Option<i64>,
     /// The sealed plan of the current attempt. Written by the admission webhook only; a
     /// plan it did not produce is refused.
@@ -166,7 +171,11 @@ pub struct KeptPlan {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
     /// spec.values as they were when the attempt was sealed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::api::json_number::optional_value"
+    )]
     #[schemars(schema_with = "crate::schema::free_form_object")]
     pub values: Option<Value>,
     /// The attempt's sealed plan; its seal is verified again before it is sealed anew.
