@@ -249,8 +249,8 @@ pub struct WorkspaceStatus {
     /// The metadata.generation the installer last acted on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
-    /// Ready, Progressing, Failed, Reconciling and Stalled, by the Kubernetes conventions;
-    /// one entry per type.
+    /// Ready, Progressing and Failed, by the Kubernetes conventions; Reconciling and
+    /// Stalled only while True; Drifted once an attempt is installed. One entry per type.
     #[serde(default)]
     #[schemars(extend(
         "x-kubernetes-list-type" = "map",

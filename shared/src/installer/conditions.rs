@@ -4,7 +4,9 @@
 //! Ready, Progressing and Failed say what the installer is doing. Reconciling and Stalled
 //! say the same in the words kstatus reads (Flux's health checks, `kubectl wait`-style
 //! tools built on cli-utils), which ignore Ready: Reconciling=True reads as InProgress,
-//! Stalled=True as Failed, neither as Current.
+//! Stalled=True as Failed, neither as Current. Those two are present only while True:
+//! kstatus reads an absent one as False, and whenever Ready is not True one of them is
+//! (docs/adr/0033).
 
 use k8s_openapi::{
     apimachinery::pkg::apis::meta::v1::{Condition, Time},
@@ -41,10 +43,11 @@ pub mod reason {
 pub const READY: &str = "Ready";
 pub const PROGRESSING: &str = "Progressing";
 pub const FAILED: &str = "Failed";
-/// True until the attempt has a result and is cleaned up, unless it failed (kstatus: InProgress).
+/// True until the attempt has a result and is cleaned up, unless it failed (kstatus:
+/// InProgress); absent otherwise.
 pub const RECONCILING: &str = "Reconciling";
 /// True when the attempt failed, or its release drifted, and only a person can move it on
-/// (kstatus: Failed).
+/// (kstatus: Failed); absent otherwise.
 pub const STALLED: &str = "Stalled";
 /// Whether the installed release still is what the attempt left on the edge; present once
 /// an attempt succeeded.
@@ -168,30 +171,46 @@ pub fn settle(
         now,
     );
     // Failed is about the attempt; Stalled also about its release (drift).
-    for (kind, why) in [(FAILED, failure), (STALLED, stalled)] {
-        let (reason, message) = match why {
-            Some(why) => (why.reason.as_str(), why.message.as_str()),
-            None => (outlook.reason.as_str(), outlook.message.as_str()),
-        };
-        upsert(
-            status,
-            kind,
-            why.is_some(),
-            reason,
-            message,
-            generation,
-            now,
-        );
-    }
+    let (failed_reason, failed_message) = match failure {
+        Some(why) => (why.reason.as_str(), why.message.as_str()),
+        None => (outlook.reason.as_str(), outlook.message.as_str()),
+    };
     upsert(
         status,
-        RECONCILING,
-        !installed && failure.is_none(),
-        ready_reason,
-        ready_message,
+        FAILED,
+        failure.is_some(),
+        failed_reason,
+        failed_message,
         generation,
         now,
     );
+    // kstatus reads an absent Stalled or Reconciling as False, and whenever Ready is not
+    // True one of the two is: they are written only while True (docs/adr/0033).
+    match stalled {
+        Some(why) => upsert(
+            status,
+            STALLED,
+            true,
+            &why.reason,
+            &why.message,
+            generation,
+            now,
+        ),
+        None => status.conditions.retain(|c| c.type_ != STALLED),
+    }
+    if !installed && failure.is_none() {
+        upsert(
+            status,
+            RECONCILING,
+            true,
+            ready_reason,
+            ready_message,
+            generation,
+            now,
+        );
+    } else {
+        status.conditions.retain(|c| c.type_ != RECONCILING);
+    }
 }
 
 /// The phase from the recorded facts.
@@ -226,10 +245,10 @@ fn upsert(
     generation: Option<i64>,
     now: Timestamp,
 ) {
-    // Progressing, Failed, Stalled and Reconciling speak when they are True; False, their
-    // reason says enough, and Ready carries the sentence. The same sentence four more
-    // times would make every status write of every Workspace about 300 bytes longer for
-    // the API server to decode, validate, store and send to every watcher.
+    // Progressing and Failed speak when they are True; False, their reason says enough,
+    // and Ready carries the sentence. The same sentence twice more would make every status
+    // write of every Workspace longer for the API server to decode, validate, store and
+    // send to every watcher.
     let message = if value || matches!(kind, READY | DRIFTED) {
         message
     } else {

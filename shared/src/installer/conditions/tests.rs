@@ -77,7 +77,7 @@ fn a_running_attempt_reads_as_reconciling() {
         None,
     );
     assert_eq!(status_of(&status, RECONCILING), "True");
-    assert_eq!(status_of(&status, STALLED), "False");
+    assert_eq!(status_of(&status, STALLED), "", "absent while False");
     assert_eq!(status_of(&status, READY), "False");
 }
 
@@ -91,7 +91,7 @@ fn a_waiting_workspace_reads_as_reconciling_not_stalled() {
         None,
     );
     assert_eq!(status_of(&status, RECONCILING), "True");
-    assert_eq!(status_of(&status, STALLED), "False");
+    assert_eq!(status_of(&status, STALLED), "", "absent while False");
 }
 
 #[test]
@@ -108,6 +108,7 @@ fn a_result_not_yet_cleaned_up_is_still_reconciling() {
 
 #[test]
 fn an_installed_workspace_is_neither_reconciling_nor_stalled() {
+    // Both are absent: kstatus reads an absent one as False.
     let status = settled(
         Some(JobResult::Succeeded),
         true,
@@ -115,8 +116,8 @@ fn an_installed_workspace_is_neither_reconciling_nor_stalled() {
         None,
     );
     assert_eq!(status_of(&status, READY), "True");
-    assert_eq!(status_of(&status, RECONCILING), "False");
-    assert_eq!(status_of(&status, STALLED), "False");
+    assert_eq!(status_of(&status, RECONCILING), "", "absent while False");
+    assert_eq!(status_of(&status, STALLED), "", "absent while False");
     assert_eq!(status.observed_generation, Some(3));
 }
 
@@ -130,7 +131,7 @@ fn a_failed_attempt_is_stalled_with_its_reason() {
         Some(failure),
     );
     assert_eq!(status_of(&status, STALLED), "True");
-    assert_eq!(status_of(&status, RECONCILING), "False");
+    assert_eq!(status_of(&status, RECONCILING), "", "absent while False");
     let stalled = status
         .conditions
         .iter()
@@ -138,4 +139,41 @@ fn a_failed_attempt_is_stalled_with_its_reason() {
         .unwrap();
     assert_eq!(stalled.reason, reason::JOB_FAILED);
     assert_eq!(stalled.message, "helm exited 1");
+}
+
+#[test]
+fn reconciling_goes_once_installed_and_stalled_comes_with_a_failure() {
+    let mut status = WorkspaceStatus::default();
+    let now = Timestamp::from_second(1_000).unwrap();
+    let types = |status: &WorkspaceStatus| -> Vec<String> {
+        status.conditions.iter().map(|c| c.type_.clone()).collect()
+    };
+    settle(
+        &mut status,
+        Some(1),
+        now,
+        &Outlook::busy(reason::JOB_RUNNING, "helm"),
+        None,
+    );
+    assert_eq!(types(&status), [READY, PROGRESSING, FAILED, RECONCILING]);
+    status.job_result = Some(JobResult::Succeeded);
+    status.cleaned_up = true;
+    settle(
+        &mut status,
+        Some(1),
+        now,
+        &Outlook::idle(reason::INSTALLED, "installed"),
+        None,
+    );
+    assert_eq!(types(&status), [READY, PROGRESSING, FAILED]);
+    status.job_result = Some(JobResult::Failed);
+    let failure = Failure::new(reason::JOB_FAILED, "helm exited 1");
+    settle(
+        &mut status,
+        Some(2),
+        now,
+        &Outlook::idle(reason::JOB_FAILED, "helm exited 1"),
+        Some(&failure),
+    );
+    assert_eq!(types(&status), [READY, PROGRESSING, FAILED, STALLED]);
 }
