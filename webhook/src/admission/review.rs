@@ -188,14 +188,17 @@ fn workspace(raw: &RawValue) -> Result<Workspace, String> {
     without_managed_fields::from_str(raw.get()).map_err(|error| {
         let located = without_managed_fields::error_at_path::<Workspace>(raw.get())
             .unwrap_or_else(|| error.to_string());
-        providers::text::truncated(&located, 256)
+        // serde quotes what it could not take (an unknown enum variant, a string of the
+        // wrong type) as it was sent: control characters are escaped before the message
+        // reaches a log line or a terminal.
+        providers::text::shown_with(&located, 256)
     })
 }
 
 /// A decoding error for a message: serde quotes the input it could not take (a string of
-/// any length, say), so only the start of the text is kept.
+/// any length, say), so only the start of the text is kept, control characters escaped.
 fn bounded_error(error: &serde_json::Error) -> String {
-    providers::text::truncated(&error.to_string(), 256)
+    providers::text::shown_with(&error.to_string(), 256)
 }
 
 #[cfg(test)]

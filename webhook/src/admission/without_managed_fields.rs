@@ -43,8 +43,8 @@ pub fn error_at_path<'de, T: Deserialize<'de>>(json: &'de str) -> Option<String>
     Some(if path == "." || path.is_empty() {
         error.to_string()
     } else {
-        // Keys are the caller's text: escaped, and the start of a long path is enough.
-        format!("{}: {error}", providers::text::shown_with(&path, 96))
+        // The start of a long path is enough; the caller escapes the whole message.
+        format!("{}: {error}", providers::text::truncated(&path, 96))
     })
 }
 

@@ -119,6 +119,22 @@ fn an_object_beyond_the_shape_limits_is_refused_before_decoding() {
 }
 
 #[test]
+fn what_serde_quotes_from_the_object_is_escaped() {
+    let mut forged = workspace();
+    forged["status"] = json!({"phase": "X\n2026-12-04T06:50:00Z  INFO forged line\u{1b}[2J"});
+    let message = refusal_message(&review_json("Workspace", "CREATE", forged));
+    assert!(
+        message.contains("status.phase: unknown variant"),
+        "{message}"
+    );
+    assert!(
+        !message.contains('\n') && !message.contains('\u{1b}'),
+        "{message}"
+    );
+    assert!(message.contains("X\\n2026"), "{message}");
+}
+
+#[test]
 fn values_nested_too_deep_are_refused_naming_spec_values() {
     let mut deep = workspace();
     let mut values = json!(0);
