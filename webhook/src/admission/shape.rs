@@ -6,7 +6,12 @@
 //! beyond the text itself; this scan walks the raw JSON once, allocating nothing, and
 //! refuses objects with more entries, deeper nesting or longer keys than any Workspace the
 //! API server would store. What passes decodes in memory linear in its size, with a small
-//! constant.
+//! constant. `metadata.managedFields` is read but not counted: it is never decoded.
+//!
+//! A refused object is walked a second time, to say where the walk stopped. On the way out
+//! of each level serde_json looks up the position of the text it stopped at (a `memchr`
+//! over the text before it), so a refusal costs up to two walks and one such lookup per
+//! level, at most [`WORKSPACE`]`.depth` of them.
 
 use std::fmt;
 
@@ -88,6 +93,7 @@ fn walk<'de, D: Deserializer<'de>>(deserializer: D, limits: Limits) -> Result<()
         budget: &mut budget,
         depth: 0,
         item: false,
+        place: Place::Root,
     }
     .deserialize(deserializer);
     match (result, budget.failure) {
@@ -143,6 +149,36 @@ struct Walk<'b> {
     depth: usize,
     /// The value is an array item: it counts as an entry.
     item: bool,
+    place: Place,
+}
+
+/// Where a value is: the object's root, its `metadata`, or anywhere else.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Place {
+    Root,
+    Metadata,
+    Elsewhere,
+}
+
+impl Place {
+    /// The place of the value under `key` in a map at this place.
+    fn of_member(self, key: &str) -> Member {
+        match (self, key) {
+            (Place::Root, "metadata") => Member::Walked(Place::Metadata),
+            // The API server's record of who set which field: never decoded (see
+            // `without_managed_fields`), so it costs no memory, and it mirrors spec.values
+            // a few levels deeper than spec.values itself: counted, it would be what a
+            // deeply nested spec.values is refused for.
+            (Place::Metadata, "managedFields") => Member::Skipped,
+            _ => Member::Walked(Place::Elsewhere),
+        }
+    }
+}
+
+/// What the walk does with a member's value.
+enum Member {
+    Walked(Place),
+    Skipped,
 }
 
 impl<'de> DeserializeSeed<'de> for Walk<'_> {
@@ -195,6 +231,7 @@ impl<'de> Visitor<'de> for Walk<'_> {
                 budget: &mut *self.budget,
                 depth,
                 item: true,
+                place: Place::Elsewhere,
             })?
             .is_some()
         {}
@@ -209,41 +246,58 @@ impl<'de> Visitor<'de> for Walk<'_> {
                 .fail(ShapeError::TooDeep(self.budget.limits.depth)));
         }
         let key_bytes = self.budget.limits.key_bytes;
-        while let Some(length) = members.next_key_seed(KeyLength)? {
-            if length > key_bytes {
+        while let Some(key) = members.next_key_seed(KeySeed { place: self.place })? {
+            if key.length > key_bytes {
                 return Err(self.budget.fail(ShapeError::KeyTooLong(key_bytes)));
             }
             self.budget.count::<A::Error>()?;
-            members.next_value_seed(Walk {
-                budget: &mut *self.budget,
-                depth,
-                item: false,
-            })?;
+            match key.member {
+                Member::Walked(place) => members.next_value_seed(Walk {
+                    budget: &mut *self.budget,
+                    depth,
+                    item: false,
+                    place,
+                })?,
+                // Read without keeping anything (serde_json still bounds its nesting).
+                Member::Skipped => {
+                    members.next_value::<de::IgnoredAny>()?;
+                }
+            }
         }
         Ok(())
     }
 }
 
-/// The length of a key, read without keeping it.
-struct KeyLength;
+/// A key's length and what to do with its value, read without keeping the key.
+struct KeySeed {
+    place: Place,
+}
 
-impl<'de> DeserializeSeed<'de> for KeyLength {
-    type Value = usize;
+struct Key {
+    length: usize,
+    member: Member,
+}
 
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<usize, D::Error> {
+impl<'de> DeserializeSeed<'de> for KeySeed {
+    type Value = Key;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Key, D::Error> {
         deserializer.deserialize_str(self)
     }
 }
 
-impl Visitor<'_> for KeyLength {
-    type Value = usize;
+impl Visitor<'_> for KeySeed {
+    type Value = Key;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("an object key")
     }
 
-    fn visit_str<E>(self, key: &str) -> Result<usize, E> {
-        Ok(key.len())
+    fn visit_str<E>(self, key: &str) -> Result<Key, E> {
+        Ok(Key {
+            length: key.len(),
+            member: self.place.of_member(key),
+        })
     }
 }
 
@@ -317,6 +371,38 @@ mod tests {
             "{}",
             refusal.path
         );
+    }
+
+    #[test]
+    fn the_managed_fields_of_the_metadata_are_not_counted_and_nothing_else_is_skipped() {
+        // Room for the key, not for what managedFields holds.
+        let narrow = Limits {
+            key_bytes: 32,
+            depth: 5,
+            ..SMALL
+        };
+        let mut deep = "0".to_owned();
+        for _ in 0..10 {
+            deep = format!("{{\"f:x\":{deep}}}");
+        }
+        let many = format!("[{}]", ["0"; 50].join(","));
+        let managed = format!("{{\"metadata\":{{\"managedFields\":[{deep},{many}]}}}}");
+        assert_eq!(check(&raw(&managed), narrow), Ok(()));
+        // Escaped, it is the same key.
+        let escaped = managed.replace("managedFields", "managedFi\\u0065lds");
+        assert_eq!(check(&raw(&escaped), narrow), Ok(()));
+        // Anywhere else, the same key is walked like any other.
+        for elsewhere in [
+            format!("{{\"managedFields\":{many}}}"),
+            format!("{{\"spec\":{{\"managedFields\":{many}}}}}"),
+            format!("{{\"metadata\":{{\"labels\":{{\"managedFields\":{many}}}}}}}"),
+        ] {
+            assert_eq!(
+                check(&raw(&elsewhere), narrow).map_err(|r| r.error),
+                Err(ShapeError::TooManyEntries(10)),
+                "{elsewhere}"
+            );
+        }
     }
 
     #[test]
