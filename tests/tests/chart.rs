@@ -189,7 +189,10 @@ fn normalized(value: &Value, squeeze: bool) -> Value {
             Value::String(s.split_whitespace().collect::<Vec<_>>().join(" "))
         }
         Value::Number(n) => match n.as_f64() {
-            Some(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => Value::from(f as i64),
+            // Up to 2^53 - 1 (spec.retry's maximum) every integer is exact as a float.
+            Some(f) if f.fract() == 0.0 && f.abs() <= 9_007_199_254_740_991.0 => {
+                Value::from(f as i64)
+            }
             _ => value.clone(),
         },
         Value::Array(items) => Value::Array(items.iter().map(|v| normalized(v, squeeze)).collect()),
