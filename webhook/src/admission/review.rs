@@ -122,6 +122,17 @@ pub fn decode(body: &[u8]) -> Result<Review, ReviewError> {
             "request.uid is longer than {MAX_UID_BYTES} bytes"
         )));
     }
+    // The UID goes into every log line about the review: only what a UUID is made of.
+    if !request
+        .uid
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+    {
+        return Err(ReviewError::NotJson(
+            "request.uid may hold only letters, digits and '-' (the API server sends a UUID)"
+                .to_owned(),
+        ));
+    }
     Ok(match workspace_review(&request) {
         Ok(review) => Review::Workspace(Box::new(review)),
         Err(message) => Review::Refused {

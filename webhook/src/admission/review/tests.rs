@@ -119,6 +119,28 @@ fn an_object_beyond_the_shape_limits_is_refused_before_decoding() {
 }
 
 #[test]
+fn a_uid_that_is_not_made_like_a_uuid_is_refused_before_it_is_logged() {
+    let mut review: Value =
+        serde_json::from_slice(&review_json("Workspace", "CREATE", workspace())).unwrap();
+    review["request"]["uid"] = json!("6f1c-AB12-0");
+    assert!(decode(&serde_json::to_vec(&review).unwrap()).is_ok());
+    for forged in [
+        "u\n2026-12-04T00:00:00Z  INFO forged",
+        "u\u{1b}[31m",
+        "a b",
+        "u/1",
+    ] {
+        review["request"]["uid"] = json!(forged);
+        match decode(&serde_json::to_vec(&review).unwrap()) {
+            Err(ReviewError::NotJson(message)) => {
+                assert!(message.contains("request.uid may hold only"), "{message}")
+            }
+            _ => panic!("{forged:?} was accepted"),
+        }
+    }
+}
+
+#[test]
 fn what_serde_quotes_from_the_object_is_escaped() {
     let mut forged = workspace();
     forged["status"] = json!({"phase": "X\n2026-12-04T06:50:00Z  INFO forged line\u{1b}[2J"});
