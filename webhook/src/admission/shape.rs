@@ -18,6 +18,8 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
+use super::without_managed_fields::{Member, Place};
+
 /// The most a decoded object may hold.
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
@@ -150,35 +152,6 @@ struct Walk<'b> {
     /// The value is an array item: it counts as an entry.
     item: bool,
     place: Place,
-}
-
-/// Where a value is: the object's root, its `metadata`, or anywhere else.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Place {
-    Root,
-    Metadata,
-    Elsewhere,
-}
-
-impl Place {
-    /// The place of the value under `key` in a map at this place.
-    fn of_member(self, key: &str) -> Member {
-        match (self, key) {
-            (Place::Root, "metadata") => Member::Walked(Place::Metadata),
-            // The API server's record of who set which field: never decoded (see
-            // `without_managed_fields`), so it costs no memory, and it mirrors spec.values
-            // a few levels deeper than spec.values itself: counted, it would be what a
-            // deeply nested spec.values is refused for.
-            (Place::Metadata, "managedFields") => Member::Skipped,
-            _ => Member::Walked(Place::Elsewhere),
-        }
-    }
-}
-
-/// What the walk does with a member's value.
-enum Member {
-    Walked(Place),
-    Skipped,
 }
 
 impl<'de> DeserializeSeed<'de> for Walk<'_> {

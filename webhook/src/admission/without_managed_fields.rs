@@ -18,7 +18,7 @@ pub fn from_str<'de, T: Deserialize<'de>>(json: &'de str) -> serde_json::Result<
     let mut deserializer = serde_json::Deserializer::from_str(json);
     let value = T::deserialize(AdaptedObject {
         inner: &mut deserializer,
-        adapter: Level::Root,
+        adapter: Place::Root,
     })?;
     deserializer.end()?;
     Ok(value)
@@ -33,7 +33,7 @@ pub fn error_at_path<'de, T: Deserialize<'de>>(json: &'de str) -> Option<String>
     let mut track = serde_path_to_error::Track::new();
     let decoded = T::deserialize(AdaptedObject {
         inner: serde_path_to_error::Deserializer::new(&mut deserializer, &mut track),
-        adapter: Level::Root,
+        adapter: Place::Root,
     });
     let error = match decoded {
         Ok(_) => deserializer.end().err()?,
@@ -48,21 +48,43 @@ pub fn error_at_path<'de, T: Deserialize<'de>>(json: &'de str) -> Option<String>
     })
 }
 
-/// Where in the object a map is: the root (whose `metadata` is filtered) or the metadata
-/// (whose `managedFields` is skipped).
+/// Where a value is in the object: its root, its `metadata`, or anywhere else. The one
+/// rule for which member is the managed fields, for this decoding and for the shape walk
+/// (`shape`), which reads them without counting.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Level {
+pub(super) enum Place {
     Root,
     Metadata,
+    Elsewhere,
 }
 
-impl<'de> EntriesAdapter<'de> for Level {
+/// What becomes of a member's value.
+pub(super) enum Member {
+    /// Read, at this place.
+    Walked(Place),
+    /// Skipped by the parser: the API server's record of who set which field, which no
+    /// decision reads.
+    Skipped,
+}
+
+impl Place {
+    /// What becomes of the value under `key` in a map at this place.
+    pub(super) fn of_member(self, key: &str) -> Member {
+        match (self, key) {
+            (Place::Root, "metadata") => Member::Walked(Place::Metadata),
+            (Place::Metadata, "managedFields") => Member::Skipped,
+            _ => Member::Walked(Place::Elsewhere),
+        }
+    }
+}
+
+impl<'de> EntriesAdapter<'de> for Place {
     type Entries<M: MapAccess<'de>> = FilteredMap<M>;
 
     fn adapt<M: MapAccess<'de>>(self, entries: M) -> FilteredMap<M> {
         FilteredMap {
             inner: entries,
-            level: self,
+            place: self,
             next_is_metadata: false,
         }
     }
@@ -70,9 +92,9 @@ impl<'de> EntriesAdapter<'de> for Level {
 
 /// The object's entries, without `managedFields` at the metadata level; at the root, the
 /// value of `metadata` is filtered in turn.
-struct FilteredMap<M> {
+pub(super) struct FilteredMap<M> {
     inner: M,
-    level: Level,
+    place: Place,
     next_is_metadata: bool,
 }
 
@@ -87,13 +109,12 @@ impl<'de, M: MapAccess<'de>> MapAccess<'de> for FilteredMap<M> {
             let Some(MapKey(key)) = self.inner.next_key::<MapKey<'de>>()? else {
                 return Ok(None);
             };
-            match (self.level, key.as_ref()) {
-                (Level::Metadata, "managedFields") => {
+            match self.place.of_member(&key) {
+                Member::Skipped => {
                     self.inner.next_value::<IgnoredAny>()?;
                     continue;
                 }
-                (Level::Root, "metadata") => self.next_is_metadata = true,
-                _ => self.next_is_metadata = false,
+                Member::Walked(place) => self.next_is_metadata = place == Place::Metadata,
             }
             let key: CowStrDeserializer<'de, M::Error> = key.into_deserializer();
             return seed.deserialize(key).map(Some);
@@ -122,7 +143,7 @@ impl<'de, S: DeserializeSeed<'de>> DeserializeSeed<'de> for MetadataSeed<S> {
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<S::Value, D::Error> {
         self.0.deserialize(AdaptedObject {
             inner: deserializer,
-            adapter: Level::Metadata,
+            adapter: Place::Metadata,
         })
     }
 }
