@@ -82,8 +82,8 @@ async fn decide(state: &AppState, endpoint: Endpoint, body: Bytes) -> Result<Ans
     // wait on the API server.
     drop(body);
     let review = match decoded? {
-        Review::Refused { uid, message } => {
-            tracing::info!(%uid, endpoint = endpoint.name(), "refused: {message}");
+        Review::Refused { uid, user, message } => {
+            tracing::info!(%uid, endpoint = endpoint.name(), user = user.as_str(), "refused: {message}");
             return Ok(Answer::refused(&uid, message));
         }
         Review::Workspace(review) => review,

@@ -83,8 +83,13 @@ pub enum Review {
     /// A Workspace write to decide.
     Workspace(Box<WorkspaceReview>),
     /// A review this webhook does not decide (another kind, operation or subresource, or an
-    /// object that is not a Workspace): denied with this message.
-    Refused { uid: String, message: String },
+    /// object that is not a Workspace): denied with this message. `user` is the requester's
+    /// name, escaped and bounded for the log.
+    Refused {
+        uid: String,
+        user: String,
+        message: String,
+    },
 }
 
 /// A review of a Workspace write.
@@ -136,6 +141,7 @@ pub fn decode(body: &[u8]) -> Result<Review, ReviewError> {
     Ok(match workspace_review(&request) {
         Ok(review) => Review::Workspace(Box::new(review)),
         Err(message) => Review::Refused {
+            user: shown(request.user_info.username.as_deref().unwrap_or_default()),
             uid: request.uid,
             message,
         },

@@ -33,7 +33,7 @@ fn workspace() -> Value {
 
 fn refusal_message(body: &[u8]) -> String {
     match decode(body) {
-        Ok(Review::Refused { uid, message }) => {
+        Ok(Review::Refused { uid, message, .. }) => {
             assert_eq!(uid, "u1");
             message
         }
@@ -250,5 +250,17 @@ mod properties {
             let envelope = json!({"apiVersion": "admission.k8s.io/v1", "request": request});
             let _ = decode(&serde_json::to_vec(&envelope).unwrap());
         }
+    }
+}
+
+#[test]
+fn a_refused_review_names_its_requester_escaped_for_the_log() {
+    let mut body: Value =
+        serde_json::from_slice(&review_json("ConfigMap", "CREATE", workspace())).expect("a review");
+    body["request"]["userInfo"]["username"] = json!("mallory\nforged=line");
+    match decode(&serde_json::to_vec(&body).expect("json")) {
+        Ok(Review::Refused { user, .. }) => assert_eq!(user, "mallory\\nforged=line"),
+        Ok(Review::Workspace(_)) => panic!("decoded"),
+        Err(e) => panic!("{e}"),
     }
 }
