@@ -217,30 +217,7 @@ impl Webhook {
     /// service reference replaced by this process's URL and caBundle, and waits until the
     /// API server calls the webhook.
     pub async fn register(&self, plane: &ControlPlaneInfo) -> anyhow::Result<()> {
-        let root = binaries::workspace_root()?;
-        let text =
-            std::fs::read_to_string(root.join("manifests/webhook/webhook-configurations.yaml"))?;
-        let ca_bundle =
-            base64::Engine::encode(&base64::engine::general_purpose::STANDARD, &self.ca_pem);
-        let mut documents = Vec::new();
-        for document in serde_norway::Deserializer::from_str(&text) {
-            let mut value: serde_json::Value = serde::Deserialize::deserialize(document)?;
-            if let Some(annotations) = value
-                .pointer_mut("/metadata/annotations")
-                .and_then(|a| a.as_object_mut())
-            {
-                annotations.remove("cert-manager.io/inject-ca-from");
-            }
-            for webhook in value["webhooks"].as_array_mut().context("webhooks")? {
-                let path = webhook
-                    .pointer("/clientConfig/service/path")
-                    .and_then(|p| p.as_str())
-                    .context("path")?;
-                webhook["clientConfig"] = serde_json::json!({ "url": format!("https://127.0.0.1:{}{path}", self.port), "caBundle": ca_bundle });
-            }
-            documents.push(serde_norway::to_string(&value)?);
-        }
-        platform::apply_yaml(plane.kubeconfig(User::Admin), &documents.join("---\n"))?;
+        register_configurations(plane, self.port, &self.ca_pem)?;
         self.wait_until_called(plane).await
     }
 
@@ -298,6 +275,39 @@ impl Drop for Webhook {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// Applies the shipped webhook configurations (manifests/webhook/) to `plane` with the
+/// service reference replaced by `https://127.0.0.1:{port}` and `ca_pem` as the caBundle:
+/// the same rules and matchConditions for whichever server listens there. It does not wait
+/// for the API server to pick them up.
+pub fn register_configurations(
+    plane: &ControlPlaneInfo,
+    port: u16,
+    ca_pem: &str,
+) -> anyhow::Result<()> {
+    let root = binaries::workspace_root()?;
+    let text = std::fs::read_to_string(root.join("manifests/webhook/webhook-configurations.yaml"))?;
+    let ca_bundle = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, ca_pem);
+    let mut documents = Vec::new();
+    for document in serde_norway::Deserializer::from_str(&text) {
+        let mut value: serde_json::Value = serde::Deserialize::deserialize(document)?;
+        if let Some(annotations) = value
+            .pointer_mut("/metadata/annotations")
+            .and_then(|a| a.as_object_mut())
+        {
+            annotations.remove("cert-manager.io/inject-ca-from");
+        }
+        for webhook in value["webhooks"].as_array_mut().context("webhooks")? {
+            let path = webhook
+                .pointer("/clientConfig/service/path")
+                .and_then(|p| p.as_str())
+                .context("path")?;
+            webhook["clientConfig"] = serde_json::json!({ "url": format!("https://127.0.0.1:{port}{path}"), "caBundle": ca_bundle });
+        }
+        documents.push(serde_norway::to_string(&value)?);
+    }
+    platform::apply_yaml(plane.kubeconfig(User::Admin), &documents.join("---\n"))
 }
 
 /// Publishes a public key in the keys ConfigMap (entry `<keyID>.pem`).

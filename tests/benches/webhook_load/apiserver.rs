@@ -1,15 +1,23 @@
 //! Through the API server: the latency of the same Workspace update with the webhooks
-//! registered and without them, in alternating blocks, each update checked against the
-//! webhook's own request counters (so every measured update did, or did not, reach both
-//! webhooks).
+//! registered, without them, and with a floor webhook that admits everything unread
+//! (`floor.rs`), in alternating blocks, each update checked against the request counters
+//! of whichever server should have reviewed it.
 
-use std::time::{Duration, Instant};
+use std::{
+    collections::BTreeMap,
+    time::{Duration, Instant},
+};
 
 use anyhow::{Context, bail};
 use serde_json::json;
 use testbed::webhook::Webhook;
 
-use crate::{fixture::Fixture, loadgen::Target, stats::Latencies};
+use crate::{
+    fixture::Fixture,
+    floor::{Alpn, Floor},
+    loadgen::Target,
+    stats::Latencies,
+};
 
 const WORKSPACE: &str = "latency";
 /// Bounds the waits for the API server to pick up (un)registration.
@@ -20,26 +28,50 @@ pub struct Settings {
     pub updates: usize,
     /// Unmeasured updates at the start of each block.
     pub warmup: usize,
-    /// Blocks with the webhooks, each followed by one without.
+    /// Rounds of blocks: the webhooks, none, then each floor.
     pub rounds: usize,
 }
 
-/// Latencies of each update kind, with and without the webhooks.
-pub struct Report {
-    /// Raising spec.retry after a successful attempt: both webhooks review it, both admit it.
-    pub retry_with: Latencies,
-    pub retry_without: Latencies,
-    /// Changing a label: the matchConditions keep it from the webhooks.
-    pub label_with: Latencies,
-    pub label_without: Latencies,
-    /// Calls the measured retry updates made to each webhook (at least one per update).
-    pub mutate_calls: u64,
-    pub validate_calls: u64,
-    /// The API server's own account of its webhook calls over the whole run (warm-up and
-    /// probes included): webhook name and operation, calls, mean duration.
+/// Who reviews a block's updates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reviewer {
+    /// The real webhook, both configurations.
+    Webhook,
+    /// No webhook configuration at all (CEL rules only).
+    Nothing,
+    /// The floor webhook offering these ALPN protocols, under the same configurations.
+    Floor(Alpn),
+}
+
+impl Reviewer {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Reviewer::Webhook => "the webhooks",
+            Reviewer::Nothing => "none",
+            Reviewer::Floor(Alpn::Http2) => "floor (h2)",
+            Reviewer::Floor(Alpn::Http1) => "floor (HTTP/1.1)",
+        }
+    }
+}
+
+/// One reviewer's blocks, all rounds together.
+pub struct Measured {
+    pub reviewer: Reviewer,
+    /// Raising spec.retry after a successful attempt: both configurations match it.
+    pub retry: Latencies,
+    /// Changing a label: the matchConditions keep it from any webhook.
+    pub label: Latencies,
+    /// Webhook calls by the measured retry updates (at least two per update).
+    pub calls: u64,
+    /// The API server's own account of those calls, by webhook name and operation: calls and
+    /// mean duration (`apiserver_admission_webhook_admission_duration_seconds`).
     pub apiserver_view: Vec<(String, u64, Duration)>,
-    /// The webhook's own account over the same run (from reading the body to the answer,
-    /// TLS and HTTP excluded): endpoint, calls, mean duration.
+}
+
+pub struct Report {
+    pub measured: Vec<Measured>,
+    /// The real webhook's own account of its calls over the whole run (from reading the
+    /// body to the answer, TLS and HTTP excluded): endpoint, calls, mean duration.
     pub webhook_view: Vec<(String, u64, Duration)>,
 }
 
@@ -66,12 +98,12 @@ async fn webhook_durations(target: &Target) -> anyhow::Result<Vec<(String, f64, 
 
 /// Sums and counts of the API server's `apiserver_admission_webhook_admission_duration_seconds`
 /// by webhook name and operation.
-async fn apiserver_webhook_durations(
-    fixture: &Fixture,
-) -> anyhow::Result<Vec<(String, u64, Duration)>> {
+type Histograms = BTreeMap<String, (f64, u64)>;
+
+async fn apiserver_webhook_durations(fixture: &Fixture) -> anyhow::Result<Histograms> {
     let request = http::Request::get("/metrics").body(Vec::new())?;
     let text = fixture.admin.request_text(request).await?;
-    let mut totals: std::collections::BTreeMap<String, (f64, u64)> = Default::default();
+    let mut totals = Histograms::new();
     let prefix = "apiserver_admission_webhook_admission_duration_seconds_";
     for line in text.lines() {
         let Some(rest) = line.strip_prefix(prefix) else {
@@ -98,53 +130,110 @@ async fn apiserver_webhook_durations(
             _ => {}
         }
     }
-    Ok(totals
+    Ok(totals)
+}
+
+/// Adds what happened between `before` and `after` to `into`.
+fn accumulate(into: &mut Histograms, before: &Histograms, after: &Histograms) {
+    for (key, (sum, count)) in after {
+        let (sum0, count0) = before.get(key).copied().unwrap_or_default();
+        let entry = into.entry(key.clone()).or_default();
+        entry.0 += sum - sum0;
+        entry.1 += count - count0;
+    }
+}
+
+fn means(histograms: Histograms) -> Vec<(String, u64, Duration)> {
+    histograms
         .into_iter()
         .filter(|(_, (_, count))| *count > 0)
         .map(|(key, (sum, count))| (key, count, Duration::from_secs_f64(sum / count as f64)))
-        .collect())
+        .collect()
 }
 
-/// The webhook's request counts by endpoint, from its /metrics.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Review counts of every server that may be registered: the real webhook's by endpoint
+/// (from its /metrics), and each floor's.
+#[derive(Clone, Debug, PartialEq, Eq)]
 struct Counts {
     mutate: u64,
     validate: u64,
+    floors: Vec<u64>,
 }
 
-async fn counts(target: &Target) -> anyhow::Result<Counts> {
-    let text = target.get("/metrics").await?;
-    let mut counts = Counts {
-        mutate: 0,
-        validate: 0,
-    };
-    for line in text.lines() {
-        let Some(rest) = line.strip_prefix("providers_webhook_admission_requests_total{") else {
-            continue;
-        };
-        let value: u64 = rest
-            .rsplit_once(' ')
-            .context("metric line")?
-            .1
-            .parse()
-            .with_context(|| format!("metric value in {line:?}"))?;
-        if rest.contains(r#"endpoint="mutate""#) {
-            counts.mutate += value;
-        } else if rest.contains(r#"endpoint="validate""#) {
-            counts.validate += value;
-        }
+impl Counts {
+    /// Calls each reviewer received between `self` and `later`: the real webhook's as
+    /// (mutate, validate), and the floors' in order.
+    fn since(&self, later: &Counts) -> (u64, u64, Vec<u64>) {
+        (
+            later.mutate - self.mutate,
+            later.validate - self.validate,
+            self.floors
+                .iter()
+                .zip(&later.floors)
+                .map(|(a, b)| b - a)
+                .collect(),
+        )
     }
-    Ok(counts)
 }
 
 struct Run<'a> {
     fixture: &'a Fixture,
     target: &'a Target,
+    floors: &'a [Floor],
     next_retry: i64,
     next_label: u64,
 }
 
 impl Run<'_> {
+    async fn counts(&self) -> anyhow::Result<Counts> {
+        let text = self.target.get("/metrics").await?;
+        let mut counts = Counts {
+            mutate: 0,
+            validate: 0,
+            floors: self.floors.iter().map(Floor::calls).collect(),
+        };
+        for line in text.lines() {
+            let Some(rest) = line.strip_prefix("providers_webhook_admission_requests_total{")
+            else {
+                continue;
+            };
+            let value: u64 = rest
+                .rsplit_once(' ')
+                .context("metric line")?
+                .1
+                .parse()
+                .with_context(|| format!("metric value in {line:?}"))?;
+            if rest.contains(r#"endpoint="mutate""#) {
+                counts.mutate += value;
+            } else if rest.contains(r#"endpoint="validate""#) {
+                counts.validate += value;
+            }
+        }
+        Ok(counts)
+    }
+
+    /// Whether `updates` updates reached exactly `reviewer`, at least once per
+    /// configuration each: the API server runs admission again when its update loses a
+    /// race with its own watch cache (a conflict it retries internally), so an update may
+    /// call a webhook twice, never less than once.
+    fn reached(&self, reviewer: Reviewer, before: &Counts, after: &Counts, updates: u64) -> bool {
+        let (mutate, validate, floors) = before.since(after);
+        let floor_reached = |alpn: Option<Alpn>| {
+            self.floors.iter().zip(&floors).all(|(floor, &calls)| {
+                if Some(floor.alpn) == alpn {
+                    calls >= 2 * updates
+                } else {
+                    calls == 0
+                }
+            })
+        };
+        match reviewer {
+            Reviewer::Webhook => mutate >= updates && validate >= updates && floor_reached(None),
+            Reviewer::Nothing => mutate == 0 && validate == 0 && floor_reached(None),
+            Reviewer::Floor(alpn) => mutate == 0 && validate == 0 && floor_reached(Some(alpn)),
+        }
+    }
+
     async fn bump_retry(&mut self) -> anyhow::Result<Duration> {
         let patch = json!({"spec": {"retry": self.next_retry}});
         self.next_retry += 1;
@@ -161,71 +250,83 @@ impl Run<'_> {
         Ok(started.elapsed())
     }
 
-    /// Updates until one reaches both webhooks (`registered`) or neither.
-    async fn wait_for_registration(&mut self, registered: bool) -> anyhow::Result<()> {
+    /// Registers `reviewer` and updates until one update reaches it and nothing else.
+    async fn switch_to(&mut self, reviewer: Reviewer) -> anyhow::Result<()> {
+        let info = &self.fixture.plane.info;
+        match reviewer {
+            Reviewer::Webhook => self.fixture.webhook.register(info).await?,
+            Reviewer::Nothing => Webhook::unregister(info)?,
+            Reviewer::Floor(alpn) => self
+                .floors
+                .iter()
+                .find(|floor| floor.alpn == alpn)
+                .context("no such floor")?
+                .register(info)?,
+        }
         for _ in 0..PROPAGATION_TRIES {
-            let before = counts(self.target).await?;
+            let before = self.counts().await?;
             self.bump_retry().await?;
-            let after = counts(self.target).await?;
-            let reached = (
-                after.mutate > before.mutate,
-                after.validate > before.validate,
-            );
-            if reached == (registered, registered) {
+            let after = self.counts().await?;
+            if self.reached(reviewer, &before, &after, 1) {
                 return Ok(());
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        bail!(
-            "the API server did not pick up the webhook configurations (registered: {registered})"
-        )
+        bail!("the API server did not switch to {}", reviewer.describe())
     }
 
     /// One block: warm-up, then measured retry bumps and label changes, checked against the
-    /// webhook's counters.
+    /// counters. Returns the calls of the measured retry bumps.
     async fn block(
         &mut self,
-        registered: bool,
+        reviewer: Reviewer,
         settings: &Settings,
-        retry: &mut Vec<Duration>,
-        label: &mut Vec<Duration>,
-    ) -> anyhow::Result<Counts> {
+        measured: &mut Samples,
+    ) -> anyhow::Result<()> {
         for _ in 0..settings.warmup {
             self.bump_retry().await?;
             self.relabel().await?;
         }
-        let before = counts(self.target).await?;
+        let before = self.counts().await?;
+        let histograms_before = apiserver_webhook_durations(self.fixture).await?;
         for _ in 0..settings.updates {
-            retry.push(self.bump_retry().await?);
+            let took = self.bump_retry().await?;
+            measured.retry.push(took);
         }
-        let middle = counts(self.target).await?;
+        let middle = self.counts().await?;
+        let histograms_after = apiserver_webhook_durations(self.fixture).await?;
         for _ in 0..settings.updates {
-            label.push(self.relabel().await?);
+            let took = self.relabel().await?;
+            measured.label.push(took);
         }
-        let after = counts(self.target).await?;
+        let after = self.counts().await?;
         let n = settings.updates as u64;
-        let calls = Counts {
-            mutate: middle.mutate - before.mutate,
-            validate: middle.validate - before.validate,
-        };
-        // The API server runs admission again when its update loses a race with its own
-        // watch cache (a conflict it retries internally), so an update may call a webhook
-        // twice; never less than once.
-        let reached = if registered {
-            calls.mutate >= n && calls.validate >= n
-        } else {
-            calls.mutate == 0 && calls.validate == 0
-        };
-        if !reached {
+        if !self.reached(reviewer, &before, &middle, n) {
             bail!(
-                "{n} retry updates reached the webhooks {calls:?} times (registered: {registered})"
+                "{n} retry updates did not reach exactly {}: {before:?} -> {middle:?}",
+                reviewer.describe()
             );
         }
         if after != middle {
-            bail!("label updates reached the webhooks: {middle:?} -> {after:?}");
+            bail!("label updates reached a webhook: {middle:?} -> {after:?}");
         }
-        Ok(calls)
+        let (mutate, validate, floors) = before.since(&middle);
+        measured.calls += mutate + validate + floors.iter().sum::<u64>();
+        accumulate(
+            &mut measured.histograms,
+            &histograms_before,
+            &histograms_after,
+        );
+        Ok(())
     }
+}
+
+#[derive(Default)]
+struct Samples {
+    retry: Vec<Duration>,
+    label: Vec<Duration>,
+    calls: u64,
+    histograms: Histograms,
 }
 
 pub async fn measure(
@@ -233,39 +334,32 @@ pub async fn measure(
     target: &Target,
     settings: &Settings,
 ) -> anyhow::Result<Report> {
+    let floors = [Floor::start(Alpn::Http2)?, Floor::start(Alpn::Http1)?];
     fixture.create(WORKSPACE).await?;
     fixture.finish(WORKSPACE, "Succeeded").await?;
     let webhook_before = webhook_durations(target).await?;
     let mut run = Run {
         fixture,
         target,
+        floors: &floors,
         next_retry: 1,
         next_label: 0,
     };
-    let (mut retry_with, mut retry_without, mut label_with, mut label_without) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let mut webhook_calls = Counts {
-        mutate: 0,
-        validate: 0,
-    };
-    for round in 0..settings.rounds {
-        if round > 0 {
-            fixture.webhook.register(&fixture.plane.info).await?;
+    let reviewers = [
+        Reviewer::Webhook,
+        Reviewer::Nothing,
+        Reviewer::Floor(Alpn::Http2),
+        Reviewer::Floor(Alpn::Http1),
+    ];
+    let mut samples: Vec<Samples> = reviewers.iter().map(|_| Samples::default()).collect();
+    for _ in 0..settings.rounds {
+        for (reviewer, samples) in reviewers.iter().zip(&mut samples) {
+            run.switch_to(*reviewer).await?;
+            run.block(*reviewer, settings, samples)
+                .await
+                .with_context(|| format!("with {}", reviewer.describe()))?;
         }
-        run.wait_for_registration(true).await?;
-        let calls = run
-            .block(true, settings, &mut retry_with, &mut label_with)
-            .await
-            .context("with the webhooks")?;
-        webhook_calls.mutate += calls.mutate;
-        webhook_calls.validate += calls.validate;
-        Webhook::unregister(&fixture.plane.info)?;
-        run.wait_for_registration(false).await?;
-        run.block(false, settings, &mut retry_without, &mut label_without)
-            .await
-            .context("without the webhooks")?;
     }
-    let apiserver_view = apiserver_webhook_durations(fixture).await?;
     let webhook_view = webhook_durations(target)
         .await?
         .into_iter()
@@ -281,15 +375,19 @@ pub async fn measure(
         })
         .collect();
     // Leave the webhooks registered, as found.
-    fixture.webhook.register(&fixture.plane.info).await?;
+    run.switch_to(Reviewer::Webhook).await?;
     Ok(Report {
-        retry_with: Latencies::new(retry_with),
-        retry_without: Latencies::new(retry_without),
-        label_with: Latencies::new(label_with),
-        label_without: Latencies::new(label_without),
-        mutate_calls: webhook_calls.mutate,
-        validate_calls: webhook_calls.validate,
-        apiserver_view,
+        measured: reviewers
+            .into_iter()
+            .zip(samples)
+            .map(|(reviewer, samples)| Measured {
+                reviewer,
+                retry: Latencies::new(samples.retry),
+                label: Latencies::new(samples.label),
+                calls: samples.calls,
+                apiserver_view: means(samples.histograms),
+            })
+            .collect(),
         webhook_view,
     })
 }
