@@ -100,6 +100,7 @@ async fn webhook_durations(target: &Target) -> anyhow::Result<Vec<(String, f64, 
 /// by webhook name and operation.
 type Histograms = BTreeMap<String, (f64, u64)>;
 
+/// The API server's webhook call histograms as they stand (from its /metrics).
 async fn apiserver_webhook_durations(fixture: &Fixture) -> anyhow::Result<Histograms> {
     let request = http::Request::get("/metrics").body(Vec::new())?;
     let text = fixture.admin.request_text(request).await?;
@@ -276,7 +277,8 @@ impl Run<'_> {
     }
 
     /// One block: warm-up, then measured retry bumps and label changes, checked against the
-    /// counters. Returns the calls of the measured retry bumps.
+    /// counters; the samples, the calls and the API server's account of the retry bumps go
+    /// into `measured`.
     async fn block(
         &mut self,
         reviewer: Reviewer,
