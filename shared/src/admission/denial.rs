@@ -122,11 +122,11 @@ pub enum Denial {
     )]
     UnknownEdge { name: String },
     #[error(
-        "spec.edge: user {user:?} may not install onto edge {edge:?}; ask the platform team for the `install` verb on edges/{edge}"
+        "spec.edge: user {user} may not install onto edge {edge:?}; ask the platform team for the `install` verb on edges/{edge}"
     )]
     EdgeNotAuthorized { user: String, edge: String },
     #[error(
-        "spec.edge: could not check whether {user:?} may install onto edge {edge:?}: {reason}; try again"
+        "spec.edge: could not check whether {user} may install onto edge {edge:?}: {reason}; try again"
     )]
     AuthorizationUnavailable {
         user: String,
@@ -134,11 +134,11 @@ pub enum Denial {
         reason: String,
     },
     #[error(
-        "spec.recipe: user {user:?} may not use recipe {recipe:?}; ask the platform team for the `use` verb on recipes/{recipe} in the providers.platform.dev API group"
+        "spec.recipe: user {user} may not use recipe {recipe:?}; ask the platform team for the `use` verb on recipes/{recipe} in the providers.platform.dev API group"
     )]
     RecipeNotEntitled { user: String, recipe: String },
     #[error(
-        "spec.recipe: could not check whether {user:?} may use recipe {recipe:?}: {reason}; try again"
+        "spec.recipe: could not check whether {user} may use recipe {recipe:?}: {reason}; try again"
     )]
     RecipeAuthorizationUnavailable {
         user: String,

@@ -558,6 +558,35 @@ fn lookups_and_authorization_are_denied_by_name() {
 }
 
 #[test]
+fn a_denial_quotes_the_requesters_name_bounded() {
+    let object = workspace(json!({}));
+    let user = UserInfo {
+        username: Some(format!("mallory\n{}", "x".repeat(100_000))),
+        ..alice()
+    };
+    let request = request(Operation::Create, &user, &object, None);
+    let PlanAction::Start(start) = plan_action(&request).unwrap() else {
+        panic!("create starts")
+    };
+    let (r, e) = (recipe("demo"), edge());
+    let lookups = Lookups {
+        recipe: Some(&r),
+        edge: Some(&e),
+        authorized: Ok(false),
+        entitled: Ok(true),
+    };
+    let message = seal_with(&request, &start, lookups, &allow())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        message.starts_with("spec.edge: user \"mallory\\nxxx"),
+        "{message}"
+    );
+    assert!(message.contains("more bytes) may not install"), "{message}");
+    assert!(message.len() < 400, "{} bytes", message.len());
+}
+
+#[test]
 fn values_outside_the_schema_are_denied_with_their_path() {
     let denial = admit(
         Operation::Create,

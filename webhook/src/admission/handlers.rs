@@ -105,7 +105,7 @@ fn sealing_span(review: &WorkspaceReview) -> tracing::Span {
         endpoint = Endpoint::Mutate.name(),
         operation = ?review.operation,
         workspace = %review.key(),
-        user = review.user.username.as_deref().unwrap_or_default(),
+        user = review.logged_user().as_str(),
         dry_run = review.dry_run,
     )
 }
@@ -135,7 +135,7 @@ async fn mutate_review(state: &AppState, review: &WorkspaceReview) -> Answer {
                 tracing::info!(
                     uid = %review.uid,
                     workspace = %review.key(),
-                    user = review.user.username.as_deref().unwrap_or_default(),
+                    user = review.logged_user().as_str(),
                     dry_run = review.dry_run,
                     attempt = sealed.plan.attempt,
                     attempt_id = %sealed.plan.attempt_id,
@@ -163,7 +163,7 @@ fn denied(review: &WorkspaceReview, endpoint: Endpoint, denial: &Denial) -> Answ
         endpoint = endpoint.name(),
         operation = ?review.operation,
         workspace = %review.key(),
-        user = review.user.username.as_deref().unwrap_or_default(),
+        user = review.logged_user().as_str(),
         dry_run = review.dry_run,
         reason = denial.reason(),
         field = %denial.field(),

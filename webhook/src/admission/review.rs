@@ -60,8 +60,8 @@ struct RequestIn<'a> {
     #[serde(default)]
     sub_resource: Option<String>,
     operation: String,
-    #[serde(default)]
-    user_info: UserInfo,
+    #[serde(default, borrow)]
+    user_info: Option<&'a RawValue>,
     #[serde(default, borrow)]
     object: Option<&'a RawValue>,
     #[serde(default, borrow)]
@@ -84,7 +84,7 @@ pub enum Review {
     Workspace(Box<WorkspaceReview>),
     /// A review this webhook does not decide (another kind, operation or subresource, or an
     /// object that is not a Workspace): denied with this message. `user` is the requester's
-    /// name, escaped and bounded for the log.
+    /// name, bounded for the log (see [`logged_user`]).
     Refused {
         uid: String,
         user: String,
@@ -105,6 +105,10 @@ pub struct WorkspaceReview {
 impl WorkspaceReview {
     /// `namespace/name` of the object, bounded for logs (the mutating webhook sees names
     /// before the API server has checked them).
+    pub fn logged_user(&self) -> String {
+        logged_user(&self.user)
+    }
+
     pub fn key(&self) -> String {
         let meta = &self.object.metadata;
         providers::text::object_key(
@@ -112,6 +116,19 @@ impl WorkspaceReview {
             &shown(meta.name.as_deref().unwrap_or_default()),
         )
     }
+}
+
+/// The most bytes of a requester's name a log line carries.
+const LOGGED_USER_BYTES: usize = 256;
+
+/// The requester's name for a log line: bounded, since the API server passes on whatever
+/// name its authenticator produced. The log's formatter escapes it (as a quoted field), so
+/// it is left unescaped here and every line shows a name the same way.
+pub fn logged_user(user: &UserInfo) -> String {
+    providers::text::truncated(
+        user.username.as_deref().unwrap_or_default(),
+        LOGGED_USER_BYTES,
+    )
 }
 
 /// Decodes the body of a POST to /mutate or /validate.
@@ -127,28 +144,44 @@ pub fn decode(body: &[u8]) -> Result<Review, ReviewError> {
             "request.uid is longer than {MAX_UID_BYTES} bytes"
         )));
     }
-    // The UID goes into every log line about the review: only what a UUID is made of.
-    if !request
-        .uid
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+    // The UID goes into every log line about the review: only what a UUID is made of, and
+    // never empty, so that every line names its review.
+    if request.uid.is_empty()
+        || !request
+            .uid
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-')
     {
         return Err(ReviewError::NotJson(
-            "request.uid may hold only letters, digits and '-' (the API server sends a UUID)"
+            "request.uid must be letters, digits and '-', at least one (the API server sends a UUID)"
                 .to_owned(),
         ));
     }
-    Ok(match workspace_review(&request) {
+    let user = user_info(request.user_info)?;
+    Ok(match workspace_review(&request, &user) {
         Ok(review) => Review::Workspace(Box::new(review)),
         Err(message) => Review::Refused {
-            user: shown(request.user_info.username.as_deref().unwrap_or_default()),
+            user: logged_user(&user),
             uid: request.uid,
             message,
         },
     })
 }
 
-fn workspace_review(request: &RequestIn<'_>) -> Result<WorkspaceReview, String> {
+/// The requester, once its shape is within bounds: the API server passes on what its
+/// authenticator produced, and a million groups would otherwise be decoded (at many times
+/// their size) before anything else is looked at.
+fn user_info(raw: Option<&RawValue>) -> Result<UserInfo, ReviewError> {
+    let Some(raw) = raw else {
+        return Ok(UserInfo::default());
+    };
+    shape::check(raw, shape::USER_INFO)
+        .map_err(|refusal| ReviewError::NotJson(format!("request.userInfo: {refusal}")))?;
+    serde_json::from_str(raw.get())
+        .map_err(|e| ReviewError::NotJson(format!("request.userInfo: {}", bounded_error(&e))))
+}
+
+fn workspace_review(request: &RequestIn<'_>, user: &UserInfo) -> Result<WorkspaceReview, String> {
     if request.kind.group != GROUP || request.kind.kind != "Workspace" {
         return Err(format!(
             "this webhook reviews {GROUP}/Workspace only, not {}/{}: check the webhook configuration's rules",
@@ -191,7 +224,7 @@ fn workspace_review(request: &RequestIn<'_>) -> Result<WorkspaceReview, String> 
     Ok(WorkspaceReview {
         uid: request.uid.clone(),
         operation,
-        user: request.user_info.clone(),
+        user: user.clone(),
         object,
         old,
         dry_run: request.dry_run.unwrap_or(false),

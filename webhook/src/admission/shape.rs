@@ -40,6 +40,14 @@ pub const WORKSPACE: Limits = Limits {
     key_bytes: 1_024,
 };
 
+/// Generous for any requester an authenticator produces (a name, a UID, groups, and a few
+/// extra attributes with their values), and small enough that decoding stays within a MiB.
+pub const USER_INFO: Limits = Limits {
+    entries: 10_000,
+    depth: 4,
+    key_bytes: 1_024,
+};
+
 /// Why an object was refused before decoding.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ShapeError {

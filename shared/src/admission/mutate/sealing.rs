@@ -127,18 +127,21 @@ fn check_original(
 /// Both authorizations a sealed plan needs: `install` on the edge and `use` of the Recipe,
 /// each for the requesting user.
 fn authorize(lookups: &Lookups<'_>, user: &str, start: &Start) -> Result<(), Denial> {
+    // The name is whatever the API server's authenticator produced: quoted and bounded,
+    // like every other name a denial repeats.
+    let user = quoted(user);
     let edge = &start.edge;
     match &lookups.authorized {
         Ok(true) => {}
         Ok(false) => {
             return Err(Denial::EdgeNotAuthorized {
-                user: user.to_owned(),
+                user: user.clone(),
                 edge: edge.to_owned(),
             });
         }
         Err(reason) => {
             return Err(Denial::AuthorizationUnavailable {
-                user: user.to_owned(),
+                user: user.clone(),
                 edge: edge.to_owned(),
                 reason: reason.clone(),
             });
@@ -148,11 +151,11 @@ fn authorize(lookups: &Lookups<'_>, user: &str, start: &Start) -> Result<(), Den
     match &lookups.entitled {
         Ok(true) => Ok(()),
         Ok(false) => Err(Denial::RecipeNotEntitled {
-            user: user.to_owned(),
+            user: user.clone(),
             recipe: recipe.to_owned(),
         }),
         Err(reason) => Err(Denial::RecipeAuthorizationUnavailable {
-            user: user.to_owned(),
+            user: user.clone(),
             recipe: recipe.to_owned(),
             reason: reason.clone(),
         }),

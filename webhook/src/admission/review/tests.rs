@@ -129,11 +129,12 @@ fn a_uid_that_is_not_made_like_a_uuid_is_refused_before_it_is_logged() {
         "u\u{1b}[31m",
         "a b",
         "u/1",
+        "",
     ] {
         review["request"]["uid"] = json!(forged);
         match decode(&serde_json::to_vec(&review).unwrap()) {
             Err(ReviewError::NotJson(message)) => {
-                assert!(message.contains("request.uid may hold only"), "{message}")
+                assert!(message.contains("request.uid must be letters"), "{message}")
             }
             _ => panic!("{forged:?} was accepted"),
         }
@@ -254,13 +255,40 @@ mod properties {
 }
 
 #[test]
-fn a_refused_review_names_its_requester_escaped_for_the_log() {
+fn a_refused_review_names_its_requester_bounded_for_the_log() {
     let mut body: Value =
         serde_json::from_slice(&review_json("ConfigMap", "CREATE", workspace())).expect("a review");
-    body["request"]["userInfo"]["username"] = json!("mallory\nforged=line");
+    body["request"]["userInfo"]["username"] = json!(format!("mallory\n{}", "x".repeat(10_000)));
     match decode(&serde_json::to_vec(&body).expect("json")) {
-        Ok(Review::Refused { user, .. }) => assert_eq!(user, "mallory\\nforged=line"),
+        Ok(Review::Refused { user, .. }) => {
+            // The log's formatter escapes the newline; the length is bounded here.
+            assert!(user.starts_with("mallory\nxxx"), "{user:?}");
+            assert!(user.len() <= 256 + '…'.len_utf8(), "{} bytes", user.len());
+            assert!(user.ends_with('…'));
+        }
         Ok(Review::Workspace(_)) => panic!("decoded"),
         Err(e) => panic!("{e}"),
     }
+}
+
+#[test]
+fn a_requester_with_more_groups_than_any_authenticator_gives_is_refused_before_decoding() {
+    let mut body: Value =
+        serde_json::from_slice(&review_json("Workspace", "CREATE", workspace())).expect("a review");
+    body["request"]["userInfo"]["groups"] = json!(vec!["g"; 10_001]);
+    let error = decode(&serde_json::to_vec(&body).expect("json"))
+        .err()
+        .expect("refused");
+    let message = error.to_string();
+    assert!(message.contains("request.userInfo: groups["), "{message}");
+    assert!(
+        message.ends_with("it holds more than 10000 entries"),
+        "{message}"
+    );
+    body["request"]["userInfo"]["groups"] = json!(vec!["g"; 9_000]);
+    let Review::Workspace(review) = decode(&serde_json::to_vec(&body).expect("json")).unwrap()
+    else {
+        panic!("refused");
+    };
+    assert_eq!(review.user.groups.map(|g| g.len()), Some(9_000));
 }
