@@ -62,7 +62,16 @@ async fn handle(state: &AppState, endpoint: Endpoint, body: Bytes) -> Result<Ans
     let started = Instant::now();
     let decided = decide(state, endpoint, body).await;
     let outcome = match &decided {
-        Err(_) => Outcome::Error,
+        Err(error) => {
+            // The API server tells its caller only that the webhook rejected the request
+            // "for an unknown reason": this line is where an operator finds the reason.
+            // Every ReviewError text is bounded and escaped.
+            tracing::warn!(
+                endpoint = endpoint.name(),
+                "could not read a review: {error}"
+            );
+            Outcome::Error
+        }
         Ok(answer) if !answer.allowed() => {
             state.metrics.denied(answer.reason());
             Outcome::Denied

@@ -157,7 +157,18 @@ pub fn decode(body: &[u8]) -> Result<Review, ReviewError> {
                 .to_owned(),
         ));
     }
-    let user = user_info(request.user_info)?;
+    let user = match user_info(request.user_info) {
+        Ok(user) => user,
+        // Denied in an answer rather than with HTTP 400, which the API server reports to
+        // its caller only as "rejected for an unknown reason".
+        Err(message) => {
+            return Ok(Review::Refused {
+                uid: request.uid,
+                user: String::new(),
+                message,
+            });
+        }
+    };
     Ok(match workspace_review(&request, &user) {
         Ok(review) => Review::Workspace(Box::new(review)),
         Err(message) => Review::Refused {
@@ -171,14 +182,17 @@ pub fn decode(body: &[u8]) -> Result<Review, ReviewError> {
 /// The requester, once its shape is within bounds: the API server passes on what its
 /// authenticator produced, and a million groups would otherwise be decoded (at many times
 /// their size) before anything else is looked at.
-fn user_info(raw: Option<&RawValue>) -> Result<UserInfo, ReviewError> {
+fn user_info(raw: Option<&RawValue>) -> Result<UserInfo, String> {
     let Some(raw) = raw else {
         return Ok(UserInfo::default());
     };
-    shape::check(raw, shape::USER_INFO)
-        .map_err(|refusal| ReviewError::NotJson(format!("request.userInfo: {refusal}")))?;
+    shape::check(raw, shape::USER_INFO).map_err(|refusal| {
+        format!(
+            "request.userInfo: {refusal}: the requester carries more groups or extra attributes than this webhook reviews; make the write as an identity with fewer"
+        )
+    })?;
     serde_json::from_str(raw.get())
-        .map_err(|e| ReviewError::NotJson(format!("request.userInfo: {}", bounded_error(&e))))
+        .map_err(|e| format!("request.userInfo cannot be read: {}", bounded_error(&e)))
 }
 
 fn workspace_review(request: &RequestIn<'_>, user: &UserInfo) -> Result<WorkspaceReview, String> {

@@ -29,6 +29,9 @@ pub struct Limits {
     pub depth: usize,
     /// Bytes of one object key.
     pub key_bytes: usize,
+    /// Whether the value is a Kubernetes object whose `metadata.managedFields` is skipped
+    /// uncounted (it is never decoded). Anything else is counted whole.
+    pub object: bool,
 }
 
 /// Generous for any Workspace the API server stores (its spec.values are bounded by the CRD
@@ -38,6 +41,7 @@ pub const WORKSPACE: Limits = Limits {
     entries: 20_000,
     depth: 32,
     key_bytes: 1_024,
+    object: true,
 };
 
 /// Generous for any requester an authenticator produces (a name, a UID, groups, and a few
@@ -46,6 +50,7 @@ pub const USER_INFO: Limits = Limits {
     entries: 10_000,
     depth: 4,
     key_bytes: 1_024,
+    object: false,
 };
 
 /// Why an object was refused before decoding.
@@ -103,7 +108,11 @@ fn walk<'de, D: Deserializer<'de>>(deserializer: D, limits: Limits) -> Result<()
         budget: &mut budget,
         depth: 0,
         item: false,
-        place: Place::Root,
+        place: if limits.object {
+            Place::Root
+        } else {
+            Place::Elsewhere
+        },
     }
     .deserialize(deserializer);
     match (result, budget.failure) {
@@ -294,6 +303,7 @@ mod tests {
         entries: 10,
         depth: 3,
         key_bytes: 8,
+        object: true,
     };
 
     #[test]
@@ -336,6 +346,7 @@ mod tests {
             entries: 1_000,
             depth: 40,
             key_bytes: 1_024,
+            object: true,
         };
         let key = format!("line\\n{}", "k".repeat(500));
         let mut text = "0".to_owned();
@@ -382,6 +393,18 @@ mod tests {
                 check(&raw(&elsewhere), narrow).map_err(|r| r.error),
                 Err(ShapeError::TooManyEntries(10)),
                 "{elsewhere}"
+            );
+        }
+        // In what is not a Kubernetes object (the requester's userInfo), nothing is skipped.
+        let not_an_object = Limits {
+            object: false,
+            ..narrow
+        };
+        for text in [&managed, &escaped] {
+            assert_eq!(
+                check(&raw(text), not_an_object).map_err(|r| r.error),
+                Err(ShapeError::TooDeep(5)),
+                "{text}"
             );
         }
     }

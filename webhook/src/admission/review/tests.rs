@@ -276,13 +276,18 @@ fn a_requester_with_more_groups_than_any_authenticator_gives_is_refused_before_d
     let mut body: Value =
         serde_json::from_slice(&review_json("Workspace", "CREATE", workspace())).expect("a review");
     body["request"]["userInfo"]["groups"] = json!(vec!["g"; 10_001]);
-    let error = decode(&serde_json::to_vec(&body).expect("json"))
-        .err()
-        .expect("refused");
-    let message = error.to_string();
-    assert!(message.contains("request.userInfo: groups["), "{message}");
+    let Ok(Review::Refused { uid, message, .. }) =
+        decode(&serde_json::to_vec(&body).expect("json"))
+    else {
+        panic!("not refused");
+    };
+    assert_eq!(uid, "u1");
     assert!(
-        message.ends_with("it holds more than 10000 entries"),
+        message.starts_with("request.userInfo: groups["),
+        "{message}"
+    );
+    assert!(
+        message.contains("it holds more than 10000 entries: the requester carries more groups"),
         "{message}"
     );
     body["request"]["userInfo"]["groups"] = json!(vec!["g"; 9_000]);
