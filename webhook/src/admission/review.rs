@@ -103,12 +103,13 @@ pub struct WorkspaceReview {
 }
 
 impl WorkspaceReview {
-    /// `namespace/name` of the object, bounded for logs (the mutating webhook sees names
-    /// before the API server has checked them).
+    /// The requester's name for a log line (see [`logged_user`]).
     pub fn logged_user(&self) -> String {
         logged_user(&self.user)
     }
 
+    /// `namespace/name` of the object, bounded for logs (the mutating webhook sees names
+    /// before the API server has checked them).
     pub fn key(&self) -> String {
         let meta = &self.object.metadata;
         providers::text::object_key(
