@@ -170,8 +170,15 @@ pub fn decode(body: &[u8]) -> Result<Review, ReviewError> {
             });
         }
     };
-    Ok(match workspace_review(&request, &user) {
-        Ok(review) => Review::Workspace(Box::new(review)),
+    Ok(match workspace_write(&request) {
+        Ok(write) => Review::Workspace(Box::new(WorkspaceReview {
+            uid: request.uid,
+            operation: write.operation,
+            user,
+            object: write.object,
+            old: write.old,
+            dry_run: request.dry_run.unwrap_or(false),
+        })),
         Err(message) => Review::Refused {
             user: logged_user(&user),
             uid: request.uid,
@@ -196,7 +203,14 @@ fn user_info(raw: Option<&RawValue>) -> Result<UserInfo, String> {
         .map_err(|e| format!("request.userInfo cannot be read: {}", bounded_error(&e)))
 }
 
-fn workspace_review(request: &RequestIn<'_>, user: &UserInfo) -> Result<WorkspaceReview, String> {
+/// What a review asks to write, when it is a Workspace write this webhook decides.
+struct WorkspaceWrite {
+    operation: Operation,
+    object: Workspace,
+    old: Option<Workspace>,
+}
+
+fn workspace_write(request: &RequestIn<'_>) -> Result<WorkspaceWrite, String> {
     if request.kind.group != GROUP || request.kind.kind != "Workspace" {
         return Err(format!(
             "this webhook reviews {GROUP}/Workspace only, not {}/{}: check the webhook configuration's rules",
@@ -236,13 +250,10 @@ fn workspace_review(request: &RequestIn<'_>, user: &UserInfo) -> Result<Workspac
             Some(workspace(raw).map_err(|e| format!("the stored Workspace cannot be read: {e}"))?)
         }
     };
-    Ok(WorkspaceReview {
-        uid: request.uid.clone(),
+    Ok(WorkspaceWrite {
         operation,
-        user: user.clone(),
         object,
         old,
-        dry_run: request.dry_run.unwrap_or(false),
     })
 }
 
