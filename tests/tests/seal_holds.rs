@@ -798,6 +798,29 @@ async fn a_retry_never_signs_what_the_webhook_did_not_seal_or_the_platform_withd
             &Patch::Merge(json!({"spec": {"versions": ["0.2.0"]}})),
         )
         .await?;
+    // The webhook reads Recipes from its watch cache: a withdrawal holds from the moment it
+    // has seen the change, which a loaded machine can delay. Dry runs find that moment
+    // without storing a retry.
+    let retry = json!({"spec": {"retry": 1}});
+    testbed::installer::eventually(
+        "the webhook to see the withdrawal",
+        Duration::from_secs(20),
+        || async {
+            let dry_run = PatchParams {
+                dry_run: true,
+                ..Default::default()
+            };
+            match alice
+                .patch("withdrawn", &dry_run, &Patch::Merge(&retry))
+                .await
+            {
+                Err(kube::Error::Api(status)) if status.reason == "RetryWithdrawn" => Ok(Some(())),
+                Ok(_) => Ok(None),
+                Err(error) => Err(error.into()),
+            }
+        },
+    )
+    .await?;
     let status = denial(
         alice
             .patch(

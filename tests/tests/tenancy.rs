@@ -127,6 +127,31 @@ async fn a_derived_name_that_is_not_valid_is_denied_at_admission() -> anyhow::Re
         )
         .await?;
     let name = "w".repeat(60);
+    // The webhook reads Recipes from its watch cache, which a loaded machine can delay:
+    // dry runs find the moment it has seen the new template, without storing anything.
+    eventually(
+        "the webhook to see the namespace template",
+        Duration::from_secs(20),
+        || async {
+            let dry_run = plugin::run(
+                kubeconfig(env, User::Alice),
+                &[
+                    "install",
+                    &name,
+                    "--recipe",
+                    "per-workspace",
+                    "--edge",
+                    "edge-1",
+                    "--dry-run=server",
+                ],
+            )?;
+            Ok(
+                (dry_run.code != 0 && dry_run.stderr.contains("derives the namespace"))
+                    .then_some(()),
+            )
+        },
+    )
+    .await?;
     let run = plugin::run(
         kubeconfig(env, User::Alice),
         &[
