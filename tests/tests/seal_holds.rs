@@ -294,6 +294,43 @@ async fn only_the_api_server_gets_answers() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A requester whose identity alone is larger than the API server takes in a request
+/// (3 MiB) cannot be authorized: the API server refuses the SubjectAccessReview with 413,
+/// and the denial says so, instead of asking the caller to try again.
+#[tokio::test]
+async fn a_requester_too_large_to_authorize_is_told_retrying_cannot_help() -> anyhow::Result<()> {
+    let Fixture { plane, webhook } = fixture();
+    let name = "a".repeat(4 << 20);
+    let reply = post(
+        webhook,
+        Some((
+            &plane.webhook_client_cert_file,
+            &plane.webhook_client_key_file,
+        )),
+        "/mutate",
+        &review("CREATE", &name, &["tenants"], &workspace_json("{}")),
+    )
+    .await?;
+    let body = match reply {
+        Reply::Http { status: 200, body } => body,
+        other => bail!("a denial in an AdmissionReview, not {other:?}"),
+    };
+    let answer: Value = serde_json::from_str(&body)?;
+    let message = answer["response"]["status"]["message"]
+        .as_str()
+        .unwrap_or_default();
+    ensure!(answer["response"]["allowed"] == false, "{answer}");
+    ensure!(
+        message.starts_with("spec.edge: could not check whether")
+            && message.contains("HTTP 413")
+            && message.contains("asking again cannot help")
+            && !message.contains("try again"),
+        "{message}"
+    );
+    ensure!(message.len() < 1_000, "bounded: {} bytes", message.len());
+    Ok(())
+}
+
 // ---- what a body costs --------------------------------------------------------------------
 
 /// Hostile input neither crashes nor bloats the webhook: hostile bodies — sent by a tenant

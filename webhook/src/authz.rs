@@ -15,13 +15,28 @@ use providers::api::{GROUP, Owner};
 pub const INSTALL_VERB: &str = "install";
 const TIMEOUT: Duration = Duration::from_secs(4);
 
-/// Why RBAC gave no answer.
+/// Why RBAC gave no answer; each says whether asking again can help.
 #[derive(Debug, thiserror::Error)]
 pub enum AuthorizationError {
-    #[error("the SubjectAccessReview took longer than {} s", .0.as_secs())]
+    #[error("the SubjectAccessReview took longer than {} s; try again", .0.as_secs())]
     TimedOut(Duration),
-    #[error("the SubjectAccessReview failed: {0}")]
+    /// The API server would not take the question (HTTP 413): the requester's identity
+    /// alone is larger than its request limit, so asking again gets the same answer.
+    #[error(
+        "the API server refused the SubjectAccessReview as too large (HTTP 413): the requester's name, groups and extra attributes are more than it accepts; asking again cannot help: make the write as an identity with a shorter name and fewer groups"
+    )]
+    IdentityTooLarge,
+    #[error("the SubjectAccessReview failed: {0}; try again")]
     Failed(#[source] kube::Error),
+}
+
+impl From<kube::Error> for AuthorizationError {
+    fn from(error: kube::Error) -> Self {
+        match &error {
+            kube::Error::Api(status) if status.code == 413 => AuthorizationError::IdentityTooLarge,
+            _ => AuthorizationError::Failed(error),
+        }
+    }
 }
 
 /// RBAC's answer, or why there is none.
@@ -70,8 +85,7 @@ async fn may(client: &Client, user: &UserInfo, resource: &str, verb: &str, name:
     let api: Api<SubjectAccessReview> = Api::all(client.clone());
     let created = tokio::time::timeout(TIMEOUT, api.create(&PostParams::default(), &review))
         .await
-        .map_err(|_| AuthorizationError::TimedOut(TIMEOUT))?
-        .map_err(AuthorizationError::Failed)?;
+        .map_err(|_| AuthorizationError::TimedOut(TIMEOUT))??;
     Ok(created.status.is_some_and(|s| s.allowed))
 }
 
@@ -83,5 +97,37 @@ pub fn user_of(owner: &Owner) -> UserInfo {
         uid: (!owner.uid.is_empty()).then(|| owner.uid.clone()),
         groups: some(&owner.groups),
         extra: (!owner.extra.is_empty()).then(|| owner.extra.clone()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn api_error(code: u16) -> kube::Error {
+        kube::Error::Api(
+            kube::core::Status {
+                code,
+                message: "refused".into(),
+                ..Default::default()
+            }
+            .boxed(),
+        )
+    }
+
+    #[test]
+    fn a_question_too_large_to_ask_says_that_asking_again_cannot_help() {
+        let said = in_words(Err(api_error(413).into())).unwrap_err();
+        assert!(said.contains("HTTP 413"), "{said}");
+        assert!(said.contains("asking again cannot help"), "{said}");
+        assert!(!said.contains("try again"), "{said}");
+    }
+
+    #[test]
+    fn any_other_failure_says_to_try_again() {
+        let said = in_words(Err(api_error(500).into())).unwrap_err();
+        assert!(said.ends_with("; try again"), "{said}");
+        let said = in_words(Err(AuthorizationError::TimedOut(TIMEOUT))).unwrap_err();
+        assert!(said.ends_with("; try again"), "{said}");
     }
 }

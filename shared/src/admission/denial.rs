@@ -106,7 +106,7 @@ pub enum Denial {
     )]
     NotResealed { field: &'static str },
     #[error(
-        "Workspace {workspace} is being deleted: no new attempt can start; wait until it is gone, then create it again"
+        "metadata.deletionTimestamp: Workspace {workspace} is being deleted, so no new attempt can start; wait until it is gone, then create it again"
     )]
     DeletionFenced { workspace: String },
     #[error(
@@ -125,9 +125,7 @@ pub enum Denial {
         "spec.edge: user {user} may not install onto edge {edge:?}; ask the platform team for the `install` verb on edges/{edge}"
     )]
     EdgeNotAuthorized { user: String, edge: String },
-    #[error(
-        "spec.edge: could not check whether {user} may install onto edge {edge:?}: {reason}; try again"
-    )]
+    #[error("spec.edge: could not check whether {user} may install onto edge {edge:?}: {reason}")]
     AuthorizationUnavailable {
         user: String,
         edge: String,
@@ -137,9 +135,7 @@ pub enum Denial {
         "spec.recipe: user {user} may not use recipe {recipe:?}; ask the platform team for the `use` verb on recipes/{recipe} in the providers.platform.dev API group"
     )]
     RecipeNotEntitled { user: String, recipe: String },
-    #[error(
-        "spec.recipe: could not check whether {user} may use recipe {recipe:?}: {reason}; try again"
-    )]
+    #[error("spec.recipe: could not check whether {user} may use recipe {recipe:?}: {reason}")]
     RecipeAuthorizationUnavailable {
         user: String,
         recipe: String,
