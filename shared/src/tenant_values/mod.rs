@@ -20,7 +20,9 @@ const PATH_LIMIT: usize = 128;
 /// Why a tenant value was refused. Each names the value's path under `spec.values`.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ValueError {
-    #[error("spec.values must be an object of chart values, not {found}")]
+    #[error(
+        "spec.values must be an object of chart values, not {found}; set it as `key: value` pairs (kubectl provider recipes lists the paths)"
+    )]
     NotAnObject { found: &'static str },
     #[error(
         "spec.values takes more than {max} bytes as JSON; set only the paths the recipe lets you set"
@@ -30,9 +32,13 @@ pub enum ValueError {
         "spec.values nests deeper than {max} levels; set only the paths the recipe lets you set"
     )]
     TooDeep { max: usize },
-    #[error("spec.values holds more than {max} keys; set only the paths the recipe lets you set")]
+    #[error(
+        "spec.values holds more than {max} keys and list items, counted over every level; set only the paths the recipe lets you set"
+    )]
     TooManyKeys { max: usize },
-    #[error("spec.values.{path}: a key is longer than {max} bytes")]
+    #[error(
+        "spec.values.{path}: a key is longer than {max} bytes; no recipe path is that long: set only the paths the recipe lets you set"
+    )]
     KeyTooLong { path: String, max: usize },
     #[error(
         "spec.values.{path}: recipe {recipe:?} does not let tenants set this path; settable paths: {allowed}"
@@ -42,33 +48,39 @@ pub enum ValueError {
         recipe: String,
         allowed: String,
     },
-    #[error("spec.values.{path}: must be {expected}, not {found}")]
+    #[error("spec.values.{path}: must be {expected}, not {found}; set {expected} there")]
     WrongType {
         path: String,
         expected: &'static str,
         found: &'static str,
     },
-    #[error("spec.values.{path}: {value} is not one of the allowed values {allowed:?}")]
+    #[error(
+        "spec.values.{path}: {value} is not one of the allowed values {allowed:?}; set one of them"
+    )]
     NotInEnum {
         path: String,
         value: String,
         allowed: Vec<String>,
     },
-    #[error("spec.values.{path}: {value} does not match the pattern {pattern:?}")]
+    #[error(
+        "spec.values.{path}: {value} does not match the pattern {pattern:?}; set a value that matches it"
+    )]
     PatternMismatch {
         path: String,
         value: String,
         pattern: String,
     },
-    #[error("spec.values.{path}: is {length} characters long; at most {max} are allowed")]
+    #[error(
+        "spec.values.{path}: is {length} characters long; at most {max} are allowed: set a shorter value"
+    )]
     TooLong {
         path: String,
         length: usize,
         max: i64,
     },
-    #[error("spec.values.{path}: {value} is below the minimum {min}")]
+    #[error("spec.values.{path}: {value} is below the minimum {min}; set {min} or more")]
     BelowMinimum { path: String, value: f64, min: f64 },
-    #[error("spec.values.{path}: {value} is above the maximum {max}")]
+    #[error("spec.values.{path}: {value} is above the maximum {max}; set {max} or less")]
     AboveMaximum { path: String, value: f64, max: f64 },
     #[error(
         "recipe {recipe:?} has an invalid pattern for {path}: {reason}; ask the platform team to fix the recipe"

@@ -2,7 +2,10 @@
 
 use std::{sync::Arc, time::Instant};
 
-use axum::{body::Bytes, extract::State};
+use axum::{
+    body::Bytes,
+    extract::{State, rejection::BytesRejection},
+};
 use json_patch::{AddOperation, Patch, PatchOperation, jsonptr::PointerBuf};
 use k8s_openapi::jiff::Timestamp;
 use providers::{
@@ -44,23 +47,30 @@ impl Endpoint {
 
 pub async fn mutate(
     State(state): State<Arc<AppState>>,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> Result<Answer, ReviewError> {
     handle(&state, Endpoint::Mutate, body).await
 }
 
 pub async fn validate(
     State(state): State<Arc<AppState>>,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> Result<Answer, ReviewError> {
     handle(&state, Endpoint::Validate, body).await
 }
 
-/// Decodes and decides one review, and counts it: an `Err` (HTTP 400) for what cannot be
-/// decoded, otherwise an answer (HTTP 200), a refusal included.
-async fn handle(state: &AppState, endpoint: Endpoint, body: Bytes) -> Result<Answer, ReviewError> {
+/// Decodes and decides one review, and counts it: an `Err` (HTTP 400, or 413) for what
+/// cannot be read or decoded, otherwise an answer (HTTP 200), a refusal included.
+async fn handle(
+    state: &AppState,
+    endpoint: Endpoint,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Answer, ReviewError> {
     let started = Instant::now();
-    let decided = decide(state, endpoint, body).await;
+    let decided = match review::body_of(body) {
+        Ok(body) => decide(state, endpoint, body).await,
+        Err(error) => Err(error),
+    };
     let outcome = match &decided {
         Err(error) => {
             // The API server tells its caller only that the webhook rejected the request

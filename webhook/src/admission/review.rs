@@ -5,6 +5,8 @@
 //! Workspace, and nothing is re-serialized on the way. The answer is written the same way.
 
 use axum::{
+    body::Bytes,
+    extract::rejection::BytesRejection,
     http::StatusCode,
     response::{IntoResponse, Response},
 };
@@ -34,13 +36,37 @@ pub enum ReviewError {
     NoRequest,
     #[error("the AdmissionReview is {0}, not {API_VERSION}")]
     WrongVersion(String),
+    #[error(
+        "the request body is larger than the {} MiB this webhook reads: an AdmissionReview of any Workspace the API server takes (at most 3 MiB, and its stored version) fits; send a smaller one",
+        super::BODY_LIMIT / (1024 * 1024)
+    )]
+    TooLarge,
+    #[error("the request body could not be read: {0}")]
+    Unreadable(String),
 }
 
-/// What cannot be decoded is the caller's error: HTTP 400 with the reason as text.
+/// What cannot be decoded is the caller's error: HTTP 400 (413 when it is too large) with
+/// the reason as text.
 impl IntoResponse for ReviewError {
     fn into_response(self) -> Response {
-        (StatusCode::BAD_REQUEST, self.to_string()).into_response()
+        let status = match self {
+            ReviewError::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            _ => StatusCode::BAD_REQUEST,
+        };
+        (status, self.to_string()).into_response()
     }
+}
+
+/// The body, or why it could not be read: one over [`super::BODY_LIMIT`] is named as such
+/// (axum's own answer says only "length limit exceeded").
+pub fn body_of(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ReviewError> {
+    body.map_err(|rejection| {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ReviewError::TooLarge
+        } else {
+            ReviewError::Unreadable(providers::text::shown_with(&rejection.body_text(), 256))
+        }
+    })
 }
 
 #[derive(Deserialize)]
@@ -260,7 +286,8 @@ fn workspace_write(request: &RequestIn<'_>) -> Result<WorkspaceWrite, String> {
 /// A Workspace from raw JSON, once its shape is within bounds. Its managed fields are left
 /// out: no decision reads them, and they cost more to decode than the rest.
 fn workspace(raw: &RawValue) -> Result<Workspace, String> {
-    shape::check(raw, shape::WORKSPACE).map_err(|e| e.to_string())?;
+    shape::check(raw, shape::WORKSPACE)
+        .map_err(|refusal| format!("{refusal}; {}", refusal.error.workspace_remedy()))?;
     without_managed_fields::from_str(raw.get()).map_err(|error| {
         let located = without_managed_fields::error_at_path::<Workspace>(raw.get())
             .unwrap_or_else(|| error.to_string());

@@ -66,6 +66,25 @@ pub enum ShapeError {
     Json(String),
 }
 
+impl ShapeError {
+    /// What the sender of a Workspace can do about it: nothing the API server stores comes
+    /// near these limits, so an object over them was built by hand or by a broken tool.
+    pub fn workspace_remedy(&self) -> &'static str {
+        match self {
+            ShapeError::TooManyEntries(_) => {
+                "no Workspace holds that many (spec.values is bounded by the CRD schema); send fewer"
+            }
+            ShapeError::TooDeep(_) => {
+                "no Workspace nests that deep (spec.values is bounded by the CRD schema); nest less"
+            }
+            ShapeError::KeyTooLong(_) => {
+                "no field of a Workspace has a key that long; use a shorter key"
+            }
+            ShapeError::Json(_) => "send the Workspace as valid JSON",
+        }
+    }
+}
+
 /// The most characters of a path a refusal shows: the start (`spec.values...`) is what
 /// tells a person where to look.
 const PATH_SHOWN: usize = 96;

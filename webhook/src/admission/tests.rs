@@ -101,10 +101,17 @@ async fn an_empty_body_is_a_400() {
 }
 
 #[tokio::test]
-async fn an_oversized_body_is_a_413() {
+async fn an_oversized_body_is_a_413_that_names_the_limit() {
     let mut body = b"{\"pad\": \"".to_vec();
     body.resize(BODY_LIMIT + 1024, b'a');
-    assert_eq!(post("/mutate", body).await.0, StatusCode::PAYLOAD_TOO_LARGE);
+    let (status, text) = post("/mutate", body).await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+    let text = String::from_utf8_lossy(&text);
+    assert!(
+        text.contains("larger than the 6 MiB this webhook reads")
+            && text.contains("send a smaller"),
+        "{text}"
+    );
 }
 
 #[tokio::test]

@@ -113,9 +113,12 @@ fn an_object_beyond_the_shape_limits_is_refused_before_decoding() {
     wide["spec"]["values"] = Value::Object(values);
     let message = refusal_message(&review_json("Workspace", "CREATE", wide));
     assert!(
-        message.contains("spec.values: it holds more than 20000 entries"),
+        message.contains(
+            "spec.values: it holds more than 20000 entries; no Workspace holds that many"
+        ),
         "{message}"
     );
+    assert!(message.ends_with("send fewer"), "{message}");
 }
 
 #[test]
@@ -171,7 +174,9 @@ fn values_nested_too_deep_are_refused_naming_spec_values() {
         "{message}"
     );
     assert!(
-        message.ends_with("it nests deeper than 32 levels"),
+        message.ends_with(
+            "it nests deeper than 32 levels; no Workspace nests that deep (spec.values is bounded by the CRD schema); nest less"
+        ),
         "{message}"
     );
 }
