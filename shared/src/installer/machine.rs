@@ -88,7 +88,15 @@ impl<'a> Machine<'a> {
         }));
     }
 
+    /// Rule `each_attempt_has_its_own_events`: an Event recorder folds Events of one
+    /// reason and action into one series that keeps its first message, so a note about the
+    /// recorded attempt is reported as that attempt's action (`Attempt2`): a second
+    /// attempt's JobSucceeded is not shown with the first attempt's words.
     pub fn event(&mut self, note: Note) {
+        let note = match (&note.action, self.status.attempt) {
+            (None, Some(attempt)) => note.with_action(format!("Attempt{attempt}")),
+            _ => note,
+        };
         self.actions.push(Action::Event(note));
     }
 

@@ -174,3 +174,32 @@ fn crash_between_cleanup_steps_repeats_nothing_harmful() {
         );
     }
 }
+
+/// Rule `each_attempt_has_its_own_events`: the same reason in two attempts makes two
+/// Events, not one series that keeps the first attempt's message.
+#[test]
+fn each_attempt_has_its_own_events() {
+    let actions_of = |attempt: i64| {
+        let ws = workspace(Some(plan(attempt)), Some(bound(attempt, Some("job-uid"))));
+        let mut case = Case::new(&ws);
+        let mut remote = prepared(attempt);
+        remote.job = Some(job(attempt, JobOutcome::Succeeded, true));
+        case.remote = Some(remote);
+        case.decide()
+            .actions
+            .into_iter()
+            .filter_map(|a| match a {
+                Action::Event(note) => Some((note.reason, note.action)),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        actions_of(1),
+        [("JobSucceeded", Some("Attempt1".to_owned()))]
+    );
+    assert_eq!(
+        actions_of(2),
+        [("JobSucceeded", Some("Attempt2".to_owned()))]
+    );
+}
