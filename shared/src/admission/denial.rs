@@ -125,6 +125,10 @@ pub enum Denial {
         "spec.edge: user {user} may not install onto edge {edge:?}; ask the platform team for the `install` verb on edges/{edge}"
     )]
     EdgeNotAuthorized { user: String, edge: String },
+    #[error(
+        "request.userInfo: the requester's name, UID, groups and extra attributes take {bytes} bytes; a sealed plan records them, and at most {max} are sealed; make the write as an identity with a shorter name and fewer groups"
+    )]
+    RequesterTooLarge { bytes: usize, max: usize },
     #[error("spec.edge: could not check whether {user} may install onto edge {edge:?}: {reason}")]
     AuthorizationUnavailable {
         user: String,
@@ -191,6 +195,7 @@ impl Denial {
             Denial::InvalidName { .. } => "InvalidName",
             Denial::UnknownRecipe { .. } => "UnknownRecipe",
             Denial::UnknownEdge { .. } => "UnknownEdge",
+            Denial::RequesterTooLarge { .. } => "RequesterTooLarge",
             Denial::EdgeNotAuthorized { .. } => "EdgeNotAuthorized",
             Denial::AuthorizationUnavailable { .. } => "AuthorizationUnavailable",
             Denial::RecipeNotEntitled { .. } => "RecipeNotEntitled",
@@ -241,6 +246,7 @@ impl Denial {
             }
             Denial::DeletionFenced { .. } => "metadata.deletionTimestamp".to_owned(),
             Denial::NameRequired => "metadata.name".to_owned(),
+            Denial::RequesterTooLarge { .. } => "request.userInfo".to_owned(),
             _ => "spec.plan".to_owned(),
         }
     }

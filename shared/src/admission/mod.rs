@@ -12,6 +12,7 @@ pub mod attempt;
 mod denial;
 pub mod finalizer;
 pub mod mutate;
+pub mod requester;
 pub mod rollback;
 pub mod validate;
 

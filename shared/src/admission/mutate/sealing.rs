@@ -2,7 +2,9 @@
 //! signed again, once the user's authorizations are known.
 
 use crate::{
-    admission::{Denial, Request, attempt::retry_of, binding_of},
+    admission::{
+        Denial, Request, attempt::retry_of, binding_of, requester::requester_within_bounds,
+    },
     api::{EdgeSpec, Owner, RecipeSpec, SealedPlan},
     plan::{self, AttemptContext},
     seal::{Keyring, Sealer},
@@ -39,6 +41,7 @@ pub fn seal_attempt(
     lookups: Lookups<'_>,
     sealing: &Sealing<'_>,
 ) -> Result<SealedPlan, Denial> {
+    requester_within_bounds(request.user)?;
     let intent = &start.kind.intent(&request.object.spec);
     let user = request.user.username.clone().unwrap_or_default();
     let workspace = request.workspace_identity();
