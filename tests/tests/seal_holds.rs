@@ -294,11 +294,12 @@ async fn only_the_api_server_gets_answers() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A requester whose identity alone is larger than the API server takes in a request
-/// (3 MiB) cannot be authorized: the API server refuses the SubjectAccessReview with 413,
-/// and the denial says so, instead of asking the caller to try again.
+/// A requester whose identity is larger than any an authenticator gives a person (a 4 MiB
+/// name, more than the API server takes in the RBAC question itself) is refused before
+/// RBAC is asked or anything sealed, with a denial that names request.userInfo and says
+/// what to do; sent straight to the webhook with the API server's certificate.
 #[tokio::test]
-async fn a_requester_too_large_to_authorize_is_told_retrying_cannot_help() -> anyhow::Result<()> {
+async fn a_requester_too_large_to_seal_is_refused_before_rbac_is_asked() -> anyhow::Result<()> {
     let Fixture { plane, webhook } = fixture();
     let name = "a".repeat(4 << 20);
     let reply = post(
@@ -321,13 +322,46 @@ async fn a_requester_too_large_to_authorize_is_told_retrying_cannot_help() -> an
         .unwrap_or_default();
     ensure!(answer["response"]["allowed"] == false, "{answer}");
     ensure!(
-        message.starts_with("spec.edge: could not check whether")
-            && message.contains("HTTP 413")
-            && message.contains("asking again cannot help")
-            && !message.contains("try again"),
+        answer["response"]["status"]["reason"] == "RequesterTooLarge"
+            && answer["response"]["status"]["code"] == 422,
+        "{answer}"
+    );
+    ensure!(
+        message.starts_with("request.userInfo: ")
+            && message.contains("at most 65536 are sealed")
+            && message.contains("fewer groups"),
         "{message}"
     );
     ensure!(message.len() < 1_000, "bounded: {} bytes", message.len());
+    Ok(())
+}
+
+/// A tenant's Workspace within the API server's 3 MiB request limit whose review is over
+/// the webhook's 6 MiB (the API server's JSON writes each `&` in six bytes) gets a denial
+/// the tenant reads, not the API server's 500 for a webhook that answered a bare 413.
+#[tokio::test]
+async fn a_review_too_large_to_read_is_a_denial_the_tenant_reads() -> anyhow::Result<()> {
+    let Fixture { plane, .. } = fixture();
+    let alice: Api<Workspace> = Api::namespaced(plane.client(User::Alice).await?, "org-a");
+    let dry_run = PostParams {
+        dry_run: true,
+        ..Default::default()
+    };
+    let escaped = "&".repeat(2_800_000);
+    let status = denial(
+        alice
+            .create(&dry_run, &workspace("escaped", json!({ "a": escaped })))
+            .await,
+    );
+    ensure!(status.code == 413, "{status:?}");
+    ensure!(
+        status
+            .message
+            .contains("larger than the 6 MiB this webhook reads")
+            && status.message.contains("send a smaller one"),
+        "{}",
+        status.message
+    );
     Ok(())
 }
 

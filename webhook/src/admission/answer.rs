@@ -94,6 +94,11 @@ impl Answer {
         Self::deny(uid, message, "BadRequest", 400)
     }
 
+    /// A review too large to read.
+    pub fn too_large(uid: &str, message: String) -> Self {
+        Self::deny(uid, message, "RequestEntityTooLarge", 413)
+    }
+
     pub fn allowed(&self) -> bool {
         self.allowed
     }

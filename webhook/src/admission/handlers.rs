@@ -3,9 +3,10 @@
 use std::{sync::Arc, time::Instant};
 
 use axum::{
-    body::Bytes,
-    extract::{State, rejection::BytesRejection},
+    body::{Body, Bytes},
+    extract::State,
 };
+use http::HeaderMap;
 use json_patch::{AddOperation, Patch, PatchOperation, jsonptr::PointerBuf};
 use k8s_openapi::jiff::Timestamp;
 use providers::{
@@ -13,6 +14,7 @@ use providers::{
         Denial, Request,
         finalizer::finalizer_patch,
         mutate::{Lookups, PlanAction, Sealing, Start, StartKind, plan_action, seal_attempt},
+        requester::requester_within_bounds,
         rollback::rollback_patch,
         validate,
     },
@@ -24,8 +26,10 @@ use tracing::Instrument;
 use crate::authz;
 
 use super::{
+    BODY_LIMIT,
     answer::Answer,
     app_state::AppState,
+    body::{self, ReadBody},
     metrics::Outcome,
     review::{self, Review, ReviewError, WorkspaceReview},
 };
@@ -47,15 +51,19 @@ impl Endpoint {
 
 pub async fn mutate(
     State(state): State<Arc<AppState>>,
-    body: Result<Bytes, BytesRejection>,
+    headers: HeaderMap,
+    body: Body,
 ) -> Result<Answer, ReviewError> {
+    let body = body::read(&headers, body, BODY_LIMIT).await;
     handle(&state, Endpoint::Mutate, body).await
 }
 
 pub async fn validate(
     State(state): State<Arc<AppState>>,
-    body: Result<Bytes, BytesRejection>,
+    headers: HeaderMap,
+    body: Body,
 ) -> Result<Answer, ReviewError> {
+    let body = body::read(&headers, body, BODY_LIMIT).await;
     handle(&state, Endpoint::Validate, body).await
 }
 
@@ -64,11 +72,16 @@ pub async fn validate(
 async fn handle(
     state: &AppState,
     endpoint: Endpoint,
-    body: Result<Bytes, BytesRejection>,
+    body: Result<ReadBody, ReviewError>,
 ) -> Result<Answer, ReviewError> {
     let started = Instant::now();
-    let decided = match review::body_of(body) {
-        Ok(body) => decide(state, endpoint, body).await,
+    let decided = match body {
+        Ok(ReadBody::Whole(body)) => decide(state, endpoint, body).await,
+        Ok(ReadBody::TooLarge { uid: Some(uid) }) => {
+            tracing::warn!(%uid, endpoint = endpoint.name(), "refused: {}", review::too_large());
+            Ok(Answer::too_large(&uid, review::too_large()))
+        }
+        Ok(ReadBody::TooLarge { uid: None }) => Err(ReviewError::TooLarge),
         Err(error) => Err(error),
     };
     let outcome = match &decided {
@@ -197,6 +210,8 @@ async fn seal(
     request: &Request<'_>,
     start: &Start,
 ) -> Result<SealedPlan, Denial> {
+    // Before any RBAC question carries the identity (seal_attempt checks it again).
+    requester_within_bounds(request.user)?;
     let recipe = state.recipe(&start.recipe).await.map_err(lookup_failed(
         "spec.recipe",
         "recipe",

@@ -2,6 +2,7 @@
 
 mod answer;
 mod app_state;
+mod body;
 mod budget;
 mod handlers;
 pub mod metrics;
@@ -12,12 +13,13 @@ mod without_managed_fields;
 
 use std::sync::Arc;
 
-use axum::{Router, extract::DefaultBodyLimit, routing::post};
+use axum::{Router, routing::post};
 
 pub use app_state::AppState;
 
-/// The largest AdmissionReview accepted: an object up to the API server's 3 MiB request
-/// limit, its stored version (etcd keeps at most 1.5 MiB), and the envelope.
+/// The largest AdmissionReview read: an object up to the API server's 3 MiB request limit,
+/// its stored version (etcd keeps at most 1.5 MiB), and the envelope, as long as few of
+/// their characters are escaped. One larger is answered without being read ([`body`]).
 pub const BODY_LIMIT: usize = 6 * 1024 * 1024;
 
 /// The admission routes. Reviews whose bodies add up to more than `budget_bytes` wait with
@@ -26,7 +28,6 @@ pub fn router(state: Arc<AppState>, budget_bytes: usize) -> Router {
     Router::new()
         .route("/mutate", post(handlers::mutate))
         .route("/validate", post(handlers::validate))
-        .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .layer(axum::middleware::from_fn_with_state(
             budget::ReviewBudget::new(budget_bytes, BODY_LIMIT),
             budget::within_budget,

@@ -5,8 +5,6 @@
 //! Workspace, and nothing is re-serialized on the way. The answer is written the same way.
 
 use axum::{
-    body::Bytes,
-    extract::rejection::BytesRejection,
     http::StatusCode,
     response::{IntoResponse, Response},
 };
@@ -36,13 +34,19 @@ pub enum ReviewError {
     NoRequest,
     #[error("the AdmissionReview is {0}, not {API_VERSION}")]
     WrongVersion(String),
-    #[error(
-        "the request body is larger than the {} MiB this webhook reads: an AdmissionReview of any Workspace the API server takes (at most 3 MiB, and its stored version) fits; send a smaller one",
-        super::BODY_LIMIT / (1024 * 1024)
-    )]
+    #[error("{}", too_large())]
     TooLarge,
     #[error("the request body could not be read: {0}")]
     Unreadable(String),
+}
+
+/// Why a review over [`super::BODY_LIMIT`] is not read, in an AdmissionReview denial or
+/// an HTTP 413.
+pub fn too_large() -> String {
+    format!(
+        "the AdmissionReview is larger than the {} MiB this webhook reads: the Workspace, its stored version and the requester's identity are too large (in the API server's JSON, each &, < and > and each byte that is not UTF-8 takes six bytes); a Workspace is far smaller (spec.values holds at most 32 KiB): send a smaller one",
+        super::BODY_LIMIT / (1024 * 1024)
+    )
 }
 
 /// What cannot be decoded is the caller's error: HTTP 400 (413 when it is too large) with
@@ -55,18 +59,6 @@ impl IntoResponse for ReviewError {
         };
         (status, self.to_string()).into_response()
     }
-}
-
-/// The body, or why it could not be read: one over [`super::BODY_LIMIT`] is named as such
-/// (axum's own answer says only "length limit exceeded").
-pub fn body_of(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ReviewError> {
-    body.map_err(|rejection| {
-        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ReviewError::TooLarge
-        } else {
-            ReviewError::Unreadable(providers::text::shown_with(&rejection.body_text(), 256))
-        }
-    })
 }
 
 #[derive(Deserialize)]
@@ -158,6 +150,15 @@ pub fn logged_user(user: &UserInfo) -> String {
     )
 }
 
+/// Whether `uid` is made like the UUID the API server sends: letters, digits and '-', at
+/// least one and at most [`MAX_UID_BYTES`]. The UID goes into every log line about the
+/// review.
+pub fn uid_is_well_formed(uid: &str) -> bool {
+    !uid.is_empty()
+        && uid.len() <= MAX_UID_BYTES
+        && uid.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+}
+
 /// Decodes the body of a POST to /mutate or /validate.
 pub fn decode(body: &[u8]) -> Result<Review, ReviewError> {
     let review: ReviewIn<'_> =
@@ -173,12 +174,7 @@ pub fn decode(body: &[u8]) -> Result<Review, ReviewError> {
     }
     // The UID goes into every log line about the review: only what a UUID is made of, and
     // never empty, so that every line names its review.
-    if request.uid.is_empty()
-        || !request
-            .uid
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-')
-    {
+    if !uid_is_well_formed(&request.uid) {
         return Err(ReviewError::NotJson(
             "request.uid must be letters, digits and '-', at least one (the API server sends a UUID)"
                 .to_owned(),
@@ -294,7 +290,10 @@ fn workspace(raw: &RawValue) -> Result<Workspace, String> {
         // serde quotes what it could not take (an unknown enum variant, a string of the
         // wrong type) as it was sent: control characters are escaped before the message
         // reaches a log line or a terminal.
-        providers::text::shown_with(&located, 256)
+        format!(
+            "{}; write each field as the Workspace schema has it (kubectl explain workspace.spec)",
+            providers::text::shown_with(&located, 256)
+        )
     })
 }
 

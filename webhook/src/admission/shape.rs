@@ -72,13 +72,13 @@ impl ShapeError {
     pub fn workspace_remedy(&self) -> &'static str {
         match self {
             ShapeError::TooManyEntries(_) => {
-                "no Workspace holds that many (spec.values is bounded by the CRD schema); send fewer"
+                "no Workspace the API server stores holds that many; send fewer"
             }
             ShapeError::TooDeep(_) => {
-                "no Workspace nests that deep (spec.values is bounded by the CRD schema); nest less"
+                "no Workspace the API server stores nests that deep; nest less"
             }
             ShapeError::KeyTooLong(_) => {
-                "no field of a Workspace has a key that long; use a shorter key"
+                "no Workspace the API server stores has a key that long; use a shorter one"
             }
             ShapeError::Json(_) => "send the Workspace as valid JSON",
         }

@@ -114,6 +114,27 @@ async fn an_oversized_body_is_a_413_that_names_the_limit() {
     );
 }
 
+/// An oversized review from the API server (its start names the UID) is denied in an
+/// AdmissionReview, whose message the API server shows its caller, not with a bare 413.
+#[tokio::test]
+async fn an_oversized_review_is_denied_in_an_answer_the_api_server_passes_on() {
+    let mut body = br#"{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":{"uid":"7f3c-9a1e","object":{"spec":{"values":{"a":""#.to_vec();
+    body.resize(BODY_LIMIT + 1024, b'&');
+    body.extend_from_slice(br#""}}}}}"#);
+    let (status, body) = post("/validate", body).await;
+    assert_eq!(status, StatusCode::OK);
+    let response = response_of(&body);
+    assert_eq!(response["uid"], "7f3c-9a1e");
+    assert_eq!(response["allowed"], false);
+    assert_eq!(response["status"]["code"], 413);
+    let message = response["status"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("larger than the 6 MiB this webhook reads")
+            && message.contains("send a smaller one"),
+        "{message}"
+    );
+}
+
 #[tokio::test]
 async fn a_review_of_another_kind_is_denied_with_a_message() {
     let (status, body) = post(

@@ -114,7 +114,7 @@ fn an_object_beyond_the_shape_limits_is_refused_before_decoding() {
     let message = refusal_message(&review_json("Workspace", "CREATE", wide));
     assert!(
         message.contains(
-            "spec.values: it holds more than 20000 entries; no Workspace holds that many"
+            "spec.values: it holds more than 20000 entries; no Workspace the API server stores holds that many"
         ),
         "{message}"
     );
@@ -175,7 +175,7 @@ fn values_nested_too_deep_are_refused_naming_spec_values() {
     );
     assert!(
         message.ends_with(
-            "it nests deeper than 32 levels; no Workspace nests that deep (spec.values is bounded by the CRD schema); nest less"
+            "it nests deeper than 32 levels; no Workspace the API server stores nests that deep; nest less"
         ),
         "{message}"
     );
