@@ -15,10 +15,10 @@ use providers::api::{GROUP, Owner};
 pub const INSTALL_VERB: &str = "install";
 const TIMEOUT: Duration = Duration::from_secs(4);
 
-/// Why RBAC gave no answer; each says whether asking again can help.
+/// Why RBAC gave no answer.
 #[derive(Debug, thiserror::Error)]
 pub enum AuthorizationError {
-    #[error("the SubjectAccessReview took longer than {} s; try again", .0.as_secs())]
+    #[error("the SubjectAccessReview took longer than {} s", .0.as_secs())]
     TimedOut(Duration),
     /// The API server would not take the question (HTTP 413): the requester's identity
     /// alone is larger than its request limit, so asking again gets the same answer.
@@ -26,7 +26,7 @@ pub enum AuthorizationError {
         "the API server refused the SubjectAccessReview as too large (HTTP 413): the requester's name, groups and extra attributes are more than it accepts; asking again cannot help: make the write as an identity with a shorter name and fewer groups"
     )]
     IdentityTooLarge,
-    #[error("the SubjectAccessReview failed: {0}; try again")]
+    #[error("the SubjectAccessReview failed: {0}")]
     Failed(#[source] kube::Error),
 }
 
@@ -42,8 +42,18 @@ impl From<kube::Error> for AuthorizationError {
 /// RBAC's answer, or why there is none.
 pub type Answer = Result<bool, AuthorizationError>;
 
-/// The answer as the shared decisions take it: a refusal names why there is none.
+/// The answer as the shared decisions take it for a person who made a write: why there is
+/// none, and whether trying again can help.
 pub fn in_words(answer: Answer) -> Result<bool, String> {
+    answer.map_err(|error| match error {
+        AuthorizationError::IdentityTooLarge => error.to_string(),
+        _ => format!("{error}; try again"),
+    })
+}
+
+/// The answer as the shared decisions take it for the installer, which asks again by
+/// itself: why there is none.
+pub fn reason(answer: Answer) -> Result<bool, String> {
     answer.map_err(|error| error.to_string())
 }
 

@@ -137,7 +137,7 @@ async fn authorize(ctx: &Context, plan: &Plan) -> Authorization {
         authz::can_install(&ctx.hub, &user, &plan.edge_name),
         authz::can_use_recipe(&ctx.hub, &user, &plan.provider),
     );
-    Authorization::of_owner(plan, authz::in_words(install), authz::in_words(entitled))
+    Authorization::of_owner(plan, authz::reason(install), authz::reason(entitled))
 }
 
 /// One edge's client and caches, for one reconcile's reads.
