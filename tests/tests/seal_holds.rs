@@ -328,7 +328,7 @@ async fn a_requester_too_large_to_seal_is_refused_before_rbac_is_asked() -> anyh
     );
     ensure!(
         message.starts_with("request.userInfo: ")
-            && message.contains("at most 65536 are sealed")
+            && message.contains("at most 1024 are sealed")
             && message.contains("fewer groups"),
         "{message}"
     );

@@ -126,9 +126,13 @@ pub enum Denial {
     )]
     EdgeNotAuthorized { user: String, edge: String },
     #[error(
-        "request.userInfo: the requester's name, UID, groups and extra attributes take {bytes} bytes; a sealed plan records them, and at most {max} are sealed; make the write as an identity with a shorter name and fewer groups"
+        "request.userInfo: {bytes} bytes of the requester's {what} as stored; a sealed plan records them, and at most {max} are sealed; make the write as an identity with a shorter name and fewer groups"
     )]
-    RequesterTooLarge { bytes: usize, max: usize },
+    RequesterTooLarge {
+        what: &'static str,
+        bytes: usize,
+        max: usize,
+    },
     #[error("spec.edge: could not check whether {user} may install onto edge {edge:?}: {reason}")]
     AuthorizationUnavailable {
         user: String,

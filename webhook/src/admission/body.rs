@@ -27,8 +27,8 @@ pub enum ReadBody {
     },
 }
 
-/// Reads `body` up to `limit` bytes; a Content-Length over `limit` stops the reading once
-/// the start of the body is in.
+/// Reads `body` up to `limit` bytes; past `limit` (or a Content-Length over it), reading
+/// stops once the start of the body names a UID, or at [`PREFIX`] bytes.
 pub async fn read(headers: &HeaderMap, body: Body, limit: usize) -> Result<ReadBody, ReviewError> {
     let declared = headers
         .get(CONTENT_LENGTH)
@@ -60,7 +60,8 @@ pub async fn read(headers: &HeaderMap, body: Body, limit: usize) -> Result<ReadB
         }
         let room = PREFIX.saturating_sub(read.len());
         read.extend_from_slice(&chunk[..chunk.len().min(room)]);
-        if read.len() >= PREFIX {
+        // Answered as soon as the UID is in: a sender that stalls after it holds nothing.
+        if read.len() >= PREFIX || uid_at_start(&read).is_some() {
             break;
         }
     }
@@ -153,6 +154,25 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[tokio::test]
+    async fn an_oversized_body_that_stalls_after_its_uid_is_answered() {
+        let first = Bytes::from(start_of_review(UID));
+        let chunks = futures::stream::iter([Ok::<_, std::io::Error>(first)])
+            .chain(futures::stream::pending());
+        let read = tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            read(&headers(Some(1 << 30)), Body::from_stream(chunks), 10_000),
+        )
+        .await
+        .expect("answered without the rest of the body");
+        assert_eq!(
+            read,
+            Ok(ReadBody::TooLarge {
+                uid: Some(UID.to_owned())
+            })
+        );
     }
 
     #[tokio::test]

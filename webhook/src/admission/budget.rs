@@ -6,7 +6,8 @@
 //! Small reviews (a Content-Length of at most [`SMALL_BODY`]: nearly all of them) take one
 //! of [`SMALL_REVIEWS`] slots. Larger ones, and those that do not say their length, take
 //! their size out of a byte budget before their body is read, and give it back when their
-//! answer is ready; the others wait with their bodies unread. The two never wait for each
+//! answer is ready (one that says more than the body limit takes the least: only its start
+//! is read); the others wait with their bodies unread. The two never wait for each
 //! other: a burst of large reviews (a tenant's 3 MB dry runs) delays only large reviews,
 //! never everybody's small ones. Memory stays bounded either way, and the API server's own
 //! deadline ends a wait that is too long.
@@ -52,11 +53,14 @@ impl ReviewBudget {
         }
     }
 
-    /// The units a request with this Content-Length takes.
+    /// The units a request with this Content-Length takes. One that announces more than
+    /// the body limit is answered from its first bytes (`body`), so it costs the least.
     fn cost(&self, content_length: Option<usize>) -> u32 {
-        let bytes = content_length
-            .unwrap_or(self.body_limit)
-            .clamp(MIN_COST, self.body_limit);
+        let bytes = match content_length {
+            Some(length) if length > self.body_limit => MIN_COST,
+            Some(length) => length.max(MIN_COST),
+            None => self.body_limit,
+        };
         // Both bounds are small (MiB), far below u32::MAX units.
         u32::try_from(bytes.div_ceil(UNIT).min(self.total_units)).unwrap_or(u32::MAX)
     }
@@ -95,9 +99,11 @@ mod tests {
         let budget = ReviewBudget::new(8 << 20, 6 << 20);
         assert_eq!(budget.cost(Some(2_000)), 16);
         assert_eq!(budget.cost(Some(3 << 20)), 3 * 1024);
-        // Unknown or over the limit: the limit (the body limit refuses the rest).
+        // Unknown: the limit (the body limit refuses the rest).
         assert_eq!(budget.cost(None), 6 * 1024);
-        assert_eq!(budget.cost(Some(usize::MAX)), 6 * 1024);
+        // Announced over the limit: only its first bytes are read.
+        assert_eq!(budget.cost(Some((6 << 20) + 1)), 16);
+        assert_eq!(budget.cost(Some(usize::MAX)), 16);
     }
 
     #[test]
