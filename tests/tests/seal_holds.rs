@@ -208,6 +208,30 @@ fn dechunk(mut text: &str) -> String {
 }
 
 /// An AdmissionReview of a Workspace write, with `object` as raw JSON text.
+/// The AdmissionReview the webhook answers to a POST of `body` to /mutate made with the
+/// API server's client certificate (HTTP 200).
+async fn answer_to_the_api_server(
+    plane: &ControlPlaneInfo,
+    webhook: &Webhook,
+    body: &[u8],
+) -> anyhow::Result<Value> {
+    let reply = post(
+        webhook,
+        Some((
+            &plane.webhook_client_cert_file,
+            &plane.webhook_client_key_file,
+        )),
+        "/mutate",
+        body,
+    )
+    .await?;
+    match reply {
+        Reply::Http { status: 200, body } => Ok(serde_json::from_str(&body)?),
+        Reply::Http { status, body } => bail!("HTTP {status} for the API server: {body}"),
+        Reply::Nothing(why) => bail!("the API server's certificate should be answered: {why}"),
+    }
+}
+
 fn review(operation: &str, user: &str, groups: &[&str], object: &str) -> Vec<u8> {
     let head = json!({
         "uid": "3d9a1f0e-hostile",
@@ -274,22 +298,12 @@ async fn only_the_api_server_gets_answers() -> anyhow::Result<()> {
     // The API server's certificate gets the decision (here: edge-1's RBAC says no for
     // mallory, whatever groups the body claims, because the SubjectAccessReview asks as
     // the user the review names — and only the API server names users).
-    let reply = post(
+    let answer = answer_to_the_api_server(
+        plane,
         webhook,
-        Some((
-            &plane.webhook_client_cert_file,
-            &plane.webhook_client_key_file,
-        )),
-        "/mutate",
         &review("CREATE", "alice", &["tenants"], &workspace_json("{}")),
     )
     .await?;
-    let body = match reply {
-        Reply::Http { status: 200, body } => body,
-        Reply::Http { status, body } => bail!("HTTP {status} for the API server: {body}"),
-        Reply::Nothing(why) => bail!("the API server's certificate should be answered: {why}"),
-    };
-    let answer: Value = serde_json::from_str(&body)?;
     ensure!(answer["response"]["allowed"] == true, "{answer}");
     Ok(())
 }
@@ -302,21 +316,12 @@ async fn only_the_api_server_gets_answers() -> anyhow::Result<()> {
 async fn a_requester_too_large_to_seal_is_refused_before_rbac_is_asked() -> anyhow::Result<()> {
     let Fixture { plane, webhook } = fixture();
     let name = "a".repeat(4 << 20);
-    let reply = post(
+    let answer = answer_to_the_api_server(
+        plane,
         webhook,
-        Some((
-            &plane.webhook_client_cert_file,
-            &plane.webhook_client_key_file,
-        )),
-        "/mutate",
         &review("CREATE", &name, &["tenants"], &workspace_json("{}")),
     )
     .await?;
-    let body = match reply {
-        Reply::Http { status: 200, body } => body,
-        other => bail!("a denial in an AdmissionReview, not {other:?}"),
-    };
-    let answer: Value = serde_json::from_str(&body)?;
     let message = answer["response"]["status"]["message"]
         .as_str()
         .unwrap_or_default();

@@ -127,6 +127,14 @@ async fn a_derived_name_that_is_not_valid_is_denied_at_admission() -> anyhow::Re
         )
         .await?;
     let name = "w".repeat(60);
+    let install = [
+        "install",
+        &name,
+        "--recipe",
+        "per-workspace",
+        "--edge",
+        "edge-1",
+    ];
     // The webhook reads Recipes from its watch cache, which a loaded machine can delay:
     // dry runs find the moment it has seen the new template, without storing anything.
     eventually(
@@ -135,15 +143,7 @@ async fn a_derived_name_that_is_not_valid_is_denied_at_admission() -> anyhow::Re
         || async {
             let dry_run = plugin::run(
                 kubeconfig(env, User::Alice),
-                &[
-                    "install",
-                    &name,
-                    "--recipe",
-                    "per-workspace",
-                    "--edge",
-                    "edge-1",
-                    "--dry-run=server",
-                ],
+                &[&install[..], &["--dry-run=server"]].concat(),
             )?;
             Ok(
                 (dry_run.code != 0 && dry_run.stderr.contains("derives the namespace"))
@@ -152,17 +152,7 @@ async fn a_derived_name_that_is_not_valid_is_denied_at_admission() -> anyhow::Re
         },
     )
     .await?;
-    let run = plugin::run(
-        kubeconfig(env, User::Alice),
-        &[
-            "install",
-            &name,
-            "--recipe",
-            "per-workspace",
-            "--edge",
-            "edge-1",
-        ],
-    )?;
+    let run = plugin::run(kubeconfig(env, User::Alice), &install)?;
     let stderr = run.failed()?;
     ensure!(
         stderr.contains("derives the namespace") && stderr.contains("1 to 63 characters"),

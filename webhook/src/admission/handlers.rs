@@ -78,8 +78,9 @@ async fn handle(
     let decided = match body {
         Ok(ReadBody::Whole(body)) => decide(state, endpoint, body).await,
         Ok(ReadBody::TooLarge { uid: Some(uid) }) => {
-            tracing::warn!(%uid, endpoint = endpoint.name(), "refused: {}", review::too_large());
-            Ok(Answer::too_large(&uid, review::too_large()))
+            let message = review::too_large();
+            tracing::warn!(%uid, endpoint = endpoint.name(), "refused: {message}");
+            Ok(Answer::too_large(&uid, message))
         }
         Ok(ReadBody::TooLarge { uid: None }) => Err(ReviewError::TooLarge),
         Err(error) => Err(error),
