@@ -3,7 +3,7 @@
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
 
-use crate::api::{Edge, Recipe, Workspace};
+use crate::api::{Edge, PlanValues, Recipe, Workspace};
 
 /// Every CRD with the file name it is checked in under `manifests/crds/`.
 pub fn all() -> Vec<(&'static str, CustomResourceDefinition)> {
@@ -11,6 +11,7 @@ pub fn all() -> Vec<(&'static str, CustomResourceDefinition)> {
         ("recipes.yaml", Recipe::crd()),
         ("edges.yaml", Edge::crd()),
         ("workspaces.yaml", Workspace::crd()),
+        ("planvalues.yaml", PlanValues::crd()),
     ]
 }
 

@@ -10,6 +10,7 @@ pub mod execution;
 pub mod installer;
 pub mod organization;
 pub mod plan;
+pub mod plan_values;
 pub mod policy;
 pub mod reference;
 mod schema;

@@ -238,7 +238,10 @@ impl Environment {
             version: spec.version.clone(),
             release: spec.release.clone(),
             namespace: spec.namespace.clone(),
-            values,
+            // Inline, as plans sealed before values were stored by digest: the
+            // installer still runs them (the webhook's tests run the digest path).
+            values_digest: None,
+            values: Some(values),
             edge_name: EDGE.into(),
             cluster: CLUSTER.into(),
             edge_workspace_uuid: EDGE_WORKSPACE.into(),

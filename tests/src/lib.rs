@@ -23,6 +23,7 @@ pub mod platform;
 pub mod plugin;
 pub mod ports;
 pub mod process;
+pub mod stored_values;
 pub mod supervised;
 pub mod system;
 pub mod tcpproxy;

@@ -158,9 +158,12 @@ async fn a_new_workspace_is_sealed_with_the_published_key() {
         (1, "0.2.0", "demo")
     );
     assert_eq!(
-        plan.values,
+        testbed::stored_values::values_of(&admin().await, plan)
+            .await
+            .expect("the values the plan refers to are stored"),
         json!({"replicaCount": 2, "image": {"tag": "stable"}})
     );
+    assert_eq!(plan.values, None, "the plan carries their digest only");
     assert_eq!(
         (
             plan.org.as_str(),
@@ -335,10 +338,13 @@ async fn a_retry_after_failure_runs_the_original_plan() {
     assert_ne!(second.attempt_id, first.attempt_id);
     assert_ne!(second.job, first.job);
     assert_eq!(
-        (&second.chart, &second.version, &second.values),
-        (&first.chart, &first.version, &first.values)
+        (&second.chart, &second.version, &second.values_digest),
+        (&first.chart, &first.version, &first.values_digest)
     );
-    assert_eq!(second.values["image"]["tag"], "stable");
+    let values = testbed::stored_values::values_of(&admin().await, &second)
+        .await
+        .unwrap();
+    assert_eq!(values["image"]["tag"], "stable");
 }
 
 #[tokio::test]
@@ -353,7 +359,10 @@ async fn changed_intent_after_a_terminal_attempt_seals_the_new_intent() {
         .expect("upgrade admitted");
     let plan = upgraded.spec.plan.unwrap().plan;
     assert_eq!((plan.attempt, plan.version.as_str()), (2, "0.1.0"));
-    assert_eq!(plan.values["replicaCount"], 4);
+    let values = testbed::stored_values::values_of(&admin().await, &plan)
+        .await
+        .unwrap();
+    assert_eq!(values["replicaCount"], 4);
     assert_eq!(
         plan.workspace.uid,
         first.metadata.uid.unwrap(),
@@ -389,7 +398,9 @@ async fn a_negative_zero_in_the_values_is_sealed_as_it_will_be_stored() {
         .expect("created");
     let plan = created.spec.plan.expect("sealed").plan;
     assert_eq!(
-        plan.values,
+        testbed::stored_values::values_of(&admin, &plan)
+            .await
+            .unwrap(),
         json!({"offset": 0, "ratio": 0, "replicaCount": 1})
     );
 

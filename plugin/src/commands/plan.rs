@@ -2,7 +2,12 @@
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::{Api, Client};
-use providers::{api::Workspace, seal::Keyring};
+use providers::{
+    api::{Plan, PlanValues, Workspace},
+    plan_values::{self, Source},
+    seal::Keyring,
+};
+use serde_json::Value;
 
 use crate::{
     cli::PlanArgs,
@@ -24,14 +29,20 @@ pub async fn run(ctx: &Ctx, args: PlanArgs) -> anyhow::Result<()> {
             ),
         ));
     };
+    let values = values_of(client, &ctx.conn.namespace, &sealed.plan).await;
     let verified = if args.verify {
         let keyring = published_keys(client, &args.keys_namespace, &args.keys_configmap).await?;
-        let key = verify(&keyring, &item.typed).map_err(|reason| {
+        let refused = |reason: String| {
             user_error(
                 format!("plan verification failed: {reason}"),
                 Some("do not trust this plan; the installer refuses to run it. Ask the platform team".to_owned()),
             )
-        })?;
+        };
+        let key = verify(&keyring, &item.typed).map_err(refused)?;
+        // The seal covers the values' digest; the values are what that digest names.
+        if let Err(reason) = &values {
+            return Err(refused(reason.clone()));
+        }
         if !ctx.output().is_table() {
             ctx.note(&format!(
                 "plan verified: signed by published key {key}, sealed for this Workspace"
@@ -41,7 +52,30 @@ pub async fn run(ctx: &Ctx, args: PlanArgs) -> anyhow::Result<()> {
     } else {
         None
     };
-    ctx.print(&plan_detail(&item, &sealed, verified.as_deref()))
+    ctx.print(&plan_detail(&item, &sealed, &values, verified.as_deref()))
+}
+
+/// The plan's values: inline in a plan sealed before values were stored apart, otherwise
+/// read from the PlanValues object its digest names and checked against that digest,
+/// exactly as the installer does before it runs the plan. Or why they cannot be shown.
+async fn values_of(client: &Client, namespace: &str, plan: &Plan) -> Result<Value, String> {
+    let digest = match plan_values::source_of(plan) {
+        Source::Inline(values) => return Ok(values.clone()),
+        Source::Stored { digest } => digest,
+    };
+    let name = plan_values::object_name(&plan.workspace.name, digest);
+    let api: Api<PlanValues> = Api::namespaced(client.clone(), namespace);
+    match api.get_opt(&name).await {
+        Err(error) => Err(format!(
+            "cannot read its values (PlanValues {name}): {}",
+            report(&error.into(), None).message
+        )),
+        Ok(None) => Err(format!(
+            "its values ({digest}) are not stored: PlanValues {name} is missing"
+        )),
+        Ok(Some(stored)) => plan_values::decode(&stored.spec, digest)
+            .map_err(|defect| format!("its values (PlanValues {name}) {defect}")),
+    }
 }
 
 /// The public keys the platform publishes: entries `<keyID>.pem` of a ConfigMap.

@@ -26,6 +26,7 @@ pub fn verify(keyring: &Keyring, ws: &Workspace) -> Result<String, String> {
 pub fn plan_detail(
     item: &Fetched<Workspace>,
     sealed: &SealedPlan,
+    values: &Result<serde_json::Value, String>,
     verified: Option<&str>,
 ) -> Rendered {
     let ws = &item.typed;
@@ -85,10 +86,15 @@ pub fn plan_detail(
         "Seal",
         format!("{}, key {}", sealed.seal.algorithm, sealed.seal.key_id),
     );
+    if let Some(digest) = &plan.values_digest {
+        fields.add("Values digest", digest.clone());
+    }
     if let Some(key) = verified {
         fields.add(
             "Verified",
-            format!("yes: signed by published key {key}, sealed for this Workspace"),
+            format!(
+                "yes: signed by published key {key}, sealed for this Workspace, values as sealed"
+            ),
         );
     }
     let mut text = fields.render();
@@ -108,10 +114,15 @@ pub fn plan_detail(
             ));
         }
     }
-    text.push_str("Values:\n");
-    let values = serde_norway::to_string(&plan.values).unwrap_or_default();
-    for line in values.lines() {
-        text.push_str(&format!("  {line}\n"));
+    match values {
+        Ok(values) => {
+            text.push_str("Values:\n");
+            let values = serde_norway::to_string(values).unwrap_or_default();
+            for line in values.lines() {
+                text.push_str(&format!("  {line}\n"));
+            }
+        }
+        Err(why) => text.push_str(&format!("Values: not shown: {why}\n")),
     }
     let raw_plan = item.raw.pointer("/spec/plan").cloned().unwrap_or_default();
     Rendered::text(raw_plan, text, vec![name_of(ws)])
@@ -146,7 +157,7 @@ mod tests {
     fn a_changed_plan_fails() {
         let sealer = Sealer::from_seed([7; 32]);
         let mut ws = sealed_workspace(&sealer);
-        ws.spec.plan.as_mut().unwrap().plan.values = json!({"replicaCount": 50});
+        ws.spec.plan.as_mut().unwrap().plan.values = Some(json!({"replicaCount": 50}));
         let error = verify(&Keyring::from(&sealer), &ws).unwrap_err();
         assert!(error.contains("does not match its contents"), "{error}");
     }
@@ -201,7 +212,8 @@ mod tests {
             raw,
         };
         let sealed = item.typed.spec.plan.clone().unwrap();
-        let rendered = plan_detail(&item, &sealed, Some("0123456789abcdef"));
+        let values = Ok(sealed.plan.values.clone().unwrap_or_default());
+        let rendered = plan_detail(&item, &sealed, &values, Some("0123456789abcdef"));
         assert_eq!(
             rendered.table,
             "\

@@ -161,6 +161,18 @@ pub enum Denial {
         "the webhook could not seal the plan: {0}; this is a platform fault, tell the platform team"
     )]
     SealFailed(SealError),
+    #[error(
+        "spec.retry: attempt {attempt} would run values ({digest}) that are no longer stored on the hub (PlanValues {name}), so that plan cannot run again; change spec.values or spec.version to seal a new attempt from the intent"
+    )]
+    PlanValuesMissing {
+        attempt: i64,
+        name: String,
+        digest: String,
+    },
+    #[error(
+        "spec.plan: the webhook could not store the plan's values (PlanValues {name}): {reason}; nothing was sealed, try again"
+    )]
+    PlanValuesNotStored { name: String, reason: String },
 }
 
 impl Denial {
@@ -211,6 +223,8 @@ impl Denial {
             ) => "VersionNotAllowed",
             Denial::Resolve(_) => "RecipeInvalid",
             Denial::SealFailed(_) => "SealFailed",
+            Denial::PlanValuesMissing { .. } => "PlanValuesMissing",
+            Denial::PlanValuesNotStored { .. } => "PlanValuesNotStored",
         }
     }
 
@@ -251,6 +265,7 @@ impl Denial {
             Denial::DeletionFenced { .. } => "metadata.deletionTimestamp".to_owned(),
             Denial::NameRequired => "metadata.name".to_owned(),
             Denial::RequesterTooLarge { .. } => "request.userInfo".to_owned(),
+            Denial::PlanValuesMissing { .. } => "spec.retry".to_owned(),
             _ => "spec.plan".to_owned(),
         }
     }
@@ -262,6 +277,7 @@ impl Denial {
             Denial::AuthorizationUnavailable { .. }
             | Denial::RecipeAuthorizationUnavailable { .. }
             | Denial::LookupFailed { .. }
+            | Denial::PlanValuesNotStored { .. }
             | Denial::SealFailed(_) => 503,
             Denial::DeletionFenced { .. }
             | Denial::AttemptActive { .. }

@@ -172,7 +172,8 @@ fn a_rollback_to_a_withdrawn_version_is_refused_with_the_reason() {
 fn a_kept_plan_that_does_not_verify_is_never_sealed_again() {
     let mut old = upgraded();
     let record = &mut old.status.as_mut().unwrap().attempts[0];
-    record.kept.as_mut().unwrap().plan.plan.values = json!({"replicaCount": 5});
+    record.kept.as_mut().unwrap().plan.plan.values_digest =
+        Some(crate::plan_values::digest_of(&json!({"replicaCount": 5})));
     assert!(matches!(
         admit(Operation::Update, &rollback_to(&old, "1"), Some(&old)).unwrap_err(),
         Denial::RetryOfUnverifiedPlan { attempt: 1, .. }

@@ -60,7 +60,22 @@ pub(super) fn seal_with(
         keyring: &keyring,
         allowlist,
     };
-    seal_attempt(request, start, lookups, &sealing)
+    seal_attempt(request, start, lookups, &sealing).map(|attempt| {
+        // A plan resolved afresh comes with the values it refers to by digest, a plan
+        // sealed again without them (they are stored already).
+        if let Some(values) = &attempt.values {
+            assert_eq!(
+                attempt.sealed.plan.values_digest.as_ref(),
+                Some(&values.digest)
+            );
+        }
+        attempt.sealed
+    })
+}
+
+/// The digest of `values`, as a plan refers to them.
+fn digest(values: serde_json::Value) -> Option<String> {
+    Some(crate::plan_values::digest_of(&values))
 }
 
 pub(super) fn recipe(chart: &str) -> RecipeSpec {
@@ -175,7 +190,8 @@ fn create_seals_attempt_one_with_merged_values() {
     let ws = created();
     let plan = &ws.spec.plan.as_ref().unwrap().plan;
     assert_eq!((plan.attempt, plan.version.as_str()), (1, "1.2.0"));
-    assert_eq!(plan.values, json!({"replicaCount": 2}));
+    assert_eq!(plan.values_digest, digest(json!({"replicaCount": 2})));
+    assert_eq!(plan.values, None);
     assert_eq!(plan.owner.username, "alice");
     assert_eq!(
         (plan.org.as_str(), plan.workspace.name.as_str()),
@@ -441,7 +457,7 @@ fn changed_intent_after_a_terminal_attempt_seals_the_new_intent() {
             .unwrap()
             .plan;
         assert_eq!((plan.attempt, plan.version.as_str()), (2, "1.1.0"));
-        assert_eq!(plan.values, json!({"replicaCount": 4}));
+        assert_eq!(plan.values_digest, digest(json!({"replicaCount": 4})));
         assert_eq!(
             plan.workspace.uid, "uid-ws-1",
             "later attempts bind the Workspace UID"
@@ -638,12 +654,12 @@ fn a_retry_never_signs_a_plan_this_webhook_did_not_seal() {
     let genuine = created().spec.plan.unwrap();
     let forger = Sealer::from_seed([9; 32]);
     let mut forged = genuine.plan.clone();
-    forged.values = json!({"replicaCount": 5, "image": {"repository": "evil"}});
+    forged.values_digest = digest(json!({"replicaCount": 5, "image": {"repository": "evil"}}));
     let cases = [
         ("another key", forger.seal(forged.clone()).unwrap()),
         ("an altered plan", {
             let mut altered = genuine.clone();
-            altered.plan.values = forged.values.clone();
+            altered.plan.values_digest = forged.values_digest.clone();
             altered
         }),
     ];

@@ -7,6 +7,8 @@ pub mod json_number;
 mod map_adapter;
 mod plan;
 #[allow(clippy::duplicated_attributes)]
+mod plan_values;
+#[allow(clippy::duplicated_attributes)]
 mod recipe;
 mod sealed_plan_decoding;
 #[allow(clippy::duplicated_attributes)]
@@ -15,6 +17,7 @@ mod workspace;
 pub use edge::{Edge, EdgeSpec, EdgeStatus, SecretKeyRef};
 pub use map_adapter::{AdaptedObject, EntriesAdapter, MapKey};
 pub use plan::{Cause, ChartRef, Owner, Plan, Seal, SealedPlan, WorkspaceIdentity};
+pub use plan_values::{PlanValues, PlanValuesSpec};
 pub use recipe::{ExecutionRule, Recipe, RecipeSpec, RuntimeCredential, ValueField, ValueType};
 pub use workspace::{
     AttemptRecord, Drift, InstalledRelease, JobResult, KeptPlan, Phase, Preparation, Target,

@@ -81,10 +81,25 @@ pub struct Plan {
     pub release: String,
     /// The namespace on the edge that the release is installed into.
     pub namespace: String,
-    /// The complete chart values: the Recipe's defaults with the tenant's values merged.
+    /// The digest of the complete chart values (the Recipe's defaults with the tenant's
+    /// values merged): `sha256:` and the hex SHA-256 of their canonical JSON. The values
+    /// themselves are in the PlanValues object named by the Workspace and this digest.
+    #[serde(
+        default,
+        rename = "valuesDigest",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(regex(pattern = r"^sha256:[0-9a-f]{64}$"))]
+    pub values_digest: Option<String>,
+    /// The complete chart values, inline: only in plans sealed before values were stored
+    /// apart by digest, which still verify and run.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::api::json_number::optional_value"
+    )]
     #[schemars(schema_with = "crate::schema::free_form_object")]
-    #[serde(deserialize_with = "crate::api::json_number::value")]
-    pub values: Value,
+    pub values: Option<Value>,
     /// The target Edge's name.
     pub edge_name: String,
     /// The target edge's cluster ID.

@@ -77,6 +77,8 @@ pub enum Action {
     /// observed UID: one that holds the name of the provider's credential but is not the
     /// installer's, or binds another Role than the plan's.
     DeleteOnHub(Deletion),
+    /// Take the plan's PlanValues object into the Workspace's ownership.
+    OwnPlanValues(Box<OwnValues>),
     /// Mint a token for the provider's hub ServiceAccount and store its kubeconfig in a
     /// Secret on the edge.
     MintRuntimeCredential(Box<MintCredential>),
@@ -129,6 +131,7 @@ impl Action {
                 Kind::RoleBinding => "delete-hub-role-binding",
                 _ => "delete-on-hub",
             },
+            Action::OwnPlanValues(_) => "own-plan-values",
             Action::MintRuntimeCredential(_) => "mint-runtime-credential",
             Action::CreateNamespace(_) => "create-namespace",
             Action::PatchNamespace { what, .. } => match what {
@@ -191,6 +194,51 @@ impl Action {
                 | Action::ReleaseJob { .. }
                 | Action::MarkReleaseFailed { .. }
         )
+    }
+}
+
+/// An owner reference to the Workspace, added to a PlanValues object the webhook wrote
+/// before the Workspace had a UID: the garbage collector then deletes the values with the
+/// Workspace. The patch tests the object's UID, so a replacement is never adopted.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OwnValues {
+    pub namespace: String,
+    pub name: String,
+    pub patch: json_patch::Patch,
+}
+
+impl OwnValues {
+    pub fn new(
+        name: &str,
+        uid: &str,
+        owners: &[String],
+        workspace: &crate::api::Workspace,
+    ) -> Self {
+        use kube::Resource;
+        let reference = serde_json::json!({
+            "apiVersion": crate::api::Workspace::api_version(&()),
+            "kind": crate::api::Workspace::kind(&()),
+            "name": workspace.metadata.name.clone().unwrap_or_default(),
+            "uid": workspace.metadata.uid.clone().unwrap_or_default(),
+        });
+        let (path, value) = if owners.is_empty() {
+            (
+                "/metadata/ownerReferences",
+                serde_json::Value::Array(vec![reference]),
+            )
+        } else {
+            ("/metadata/ownerReferences/-", reference)
+        };
+        let patch = serde_json::from_value(serde_json::json!([
+            {"op": "test", "path": "/metadata/uid", "value": uid},
+            {"op": "add", "path": path, "value": value},
+        ]))
+        .unwrap_or_else(|_| json_patch::Patch(Vec::new()));
+        Self {
+            namespace: workspace.metadata.namespace.clone().unwrap_or_default(),
+            name: name.to_owned(),
+            patch,
+        }
     }
 }
 

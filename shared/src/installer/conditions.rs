@@ -29,6 +29,8 @@ pub mod reason {
     pub const JOB_LOST: &str = "JobLost";
     pub const JOB_CONFLICT: &str = "JobConflict";
     pub const SEAL_INVALID: &str = "SealInvalid";
+    pub const VALUES_INVALID: &str = "ValuesInvalid";
+    pub const VALUES_UNAVAILABLE: &str = "ValuesUnavailable";
     pub const NAMESPACE_NOT_ADMITTED: &str = "NamespaceNotAdmitted";
     pub const NAMESPACE_TERMINATING: &str = "NamespaceTerminating";
     pub const TARGET_MISMATCH: &str = "TargetMismatch";

@@ -175,7 +175,7 @@ impl Machine<'_> {
                     .as_ref()
                     .is_some_and(|d| d.record_uid.as_deref() == Some(record.uid.as_str()));
                 let content = match &remote.release_content {
-                    Some(content) => describe(content, plan),
+                    Some(content) => describe(content, plan, self.checked_values(plan)),
                     // Described already, when this revision was first found.
                     None if described => return next,
                     None => String::new(),
@@ -298,6 +298,20 @@ impl Machine<'_> {
     }
 }
 
+impl Machine<'_> {
+    /// The plan's values, when they are at hand: inline in the plan, or read by digest and
+    /// checked.
+    fn checked_values<'v>(&'v self, plan: &'v Plan) -> Option<&'v Value> {
+        match crate::plan_values::source_of(plan) {
+            crate::plan_values::Source::Inline(values) => Some(values),
+            crate::plan_values::Source::Stored { .. } => match &self.observed.values {
+                super::observed::ValuesCheck::Verified { values, .. } => Some(values.as_ref()),
+                _ => None,
+            },
+        }
+    }
+}
+
 fn installed(plan: &Plan, revision: &ReleaseRevision) -> InstalledRelease {
     InstalledRelease {
         name: plan.release.clone(),
@@ -306,8 +320,9 @@ fn installed(plan: &Plan, revision: &ReleaseRevision) -> InstalledRelease {
     }
 }
 
-/// What a revision made outside the installer installs, against the sealed plan.
-pub fn describe(content: &ReleaseContent, plan: &Plan) -> String {
+/// What a revision made outside the installer installs, against the sealed plan and, when
+/// they were read, its values (a values difference is named only then).
+pub fn describe(content: &ReleaseContent, plan: &Plan, values: Option<&Value>) -> String {
     // What the edge says is anyone's words: escaped and bounded before a tenant reads it.
     let mut parts = Vec::new();
     if content.chart != plan.chart.name || content.version != plan.version {
@@ -319,7 +334,7 @@ pub fn describe(content: &ReleaseContent, plan: &Plan) -> String {
             plan.version
         ));
     }
-    match first_difference(&content.values, &plan.values, "") {
+    match values.and_then(|values| first_difference(&content.values, values, "")) {
         Some(path) => parts.push(format!(
             "its values differ from the plan's at {}",
             match path.trim_start_matches('.') {
@@ -327,10 +342,13 @@ pub fn describe(content: &ReleaseContent, plan: &Plan) -> String {
                 path => shown(path),
             }
         )),
-        None if parts.is_empty() => {
+        None if parts.is_empty() && values.is_some() => {
             parts.push("its chart, version and values are the plan's".to_owned())
         }
         None => {}
+    }
+    if parts.is_empty() {
+        return String::new();
     }
     format!("; {}", parts.join("; "))
 }

@@ -32,6 +32,9 @@ pub struct Focus {
     /// Ask RBAC again, as the plan's owner, whether they may install onto the plan's edge:
     /// the attempt has no preparation yet, so the next step may use the edge credential.
     pub authorize: bool,
+    /// The PlanValues object to read and check, while the attempt prepares: nothing is
+    /// created on the edge for a plan whose values are not exactly the sealed ones.
+    pub values: Option<String>,
 }
 
 /// The attempt recorded in status.
@@ -87,6 +90,7 @@ pub fn focus(workspace: &Workspace) -> Option<Focus> {
         credential: None,
         job_first,
         authorize: false,
+        values: None,
     };
     if workspace.metadata.deletion_timestamp.is_some() {
         // Deletion needs the edge only where something may be there to clean up.
@@ -123,6 +127,12 @@ pub fn focus(workspace: &Workspace) -> Option<Focus> {
             .map(|_| CredentialNames::for_workspace(&plan.org, &plan.workspace.name)),
         job_first: !preparing && running,
         authorize: preparing && !prepared_for(&status, recorded.as_ref(), plan),
+        values: match crate::plan_values::source_of(plan) {
+            crate::plan_values::Source::Stored { digest } if preparing => Some(
+                crate::plan_values::object_name(&plan.workspace.name, digest),
+            ),
+            _ => None,
+        },
         ..of_plan(plan)
     })
 }
@@ -141,5 +151,6 @@ fn of_plan(plan: &Plan) -> Focus {
         credential: None,
         job_first: false,
         authorize: false,
+        values: None,
     }
 }

@@ -47,12 +47,12 @@ mod tests;
 
 pub use action::{
     Action, Decision, Deletion, EdgeObject, Kind, MintCredential, NamespaceChange, Next, Note,
-    RunnerLog,
+    OwnValues, RunnerLog,
 };
 pub use focus::{Focus, focus};
 pub use observed::{
     Authorization, EdgeRoute, EdgeState, HubObjects, JobOutcome, JobState, NamespaceState,
-    ObjectState, Observed, ReleaseRevision, Remote, RunnerPod, SealCheck, job_state,
+    ObjectState, Observed, ReleaseRevision, Remote, RunnerPod, SealCheck, ValuesCheck, job_state,
     newest_revision, runner_pod, state_of,
 };
 

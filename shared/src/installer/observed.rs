@@ -32,6 +32,9 @@ pub struct Observed<'a> {
     /// RBAC's answer for the plan's owner on the plan's edge, asked again before the
     /// attempt's first preparation (see [`super::Focus::authorize`]).
     pub authorization: Authorization,
+    /// The plan's values, read by digest while the attempt prepares (see
+    /// [`super::Focus::values`]) and when a release made outside the installer is described.
+    pub values: ValuesCheck,
     /// The time of the decision.
     pub now: Timestamp,
 }
@@ -75,6 +78,33 @@ impl Authorization {
             (Ok(true), Ok(true)) => Authorization::Allowed,
         }
     }
+}
+
+/// The plan's values, read from the PlanValues object its digest names and checked
+/// against that digest ([`crate::plan_values::decode`]). Plans that carry their values
+/// inline need no read.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum ValuesCheck {
+    /// Not read: the decision does not need them.
+    #[default]
+    NotRead,
+    /// The object holds exactly the sealed values.
+    Verified {
+        values: std::sync::Arc<serde_json::Value>,
+        /// The object's UID.
+        uid: String,
+        /// The UIDs of its owners.
+        owners: Vec<String>,
+    },
+    /// No object of that name exists.
+    Missing { name: String },
+    /// The object's content is not the sealed values.
+    Defective {
+        name: String,
+        defect: crate::plan_values::ValuesDefect,
+    },
+    /// The hub did not answer: why.
+    Unavailable(String),
 }
 
 /// The signature check of the sealed plan.

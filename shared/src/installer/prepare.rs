@@ -1,23 +1,27 @@
 //! Preparation: the preparation record, namespace admission, the provider's runtime
 //! credential, the runner's identity and values, a pending release, then the Job.
 
+use std::sync::Arc;
+
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use k8s_openapi::{apimachinery::pkg::apis::meta::v1::Time, jiff::SignedDuration};
 
 use crate::{
     api::{Plan, Preparation},
+    plan_values,
     text::object_key,
 };
 
 use super::{
-    action::{Action, EdgeObject, Kind, Next, Note},
+    action::{Action, EdgeObject, Kind, Next, Note, OwnValues},
     conditions::{Outlook, reason},
     machine::Machine,
     manifests::{self, Marks},
     names::{self, AttemptNames},
     namespace_admission::Admission,
-    observed::{Authorization, EdgeState, Remote, SealCheck},
+    observed::{Authorization, EdgeState, Remote, SealCheck, ValuesCheck},
 };
 
 impl Machine<'_> {
@@ -64,6 +68,10 @@ impl Machine<'_> {
             );
             return self.cleanup();
         }
+        let values = match self.plan_values(plan) {
+            Ok(values) => values,
+            Err(next) => return next,
+        };
         self.outlook = Outlook::busy(
             reason::PREPARING,
             format!(
@@ -103,12 +111,12 @@ impl Machine<'_> {
         let mut stale = false;
         for (kind, observed, name) in remote.runner_objects(&names) {
             // Values small enough ride in the Job itself (manifests::values_in_job).
-            if kind == Kind::Secret && manifests::values_in_job(plan) {
+            if kind == Kind::Secret && manifests::values_in_job(&values) {
                 continue;
             }
             match observed {
                 None => {
-                    let object = runner_object(kind, plan, &names, &marks);
+                    let object = runner_object(kind, plan, &values, &names, &marks);
                     self.edge(Action::Create(Box::new(object)));
                 }
                 Some(existing)
@@ -138,9 +146,67 @@ impl Machine<'_> {
             return Next::Continue;
         }
         self.edge(Action::Create(Box::new(EdgeObject::Job(Box::new(
-            manifests::job(plan, &names, &marks, self.settings),
+            manifests::job(plan, &values, &names, &marks, self.settings),
         )))));
         Next::Continue
+    }
+
+    /// Rule `values_are_checked_before_creating`: a plan's values are the sealed ones, read
+    /// by digest, before anything is created for the attempt; an object missing or changed
+    /// rejects the attempt. Takes the object into the Workspace's ownership on the way, so
+    /// that it goes when the Workspace goes.
+    fn plan_values(&mut self, plan: &Plan) -> Result<Arc<Value>, Next> {
+        let digest = match plan_values::source_of(plan) {
+            plan_values::Source::Inline(values) => return Ok(Arc::new(values.clone())),
+            plan_values::Source::Stored { digest } => digest,
+        };
+        let name = plan_values::object_name(&plan.workspace.name, digest);
+        let why = match &self.observed.values {
+            ValuesCheck::Verified {
+                values,
+                uid,
+                owners,
+            } => {
+                if !self.uid.is_empty() && !owners.contains(&self.uid) {
+                    self.actions
+                        .push(Action::OwnPlanValues(Box::new(OwnValues::new(
+                            &name, uid, owners, self.ws,
+                        ))));
+                }
+                return Ok(values.clone());
+            }
+            ValuesCheck::NotRead => {
+                self.outlook = Outlook::idle(
+                    reason::VALUES_UNAVAILABLE,
+                    format!("attempt {}: reading its values", plan.attempt),
+                );
+                return Err(Next::After(5));
+            }
+            ValuesCheck::Unavailable(why) => {
+                self.outlook = Outlook::idle(
+                    reason::VALUES_UNAVAILABLE,
+                    format!(
+                        "attempt {}: cannot read its values (PlanValues {name}) on the hub: {why}; asking again shortly",
+                        plan.attempt
+                    ),
+                );
+                return Err(Next::After(10));
+            }
+            ValuesCheck::Missing { .. } => format!(
+                "its values ({digest}) are no longer stored on the hub: PlanValues {name} is missing"
+            ),
+            ValuesCheck::Defective { defect, .. } => {
+                format!("its values (PlanValues {name}) {defect}")
+            }
+        };
+        self.reject(
+            reason::VALUES_INVALID,
+            format!(
+                "attempt {} is not run: {why}. Nothing was created for it; change spec.values or spec.version to seal a new attempt, whose values the webhook stores again",
+                plan.attempt
+            ),
+        );
+        Err(self.cleanup())
     }
 
     /// Rule `authorization_is_asked_again_before_start`: before the first preparation of
@@ -256,7 +322,13 @@ impl Machine<'_> {
 
 /// The runner's object of `kind`: its ServiceAccount, Role or RoleBinding, otherwise the
 /// values Secret ([`Remote::runner_objects`] yields no Job).
-fn runner_object(kind: Kind, plan: &Plan, names: &AttemptNames, marks: &Marks) -> EdgeObject {
+fn runner_object(
+    kind: Kind,
+    plan: &Plan,
+    values: &serde_json::Value,
+    names: &AttemptNames,
+    marks: &Marks,
+) -> EdgeObject {
     match kind {
         Kind::ServiceAccount => {
             EdgeObject::ServiceAccount(manifests::runner_service_account(plan, names, marks))
@@ -265,7 +337,7 @@ fn runner_object(kind: Kind, plan: &Plan, names: &AttemptNames, marks: &Marks) -
         Kind::RoleBinding => {
             EdgeObject::RoleBinding(manifests::runner_role_binding(plan, names, marks))
         }
-        _ => EdgeObject::Secret(manifests::values_secret(plan, names, marks)),
+        _ => EdgeObject::Secret(manifests::values_secret(plan, values, names, marks)),
     }
 }
 

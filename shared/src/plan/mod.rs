@@ -7,7 +7,10 @@ mod withdrawn;
 use k8s_openapi::{apimachinery::pkg::apis::meta::v1::Time, jiff::Timestamp};
 
 use crate::{
-    api::{Cause, EdgeSpec, Owner, Plan, RecipeSpec, WorkspaceIdentity, WorkspaceSpec},
+    api::{
+        Cause, EdgeSpec, Owner, Plan, PlanValuesSpec, RecipeSpec, WorkspaceIdentity, WorkspaceSpec,
+    },
+    plan_values::{self, ValuesTooLarge},
     tenant_values::{self, ValueError},
 };
 
@@ -61,6 +64,8 @@ pub enum ResolveError {
     RepositoryNotAllowed { recipe: String, repository: String },
     #[error("{0}")]
     Values(#[from] ValueError),
+    #[error("recipe {recipe:?}: {why}")]
+    ValuesTooLarge { recipe: String, why: ValuesTooLarge },
     #[error(
         "recipe {recipe:?} grants the runner a rule the installer never grants ({why}); ask the platform team to fix the recipe's spec.execution"
     )]
@@ -86,6 +91,7 @@ impl ResolveError {
             }
             ResolveError::NoVersions { .. }
             | ResolveError::RepositoryNotAllowed { .. }
+            | ResolveError::ValuesTooLarge { .. }
             | ResolveError::ForbiddenRule { .. } => "spec.recipe".to_owned(),
             ResolveError::InvalidName { .. } => "metadata.name".to_owned(),
             ResolveError::Values(error) => error.field(),
@@ -106,6 +112,14 @@ pub fn repository_allowed(repository: &str, allowlist: &[String]) -> bool {
     })
 }
 
+/// A new attempt's plan and the values it refers to by digest, in their stored form.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Resolved {
+    pub plan: Plan,
+    /// What the PlanValues object named for the plan must hold.
+    pub values: PlanValuesSpec,
+}
+
 /// Resolves a new attempt from the recipe and the tenant's intent.
 pub fn resolve(
     recipe_name: &str,
@@ -114,7 +128,7 @@ pub fn resolve(
     intent: &WorkspaceSpec,
     context: AttemptContext,
     allowlist: &[String],
-) -> Result<Plan, ResolveError> {
+) -> Result<Resolved, ResolveError> {
     if !repository_allowed(&recipe.chart.repository, allowlist) {
         return Err(ResolveError::RepositoryNotAllowed {
             recipe: recipe_name.to_owned(),
@@ -173,7 +187,11 @@ pub fn resolve(
         });
     }
     let job = job_name(&context.workspace, &release, context.attempt);
-    Ok(Plan {
+    let stored = plan_values::encode(&merged).map_err(|why| ResolveError::ValuesTooLarge {
+        recipe: recipe_name.to_owned(),
+        why,
+    })?;
+    let plan = Plan {
         attempt: context.attempt,
         attempt_id: context.attempt_id,
         retry: context.retry,
@@ -185,7 +203,8 @@ pub fn resolve(
         version,
         release,
         namespace,
-        values: merged,
+        values_digest: Some(stored.digest.clone()),
+        values: None,
         edge_name: intent.edge.clone(),
         cluster: edge.cluster_id.clone(),
         edge_workspace_uuid: edge.workspace_uuid.clone(),
@@ -196,6 +215,10 @@ pub fn resolve(
         dry_run: context.dry_run,
         cause: Some(context.cause),
         restores: context.restores,
+    };
+    Ok(Resolved {
+        plan,
+        values: stored,
     })
 }
 

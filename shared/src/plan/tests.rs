@@ -56,6 +56,31 @@ fn context(attempt: i64) -> AttemptContext {
     }
 }
 
+/// [`super::resolve`], with the values its plan refers to by digest read back (and checked
+/// against that digest) into the plan, so that the assertions below read what runs.
+fn resolve(
+    recipe_name: &str,
+    recipe: &RecipeSpec,
+    edge: &EdgeSpec,
+    intent: &WorkspaceSpec,
+    context: AttemptContext,
+    allowlist: &[String],
+) -> Result<Plan, ResolveError> {
+    super::resolve(recipe_name, recipe, edge, intent, context, allowlist).map(|resolved| {
+        let digest = resolved
+            .plan
+            .values_digest
+            .clone()
+            .expect("a values digest");
+        let values = crate::plan_values::decode(&resolved.values, &digest).unwrap();
+        Plan {
+            values: Some(values),
+            values_digest: None,
+            ..resolved.plan
+        }
+    })
+}
+
 const ALLOW: &[&str] = &["https://charts.example/stable"];
 
 fn allow() -> Vec<String> {
@@ -76,7 +101,9 @@ fn resolves_defaults_and_tenant_values() {
     assert_eq!(plan.version, "1.2.0");
     assert_eq!(
         plan.values,
-        json!({"replicaCount": 3, "image": {"tag": "v1"}, "hub": {"secretName": "ws-hub-credential"}})
+        Some(
+            json!({"replicaCount": 3, "image": {"tag": "v1"}, "hub": {"secretName": "ws-hub-credential"}})
+        )
     );
     assert_eq!(
         (

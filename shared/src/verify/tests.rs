@@ -165,7 +165,7 @@ fn a_seal_noted_when_signed_verifies_and_a_changed_copy_still_does_not() {
     );
     // The same signature over other bytes is another digest: verified, and refused.
     let mut altered = sealed.clone();
-    altered.plan.values = json!({"replicas": 9});
+    altered.plan.values = Some(json!({"replicas": 9}));
     assert_eq!(
         verify_plan(&altered, &keyring, &workspace("uid-1", None)),
         Err(PlanDefect::Seal(SealError::SignatureMismatch))

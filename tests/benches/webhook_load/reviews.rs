@@ -192,6 +192,7 @@ fn seal_next_attempt(
         allowlist: &allowlist,
     };
     seal_attempt(&request, &start, lookups, &sealing)
+        .map(|attempt| attempt.sealed)
         .map_err(|d| anyhow::anyhow!("{d}"))
         .context("sealing attempt 2")
 }

@@ -13,7 +13,10 @@ use providers::{
     admission::{
         Denial, Request,
         finalizer::finalizer_patch,
-        mutate::{Lookups, PlanAction, Sealing, Start, StartKind, plan_action, seal_attempt},
+        mutate::{
+            Lookups, PlanAction, SealedAttempt, Sealing, Start, StartKind, plan_action,
+            seal_attempt,
+        },
         requester::requester_within_bounds,
         rollback::rollback_patch,
         validate,
@@ -31,6 +34,7 @@ use super::{
     app_state::AppState,
     body::{self, ReadBody},
     metrics::Outcome,
+    plan_values,
     review::{self, Review, ReviewError, WorkspaceReview},
 };
 
@@ -205,12 +209,31 @@ fn denied(review: &WorkspaceReview, endpoint: Endpoint, denial: &Denial) -> Answ
     Answer::denial(&review.uid, denial)
 }
 
-/// Looks up what the new attempt needs, authorizes the user on the exact edge, and seals.
+/// Seals a new attempt, and stores its values unless the write is a dry run.
 async fn seal(
     state: &AppState,
     request: &Request<'_>,
     start: &Start,
 ) -> Result<SealedPlan, Denial> {
+    let attempt = seal_new(state, request, start).await?;
+    if !request.dry_run {
+        let namespace = request
+            .object
+            .metadata
+            .namespace
+            .as_deref()
+            .unwrap_or_default();
+        plan_values::store(&state.client, namespace, &attempt, request.now).await?;
+    }
+    Ok(attempt.sealed)
+}
+
+/// Looks up what the new attempt needs, authorizes the user on the exact edge, and seals.
+async fn seal_new(
+    state: &AppState,
+    request: &Request<'_>,
+    start: &Start,
+) -> Result<SealedAttempt, Denial> {
     // Before any RBAC question carries the identity (seal_attempt checks it again).
     requester_within_bounds(request.user)?;
     let recipe = state.recipe(&start.recipe).await.map_err(lookup_failed(

@@ -6,6 +6,8 @@ mod body;
 mod budget;
 mod handlers;
 pub mod metrics;
+mod plan_values;
+mod recipe_review;
 mod review;
 pub mod sealing_keys;
 mod shape;
@@ -28,6 +30,7 @@ pub fn router(state: Arc<AppState>, budget_bytes: usize) -> Router {
     Router::new()
         .route("/mutate", post(handlers::mutate))
         .route("/validate", post(handlers::validate))
+        .route("/validate-recipe", post(recipe_review::validate_recipe))
         .layer(axum::middleware::from_fn_with_state(
             budget::ReviewBudget::new(budget_bytes, BODY_LIMIT),
             budget::within_budget,

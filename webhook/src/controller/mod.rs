@@ -23,6 +23,7 @@ mod reconcile;
 mod runner_log;
 mod sweep;
 pub mod term;
+mod values_sweep;
 
 pub use context::Context;
 pub use lease::{Elector, LeaseConfig};

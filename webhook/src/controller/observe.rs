@@ -12,11 +12,12 @@ use k8s_openapi::{
 };
 use kube::{Api, Client, api::ListParams};
 use providers::{
-    api::{Plan, Workspace},
+    api::{Plan, PlanValues, Workspace},
     installer::{
         self, Authorization, EdgeState, Focus, HubObjects, JobOutcome, Kind, Observed, Remote,
-        SealCheck, drift, names::CredentialNames, state_of,
+        SealCheck, ValuesCheck, drift, names::CredentialNames, state_of,
     },
+    plan_values::{self, Source},
 };
 
 use crate::authz;
@@ -42,6 +43,7 @@ pub struct Observation {
     pub remote: Option<Remote>,
     pub hub: Option<HubObjects>,
     pub authorization: Authorization,
+    pub values: ValuesCheck,
     pub now: Timestamp,
 }
 
@@ -54,6 +56,7 @@ impl Observation {
             remote: self.remote.clone(),
             hub: self.hub.clone(),
             authorization: self.authorization.clone(),
+            values: self.values.clone(),
             now: self.now,
         }
     }
@@ -115,6 +118,15 @@ pub async fn observe(ctx: &Context, workspace: Workspace) -> Result<Observation>
         }
         _ => Authorization::NotAsked,
     };
+    // Read while the attempt prepares, and to name what a release made outside the
+    // installer changed in them.
+    let described = remote.as_ref().is_some_and(|r| r.release_content.is_some());
+    let values = match workspace.spec.plan.as_ref() {
+        Some(sealed) if focus.as_ref().is_some_and(|f| f.values.is_some()) || described => {
+            read_values(&ctx.hub, &workspace, &sealed.plan).await
+        }
+        _ => ValuesCheck::NotRead,
+    };
     Ok(Observation {
         workspace,
         seal,
@@ -125,8 +137,39 @@ pub async fn observe(ctx: &Context, workspace: Workspace) -> Result<Observation>
         remote,
         hub,
         authorization,
+        values,
         now: Timestamp::now(),
     })
+}
+
+/// The plan's values from the PlanValues object its digest names, checked against that
+/// digest. Read live: the objects are large and read once or twice per attempt, so no
+/// cache holds them.
+async fn read_values(hub: &Client, workspace: &Workspace, plan: &Plan) -> ValuesCheck {
+    let Source::Stored { digest } = plan_values::source_of(plan) else {
+        return ValuesCheck::NotRead;
+    };
+    let name = plan_values::object_name(&plan.workspace.name, digest);
+    let namespace = workspace.metadata.namespace.as_deref().unwrap_or_default();
+    let api = Api::<PlanValues>::namespaced(hub.clone(), namespace);
+    match api.get_opt(&name).await {
+        Err(error) => ValuesCheck::Unavailable(error.to_string()),
+        Ok(None) => ValuesCheck::Missing { name },
+        Ok(Some(stored)) => match plan_values::decode(&stored.spec, digest) {
+            Ok(values) => ValuesCheck::Verified {
+                values: std::sync::Arc::new(values),
+                uid: stored.metadata.uid.clone().unwrap_or_default(),
+                owners: stored
+                    .metadata
+                    .owner_references
+                    .iter()
+                    .flatten()
+                    .map(|owner| owner.uid.clone())
+                    .collect(),
+            },
+            Err(defect) => ValuesCheck::Defective { name, defect },
+        },
+    }
 }
 
 /// RBAC's answer for the plan's owner, as sealed: `install` on the plan's edge and `use`

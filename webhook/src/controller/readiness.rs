@@ -32,6 +32,11 @@ impl ControllerReadiness {
     pub fn set_workspaces_synced(&self) {
         self.workspaces_synced.store(true, Ordering::Release);
     }
+
+    /// Whether the term's Workspace cache has its first list.
+    pub fn workspaces_synced(&self) -> bool {
+        self.workspaces_synced.load(Ordering::Acquire)
+    }
 }
 
 impl Readiness for ControllerReadiness {

@@ -14,7 +14,7 @@ use kube::{
 use providers::api::Workspace;
 use tokio::task::JoinHandle;
 
-use super::{context::Context, edges, reconcile, sweep};
+use super::{context::Context, edges, reconcile, sweep, values_sweep};
 
 /// A spawned task that is aborted when dropped, so a term's tasks end with the term.
 pub struct Task(JoinHandle<()>);
@@ -70,6 +70,7 @@ pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
     let (trigger, triggered) = futures::channel::mpsc::unbounded();
     let _edges = Task::spawn(edges::run(ctx.clone(), controller.store(), trigger));
     let _sweep = Task::spawn(sweep::run(ctx.clone()));
+    let _values_sweep = Task::spawn(values_sweep::run(ctx.clone(), controller.store()));
     controller
         .reconcile_on(triggered)
         .reconcile_all_on(keys_read)

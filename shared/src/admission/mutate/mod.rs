@@ -7,7 +7,7 @@ use crate::{api::SealedPlan, text::quoted};
 
 use super::{Denial, Request};
 
-pub use sealing::{Lookups, Sealing, seal_attempt};
+pub use sealing::{Lookups, SealedAttempt, Sealing, seal_attempt};
 pub use start::{Start, StartKind, start_of};
 
 /// What the mutating webhook does with a request.

@@ -5,7 +5,7 @@ use crate::{
     admission::{
         Denial, Request, attempt::retry_of, binding_of, requester::requester_within_bounds,
     },
-    api::{EdgeSpec, Owner, RecipeSpec, SealedPlan},
+    api::{EdgeSpec, Owner, PlanValuesSpec, RecipeSpec, SealedPlan},
     plan::{self, AttemptContext},
     seal::{Keyring, Sealer},
     text::quoted,
@@ -34,13 +34,23 @@ pub struct Sealing<'a> {
     pub allowlist: &'a [String],
 }
 
+/// A sealed attempt, and the values its plan refers to by digest.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SealedAttempt {
+    pub sealed: SealedPlan,
+    /// For a plan resolved afresh: what its PlanValues object must hold. `None` for a
+    /// retry or a rollback, whose values are stored already (the caller checks that they
+    /// still are before the plan is admitted).
+    pub values: Option<PlanValuesSpec>,
+}
+
 /// Resolves and seals a new attempt.
 pub fn seal_attempt(
     request: &Request<'_>,
     start: &Start,
     lookups: Lookups<'_>,
     sealing: &Sealing<'_>,
-) -> Result<SealedPlan, Denial> {
+) -> Result<SealedAttempt, Denial> {
     requester_within_bounds(request.user)?;
     let intent = &start.kind.intent(&request.object.spec);
     let user = request.user.username.clone().unwrap_or_default();
@@ -70,7 +80,7 @@ pub fn seal_attempt(
     let edge = lookups.edge.ok_or_else(|| Denial::UnknownEdge {
         name: quoted(&start.edge),
     })?;
-    let plan = match &start.kind {
+    let (plan, values) = match &start.kind {
         StartKind::Retry { original, .. } => {
             check_original(request, original, sealing.keyring)?;
             plan::check_retry(&original.plan, recipe, edge, sealing.allowlist).map_err(|why| {
@@ -80,18 +90,18 @@ pub fn seal_attempt(
                 }
             })?;
             authorize(&lookups, &user, start)?;
-            plan::retry(&original.plan, context)
+            (plan::retry(&original.plan, context), None)
         }
         StartKind::Rollback { to, kept } => {
             check_original(request, &kept.plan, sealing.keyring)?;
             plan::check_retry(&kept.plan.plan, recipe, edge, sealing.allowlist)
                 .map_err(|why| Denial::RollbackWithdrawn { attempt: *to, why })?;
             authorize(&lookups, &user, start)?;
-            plan::retry(&kept.plan.plan, context)
+            (plan::retry(&kept.plan.plan, context), None)
         }
         StartKind::Create | StartKind::Upgrade => {
             authorize(&lookups, &user, start)?;
-            plan::resolve(
+            let resolved = plan::resolve(
                 &start.recipe,
                 recipe,
                 edge,
@@ -99,13 +109,15 @@ pub fn seal_attempt(
                 context,
                 sealing.allowlist,
             )
-            .map_err(Denial::Resolve)?
+            .map_err(Denial::Resolve)?;
+            (resolved.plan, Some(resolved.values))
         }
     };
-    sealing
+    let sealed = sealing
         .sealer
         .seal_noted(plan, sealing.keyring)
-        .map_err(Denial::SealFailed)
+        .map_err(Denial::SealFailed)?;
+    Ok(SealedAttempt { sealed, values })
 }
 
 /// A retry signs the stored plan again only when this webhook sealed it for this very

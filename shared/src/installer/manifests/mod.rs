@@ -109,31 +109,36 @@ fn role_binding(
     }
 }
 
-/// The chart values of the plan, as the `values.yaml` Helm reads: JSON, which is YAML but
+/// The chart values of a plan, as the `values.yaml` Helm reads: JSON, which is YAML but
 /// for a few characters (see [`crate::text::yaml_safe`]).
-pub fn values_text(plan: &Plan) -> String {
-    match &plan.values {
+pub fn values_text(values: &serde_json::Value) -> String {
+    match values {
         serde_json::Value::Null => "{}".to_owned(),
         values => crate::text::yaml_safe(values.to_string()),
     }
 }
 
-/// Whether the plan's values travel in the Job's Pod template (a downwardAPI volume) rather
+/// Whether a plan's values travel in the Job's Pod template (a downwardAPI volume) rather
 /// than in a values Secret: one object fewer to create and delete per attempt.
-pub fn values_in_job(plan: &Plan) -> bool {
-    values_text(plan).len() <= names::VALUES_ANNOTATION_LIMIT
+pub fn values_in_job(values: &serde_json::Value) -> bool {
+    values_text(values).len() <= names::VALUES_ANNOTATION_LIMIT
 }
 
 /// The Secret that carries `values.yaml` to the runner when the values are too large for
 /// the Job's Pod template.
-pub fn values_secret(plan: &Plan, names: &AttemptNames, marks: &Marks) -> Secret {
+pub fn values_secret(
+    plan: &Plan,
+    values: &serde_json::Value,
+    names: &AttemptNames,
+    marks: &Marks,
+) -> Secret {
     Secret {
         metadata: marks.meta(&names.values, &plan.namespace),
         type_: Some("Opaque".into()),
         immutable: Some(true),
         data: Some(BTreeMap::from([(
             names::VALUES_FILE.to_owned(),
-            ByteString(values_text(plan).into_bytes()),
+            ByteString(values_text(values).into_bytes()),
         )])),
         ..Default::default()
     }
@@ -182,11 +187,7 @@ mod tests {
             "plain": "emoji \u{1f600} and <&>",
             "n": [1, -2.5, true, null]
         });
-        let plan = Plan {
-            values: values.clone(),
-            ..crate::testing::plan()
-        };
-        let text = values_text(&plan);
+        let text = values_text(&values);
         assert!(
             !text.contains([
                 '\u{85}', '\u{2028}', '\u{2029}', '\u{7f}', '\u{feff}', '\u{ffff}'
@@ -203,10 +204,9 @@ mod tests {
 
     #[test]
     fn plain_values_are_the_json_text() {
-        let plan = Plan {
-            values: json!({"a": "b", "c": [1, 2]}),
-            ..crate::testing::plan()
-        };
-        assert_eq!(values_text(&plan), r#"{"a":"b","c":[1,2]}"#);
+        assert_eq!(
+            values_text(&json!({"a": "b", "c": [1, 2]})),
+            r#"{"a":"b","c":[1,2]}"#
+        );
     }
 }

@@ -23,7 +23,7 @@ use crate::{
     },
 };
 
-use super::{Marks, values_in_job, values_text};
+use super::{Marks, values_text};
 
 /// The argument vector of the runner: `helm upgrade --install` with the pinned chart,
 /// version, release, namespace and values file. Never a shell.
@@ -62,7 +62,13 @@ pub fn helm_args(plan: &Plan, settings: &Settings) -> Vec<String> {
 /// The attempt's Job: one try, a deadline, the installer's finalizer, the attempt's
 /// ServiceAccount, the values mounted read-only (from its own Pod template, or the values
 /// Secret when too large), a read-only root file system.
-pub fn job(plan: &Plan, names: &AttemptNames, marks: &Marks, settings: &Settings) -> Job {
+pub fn job(
+    plan: &Plan,
+    values: &serde_json::Value,
+    names: &AttemptNames,
+    marks: &Marks,
+    settings: &Settings,
+) -> Job {
     let mut meta = marks.meta(&names.job, &plan.namespace);
     meta.finalizers = Some(vec![names::FINALIZER.to_owned()]);
     let scratch = |sub: &str| format!("{}/helm/{sub}", names::SCRATCH_MOUNT_PATH);
@@ -124,8 +130,9 @@ pub fn job(plan: &Plan, names: &AttemptNames, marks: &Marks, settings: &Settings
         ..Default::default()
     };
     let mut pod_annotations = marks.annotations();
-    let values = if values_in_job(plan) {
-        pod_annotations.insert(names::ANNOTATION_VALUES.into(), values_text(plan));
+    let text = values_text(values);
+    let values = if text.len() <= names::VALUES_ANNOTATION_LIMIT {
+        pod_annotations.insert(names::ANNOTATION_VALUES.into(), text);
         Volume {
             name: "values".into(),
             downward_api: Some(DownwardAPIVolumeSource {

@@ -105,7 +105,7 @@ fn values_ride_in_the_job_and_in_a_secret_only_when_too_large() {
 
     // Values over the annotation limit travel in the values Secret, mounted instead.
     let mut large = plan(1);
-    large.values = json!({"greeting": "x".repeat(names::VALUES_ANNOTATION_LIMIT)});
+    large.values = Some(json!({"greeting": "x".repeat(names::VALUES_ANNOTATION_LIMIT)}));
     let ws = workspace(Some(large), Some(bound(1, None)));
     let mut case = Case::new(&ws);
     case.remote = Some(remote);

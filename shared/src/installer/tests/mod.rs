@@ -27,6 +27,7 @@ mod namespace;
 mod reads;
 mod result;
 mod sealing;
+mod values;
 
 const UID: &str = "uid-ws-1";
 const OTHER_UID: &str = "uid-ws-0";
@@ -54,7 +55,7 @@ pub(super) fn plan(attempt: i64) -> Plan {
             name: "hello".into(),
         },
         namespace: "hello-ns".into(),
-        values: json!({"greeting": "hi"}),
+        values: Some(json!({"greeting": "hi"})),
         cluster: "cluster-1".into(),
         edge_workspace_uuid: "ews-1".into(),
         job: format!("hello-0a1b2c3d-{attempt}"),
@@ -207,6 +208,7 @@ pub(super) struct Case<'a> {
     pub remote: Option<Remote>,
     pub hub: Option<HubObjects>,
     pub authorization: Authorization,
+    pub values: ValuesCheck,
 }
 
 impl<'a> Case<'a> {
@@ -218,6 +220,7 @@ impl<'a> Case<'a> {
             remote: Some(Remote::default()),
             hub: None,
             authorization: Authorization::Allowed,
+            values: ValuesCheck::NotRead,
         }
     }
     pub(super) fn decide(&self) -> Decision {
@@ -229,6 +232,7 @@ impl<'a> Case<'a> {
                 remote: self.remote.clone(),
                 hub: self.hub.clone(),
                 authorization: self.authorization.clone(),
+                values: self.values.clone(),
                 now: now(),
             },
             &Settings::default(),

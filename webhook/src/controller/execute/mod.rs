@@ -13,7 +13,7 @@ use kube::{
     runtime::events::{Event, EventType},
 };
 use providers::{
-    api::{JobResult, Workspace, WorkspaceStatus},
+    api::{JobResult, PlanValues, Workspace, WorkspaceStatus},
     installer::{Action, EdgeObject, Kind, conditions, patch, state_of},
 };
 
@@ -156,6 +156,16 @@ async fn run(
             create_in(&ctx.hub, rb.as_ref())
                 .await
                 .map_err(|e| hub_write("create-hub-role-binding", e))?;
+        }
+        Action::OwnPlanValues(own) => {
+            Api::<PlanValues>::namespaced(ctx.hub.clone(), &own.namespace)
+                .patch(
+                    &own.name,
+                    &PatchParams::default(),
+                    &Patch::<()>::Json(own.patch.clone()),
+                )
+                .await
+                .map_err(|e| hub_write(action.name(), e))?;
         }
         Action::DeleteOnHub(deletion) => {
             let result = match deletion.kind {

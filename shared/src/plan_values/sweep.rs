@@ -1,0 +1,86 @@
+//! Which PlanValues objects are no longer needed: rule `unused_values_are_swept`.
+//!
+//! An object is needed while its Workspace's sealed plan or one of its kept plans refers to
+//! its digest, and for [`GRACE`] after a plan referring to it was last sealed (the webhook
+//! writes it before the Workspace write is stored, and the installer's cache sees that
+//! write a moment later, or never, when the API server refused it).
+
+use std::collections::BTreeSet;
+
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+
+use crate::api::Workspace;
+
+use super::{Source, object_name, source_of};
+
+/// How long after it was last sealed an object is kept whatever refers to it.
+pub const GRACE: SignedDuration = SignedDuration::from_secs(10 * 60);
+
+/// A PlanValues object as a metadata-only list shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredValues {
+    pub name: String,
+    /// The Workspace it was written for (its annotation).
+    pub workspace: String,
+    /// The UIDs of its owners.
+    pub owners: Vec<String>,
+    /// When a plan referring to it was last sealed, else when it was created.
+    pub last_sealed: Option<Timestamp>,
+}
+
+/// What becomes of one object.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Keep,
+    Delete,
+    /// Its Workspace is not among those this installer follows: keep it if a Workspace of
+    /// that name exists on the hub, else delete it.
+    DeleteUnlessWorkspaceExists,
+}
+
+/// The names of the PlanValues objects `workspace` refers to: its sealed plan's and its
+/// kept plans'.
+pub fn referenced(workspace: &Workspace) -> BTreeSet<String> {
+    let name = workspace.metadata.name.as_deref().unwrap_or_default();
+    let kept = workspace
+        .status
+        .iter()
+        .flat_map(|status| &status.attempts)
+        .filter_map(|record| record.kept.as_ref().map(|kept| &kept.plan.plan));
+    workspace
+        .spec
+        .plan
+        .iter()
+        .map(|sealed| &sealed.plan)
+        .chain(kept)
+        .filter_map(|plan| match source_of(plan) {
+            Source::Stored { digest } => Some(object_name(name, digest)),
+            Source::Inline(_) => None,
+        })
+        .collect()
+}
+
+/// Rule `unused_values_are_swept`: `followed` is the Workspace of that name this installer
+/// follows, if any. An object owned by a Workspace this installer does not follow is left
+/// to it (or, once that Workspace is gone, to the garbage collector).
+pub fn verdict(stored: &StoredValues, followed: Option<&Workspace>, now: Timestamp) -> Verdict {
+    if stored
+        .last_sealed
+        .is_none_or(|at| now.duration_since(at) < GRACE)
+    {
+        return Verdict::Keep;
+    }
+    match followed {
+        Some(workspace) => {
+            let uid = workspace.metadata.uid.as_deref().unwrap_or_default();
+            let ours = stored.owners.is_empty() || stored.owners.iter().any(|o| o == uid);
+            if ours && !referenced(workspace).contains(&stored.name) {
+                Verdict::Delete
+            } else {
+                Verdict::Keep
+            }
+        }
+        None if stored.owners.is_empty() => Verdict::DeleteUnlessWorkspaceExists,
+        None => Verdict::Keep,
+    }
+}

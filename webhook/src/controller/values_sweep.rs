@@ -1,0 +1,103 @@
+//! The PlanValues sweep of a leader's term: soon after the term starts and then every
+//! `--orphan-sweep-interval`, values objects that no plan of their Workspace refers to any
+//! more are deleted (`providers::plan_values::sweep`). Each deletion is guarded by the
+//! resourceVersion it was judged at, so one the webhook marked as sealed again meanwhile
+//! stays.
+
+use std::{sync::Arc, time::Duration};
+
+use k8s_openapi::jiff::Timestamp;
+use kube::{
+    Api,
+    api::{DeleteParams, ListParams, Preconditions},
+    runtime::reflector::{ObjectRef, Store},
+};
+use providers::{
+    api::{PlanValues, Workspace},
+    plan_values::{
+        ANNOTATION_LAST_SEALED, ANNOTATION_WORKSPACE,
+        sweep::{StoredValues, Verdict, verdict},
+    },
+};
+
+use super::context::Context;
+
+pub async fn run(ctx: Arc<Context>, workspaces: Store<Workspace>) {
+    let interval = Duration::from_secs(ctx.args.orphan_sweep_interval.max(1));
+    // The first sweep waits for the Workspace cache: before it is in, every object would
+    // look unreferenced. (Polled: the store's own wait wakes one waiter only.)
+    while !ctx.readiness.workspaces_synced() {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    loop {
+        if let Err(error) = sweep(&ctx, &workspaces).await {
+            tracing::warn!(%error, "PlanValues sweep failed; trying again at the next interval");
+        }
+        tokio::time::sleep(interval).await;
+    }
+}
+
+async fn sweep(ctx: &Context, workspaces: &Store<Workspace>) -> Result<(), kube::Error> {
+    let listed = Api::<PlanValues>::all(ctx.hub.clone())
+        .list_metadata(&ListParams::default())
+        .await?;
+    let now = Timestamp::now();
+    for item in listed.items {
+        let meta = &item.metadata;
+        let namespace = meta.namespace.clone().unwrap_or_default();
+        let annotations = meta.annotations.as_ref();
+        let stored = StoredValues {
+            name: meta.name.clone().unwrap_or_default(),
+            workspace: annotations
+                .and_then(|a| a.get(ANNOTATION_WORKSPACE))
+                .cloned()
+                .unwrap_or_default(),
+            owners: meta
+                .owner_references
+                .iter()
+                .flatten()
+                .map(|owner| owner.uid.clone())
+                .collect(),
+            last_sealed: annotations
+                .and_then(|a| a.get(ANNOTATION_LAST_SEALED))
+                .and_then(|at| at.parse().ok())
+                .or(meta.creation_timestamp.as_ref().map(|t| t.0)),
+        };
+        let followed = workspaces.get(&ObjectRef::new(&stored.workspace).within(&namespace));
+        let delete = match verdict(&stored, followed.as_deref(), now) {
+            Verdict::Keep => false,
+            Verdict::Delete => true,
+            Verdict::DeleteUnlessWorkspaceExists => {
+                Api::<Workspace>::namespaced(ctx.hub.clone(), &namespace)
+                    .get_metadata_opt(&stored.workspace)
+                    .await?
+                    .is_none()
+            }
+        };
+        if !delete {
+            continue;
+        }
+        let params = DeleteParams {
+            preconditions: Some(Preconditions {
+                uid: meta.uid.clone(),
+                resource_version: meta.resource_version.clone(),
+            }),
+            ..DeleteParams::default()
+        };
+        match Api::<PlanValues>::namespaced(ctx.hub.clone(), &namespace)
+            .delete(&stored.name, &params)
+            .await
+        {
+            Ok(_) => tracing::info!(
+                namespace,
+                name = stored.name,
+                workspace = stored.workspace,
+                "deleted PlanValues no plan refers to any more"
+            ),
+            // Changed since it was listed (sealed again), or gone already.
+            Err(kube::Error::Api(status)) if status.code == 409 || status.code == 404 => {}
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(())
+}
