@@ -43,7 +43,18 @@ pub async fn shared(controlplane: &Path) -> anyhow::Result<&'static System> {
             platform::grant_install(&env.hub_admin().await?, "bob", installer::EDGE).await?;
             webhook.register(&env.hub).await?;
             let controller = env
-                .controller(ControllerOptions::new("", "system-0", "lease-system").supervised())
+                .controller(ControllerOptions {
+                    // PlanValues stored for writes the API server refused go within seconds.
+                    args: [
+                        "--plan-values-grace",
+                        "5",
+                        "--plan-values-sweep-interval",
+                        "2",
+                    ]
+                    .map(String::from)
+                    .to_vec(),
+                    ..ControllerOptions::new("", "system-0", "lease-system").supervised()
+                })
                 .await?;
             Ok(System {
                 env,

@@ -162,7 +162,7 @@ fn kubectl_explain_shows_the_field_docs() {
     let out = squash(
         &kubectl::ok(
             plane.kubeconfig(User::Alice),
-            &["explain", "workspaces.spec.plan.values"],
+            &["explain", "workspaces.spec.plan.valuesDigest"],
         )
         .unwrap(),
     );

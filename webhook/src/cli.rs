@@ -146,8 +146,9 @@ pub struct ControllerArgs {
     #[arg(long, default_value_t = 20)]
     pub attempt_history: usize,
     /// Of how many succeeded attempts per Workspace the plan is kept, for
-    /// `kubectl provider rollback`.
-    #[arg(long, default_value_t = 5)]
+    /// `kubectl provider rollback` (fewer when they pass 128 KiB together). Helm keeps 10
+    /// revisions of a release by default.
+    #[arg(long, default_value_t = 10)]
     pub rollback_history: usize,
     /// How often an installed release is compared with what its attempt left on the edge,
     /// in seconds (0: never). A change of Helm's records is checked as soon as it is seen;
@@ -173,6 +174,15 @@ pub struct ControllerArgs {
     /// without their cleanup, in seconds (also once at the start of every leader term).
     #[arg(long, default_value_t = 600)]
     pub orphan_sweep_interval: u64,
+    /// How often the hub is swept for PlanValues no plan refers to any more, in seconds
+    /// (also once when every leader term's Workspace cache is in).
+    #[arg(long, default_value_t = 600)]
+    pub plan_values_sweep_interval: u64,
+    /// How long after a plan referring to them was last sealed PlanValues are kept whatever
+    /// refers to them, in seconds: longer than the webhook's timeout and the installer's
+    /// cache lag together, so that values sealed a moment ago are never swept.
+    #[arg(long, default_value_t = providers::plan_values::sweep::GRACE.as_secs() as u64)]
+    pub plan_values_grace: u64,
     /// How often every Workspace is reconciled even without a change, in seconds.
     #[arg(long, default_value_t = 600)]
     pub resync: u64,

@@ -226,7 +226,7 @@ Installs:   release podinfo in namespace podinfo
 Edge:       edge-1 (cluster cluster-1, edge workspace 0b6f0f4e-7c1a-4d55-9d1e-3b8f6f1d2a10)
 Job:        podinfo-demo-1
 Seal:       Ed25519, key 0123456789abcdef
-Verified:   yes: signed by published key 0123456789abcdef, sealed for this Workspace
+Verified:   yes: signed by published key 0123456789abcdef, sealed for this Workspace, values as sealed
 Values:
   replicaCount: 2
   ui:

@@ -285,14 +285,18 @@ impl Machine<'_> {
                 plan: sealed,
             });
         }
+        // Rule `kept_plans_are_bounded`: newest first, at most rollback_history of them
+        // and, past the newest, at most KEPT_PLANS_BYTES together.
         let keep = self.settings.rollback_history;
-        let mut kept = 0;
+        let (mut kept, mut bytes) = (0, 0);
         for record in self.status.attempts.iter_mut().rev() {
-            if record.kept.is_some() {
-                kept += 1;
-                if kept > keep {
-                    record.kept = None;
-                }
+            let Some(plan) = &record.kept else {
+                continue;
+            };
+            kept += 1;
+            bytes += serde_json::to_vec(plan).map(|json| json.len()).unwrap_or(0);
+            if kept > keep || (kept > 1 && bytes > super::KEPT_PLANS_BYTES) {
+                record.kept = None;
             }
         }
     }

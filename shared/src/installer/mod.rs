@@ -69,7 +69,8 @@ pub struct Settings {
     pub preparation_ttl_seconds: i64,
     /// How many attempt records a Workspace's status keeps.
     pub attempt_history: usize,
-    /// Of how many succeeded attempts the status keeps the plan, for a rollback.
+    /// Of how many succeeded attempts the status keeps the plan, for a rollback (fewer
+    /// when their plans pass [`KEPT_PLANS_BYTES`]).
     pub rollback_history: usize,
     /// How often an installed release is compared with what its attempt left, in seconds
     /// (0: never). Changes of Helm's records on the edge are checked as they are seen.
@@ -84,11 +85,16 @@ impl Default for Settings {
             job_deadline_seconds: 900,
             preparation_ttl_seconds: 300,
             attempt_history: 20,
-            rollback_history: 5,
+            rollback_history: 10,
             drift_interval_seconds: 300,
         }
     }
 }
+
+/// The most the plans kept for a rollback may weigh together in a Workspace's status, as
+/// JSON: what a long history of large identities and tenant values could otherwise add.
+/// The newest kept plan stays whatever it weighs.
+pub const KEPT_PLANS_BYTES: usize = 128 * 1024;
 
 /// The runner image used unless configured: alpine/helm, pinned to the Helm release the
 /// tests run.

@@ -13,7 +13,8 @@ use crate::api::Workspace;
 
 use super::{Source, object_name, source_of};
 
-/// How long after it was last sealed an object is kept whatever refers to it.
+/// How long after it was last sealed an object is kept whatever refers to it, unless the
+/// installer is told otherwise (`--plan-values-grace`).
 pub const GRACE: SignedDuration = SignedDuration::from_secs(10 * 60);
 
 /// A PlanValues object as a metadata-only list shows it.
@@ -34,8 +35,8 @@ pub enum Verdict {
     Keep,
     Delete,
     /// Its Workspace is not among those this installer follows: keep it if a Workspace of
-    /// that name exists on the hub, else delete it.
-    DeleteUnlessWorkspaceExists,
+    /// that name exists on the hub and is its owner (or it has none yet), else delete it.
+    DeleteUnlessOwnerExists,
 }
 
 /// The names of the PlanValues objects `workspace` refers to: its sealed plan's and its
@@ -61,12 +62,18 @@ pub fn referenced(workspace: &Workspace) -> BTreeSet<String> {
 }
 
 /// Rule `unused_values_are_swept`: `followed` is the Workspace of that name this installer
-/// follows, if any. An object owned by a Workspace this installer does not follow is left
-/// to it (or, once that Workspace is gone, to the garbage collector).
-pub fn verdict(stored: &StoredValues, followed: Option<&Workspace>, now: Timestamp) -> Verdict {
+/// follows, if any. An object of a Workspace this installer does not follow (another
+/// shard's, or one deleted) is judged by whether that Workspace exists: the garbage
+/// collector would delete it too, and this does not depend on it running.
+pub fn verdict(
+    stored: &StoredValues,
+    followed: Option<&Workspace>,
+    now: Timestamp,
+    grace: SignedDuration,
+) -> Verdict {
     if stored
         .last_sealed
-        .is_none_or(|at| now.duration_since(at) < GRACE)
+        .is_none_or(|at| now.duration_since(at) < grace)
     {
         return Verdict::Keep;
     }
@@ -74,13 +81,15 @@ pub fn verdict(stored: &StoredValues, followed: Option<&Workspace>, now: Timesta
         Some(workspace) => {
             let uid = workspace.metadata.uid.as_deref().unwrap_or_default();
             let ours = stored.owners.is_empty() || stored.owners.iter().any(|o| o == uid);
-            if ours && !referenced(workspace).contains(&stored.name) {
-                Verdict::Delete
-            } else {
+            if !ours {
+                // An earlier Workspace of the same name's.
+                Verdict::DeleteUnlessOwnerExists
+            } else if referenced(workspace).contains(&stored.name) {
                 Verdict::Keep
+            } else {
+                Verdict::Delete
             }
         }
-        None if stored.owners.is_empty() => Verdict::DeleteUnlessWorkspaceExists,
-        None => Verdict::Keep,
+        None => Verdict::DeleteUnlessOwnerExists,
     }
 }

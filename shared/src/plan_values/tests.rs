@@ -243,19 +243,17 @@ mod sweeping {
 
     const OLD: SignedDuration = SignedDuration::from_secs(3600);
 
+    fn judge(stored: &StoredValues, followed: Option<&Workspace>) -> Verdict {
+        verdict(stored, followed, Timestamp::now(), GRACE)
+    }
+
     #[test]
     fn values_a_plan_refers_to_are_kept() {
         let ws = workspace(json!({"v": 3}), &[json!({"v": 1}), json!({"v": 2})]);
         assert_eq!(referenced(&ws).len(), 3);
         for v in 1..=3 {
-            assert_eq!(
-                verdict(
-                    &stored(json!({"v": v}), &["uid-demo"], OLD),
-                    Some(&ws),
-                    Timestamp::now()
-                ),
-                Verdict::Keep
-            );
+            let kept = stored(json!({"v": v}), &["uid-demo"], OLD);
+            assert_eq!(judge(&kept, Some(&ws)), Verdict::Keep);
         }
     }
 
@@ -263,45 +261,19 @@ mod sweeping {
     fn values_no_plan_refers_to_go_once_the_grace_has_passed() {
         let ws = workspace(json!({"v": 3}), &[]);
         let unused = json!({"v": 1});
-        assert_eq!(
-            verdict(
-                &stored(unused.clone(), &["uid-demo"], OLD),
-                Some(&ws),
-                Timestamp::now()
-            ),
-            Verdict::Delete
-        );
+        let owned = stored(unused.clone(), &["uid-demo"], OLD);
+        assert_eq!(judge(&owned, Some(&ws)), Verdict::Delete);
+        let unowned = stored(unused.clone(), &[], OLD);
+        assert_eq!(judge(&unowned, Some(&ws)), Verdict::Delete);
         // Sealed a moment ago, and not in the cache yet.
-        let fresh = GRACE - SignedDuration::from_secs(60);
-        assert_eq!(
-            verdict(
-                &stored(unused.clone(), &[], fresh),
-                Some(&ws),
-                Timestamp::now()
-            ),
-            Verdict::Keep
-        );
-        // Written for a write the API server refused: no Workspace of that name here.
-        assert_eq!(
-            verdict(&stored(unused.clone(), &[], OLD), None, Timestamp::now()),
-            Verdict::DeleteUnlessWorkspaceExists
-        );
-        // Owned by another Workspace (another shard's, or a deleted one's): not ours.
-        assert_eq!(
-            verdict(
-                &stored(unused.clone(), &["uid-other"], OLD),
-                None,
-                Timestamp::now()
-            ),
-            Verdict::Keep
-        );
-        assert_eq!(
-            verdict(
-                &stored(unused, &["uid-other"], OLD),
-                Some(&ws),
-                Timestamp::now()
-            ),
-            Verdict::Keep
-        );
+        let fresh = stored(unused.clone(), &[], GRACE - SignedDuration::from_secs(60));
+        assert_eq!(judge(&fresh, Some(&ws)), Verdict::Keep);
+        // Written for a write the API server refused, or owned by a Workspace another
+        // shard follows or one deleted: the hub says whether its Workspace is there.
+        assert_eq!(judge(&unowned, None), Verdict::DeleteUnlessOwnerExists);
+        let others = stored(unused, &["uid-other"], OLD);
+        assert_eq!(judge(&others, None), Verdict::DeleteUnlessOwnerExists);
+        // Owned by an earlier Workspace of the same name: the hub's answer too.
+        assert_eq!(judge(&others, Some(&ws)), Verdict::DeleteUnlessOwnerExists);
     }
 }

@@ -1,12 +1,12 @@
-//! The PlanValues sweep of a leader's term: soon after the term starts and then every
-//! `--orphan-sweep-interval`, values objects that no plan of their Workspace refers to any
+//! The PlanValues sweep of a leader's term: once its Workspace cache is in and then every
+//! `--plan-values-sweep-interval`, values objects that no plan of their Workspace refers to any
 //! more are deleted (`providers::plan_values::sweep`). Each deletion is guarded by the
 //! resourceVersion it was judged at, so one the webhook marked as sealed again meanwhile
 //! stays.
 
 use std::{sync::Arc, time::Duration};
 
-use k8s_openapi::jiff::Timestamp;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::{
     Api,
     api::{DeleteParams, ListParams, Preconditions},
@@ -23,7 +23,7 @@ use providers::{
 use super::context::Context;
 
 pub async fn run(ctx: Arc<Context>, workspaces: Store<Workspace>) {
-    let interval = Duration::from_secs(ctx.args.orphan_sweep_interval.max(1));
+    let interval = Duration::from_secs(ctx.args.plan_values_sweep_interval.max(1));
     // The first sweep waits for the Workspace cache: before it is in, every object would
     // look unreferenced. (Polled: the store's own wait wakes one waiter only.)
     while !ctx.readiness.workspaces_synced() {
@@ -42,6 +42,7 @@ async fn sweep(ctx: &Context, workspaces: &Store<Workspace>) -> Result<(), kube:
         .list_metadata(&ListParams::default())
         .await?;
     let now = Timestamp::now();
+    tracing::debug!(listed = listed.items.len(), "sweeping PlanValues");
     for item in listed.items {
         let meta = &item.metadata;
         let namespace = meta.namespace.clone().unwrap_or_default();
@@ -64,16 +65,21 @@ async fn sweep(ctx: &Context, workspaces: &Store<Workspace>) -> Result<(), kube:
                 .or(meta.creation_timestamp.as_ref().map(|t| t.0)),
         };
         let followed = workspaces.get(&ObjectRef::new(&stored.workspace).within(&namespace));
-        let delete = match verdict(&stored, followed.as_deref(), now) {
+        let grace = SignedDuration::from_secs(ctx.args.plan_values_grace as i64);
+        let delete = match verdict(&stored, followed.as_deref(), now, grace) {
             Verdict::Keep => false,
             Verdict::Delete => true,
-            Verdict::DeleteUnlessWorkspaceExists => {
-                Api::<Workspace>::namespaced(ctx.hub.clone(), &namespace)
+            Verdict::DeleteUnlessOwnerExists => {
+                let live = Api::<Workspace>::namespaced(ctx.hub.clone(), &namespace)
                     .get_metadata_opt(&stored.workspace)
-                    .await?
-                    .is_none()
+                    .await?;
+                !live.is_some_and(|workspace| {
+                    let uid = workspace.metadata.uid.unwrap_or_default();
+                    stored.owners.is_empty() || stored.owners.contains(&uid)
+                })
             }
         };
+        tracing::debug!(namespace, name = stored.name, delete, "judged PlanValues");
         if !delete {
             continue;
         }

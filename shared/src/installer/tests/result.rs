@@ -203,3 +203,58 @@ fn each_attempt_has_its_own_events() {
         [("JobSucceeded", Some("Attempt2".to_owned()))]
     );
 }
+
+/// Rule `kept_plans_are_bounded`: a succeeded attempt keeps its plan for a rollback, and the
+/// kept plans stay within rollback_history in count and KEPT_PLANS_BYTES in bytes, newest
+/// first.
+#[rstest]
+#[case::small_identities(0, 10)]
+#[case::large_identities(20 * 1024, 7)]
+fn kept_plans_are_bounded_in_count_and_bytes(#[case] groups_bytes: usize, #[case] expected: usize) {
+    let earlier: Vec<crate::api::AttemptRecord> = (1..=11)
+        .map(|attempt| {
+            let mut plan = plan(attempt);
+            plan.owner.groups = vec!["g".repeat(groups_bytes)];
+            let record = bound(attempt, None).attempts.remove(0);
+            crate::api::AttemptRecord {
+                result: Some(JobResult::Succeeded),
+                kept: Some(crate::api::KeptPlan {
+                    version: None,
+                    values: None,
+                    plan: SealedPlan {
+                        plan,
+                        seal: Seal {
+                            key_id: "k".into(),
+                            algorithm: "Ed25519".into(),
+                            signature: "s".into(),
+                        },
+                    },
+                }),
+                ..record
+            }
+        })
+        .collect();
+    let mut status = bound(12, Some("job-uid"));
+    status.attempts.splice(0..0, earlier);
+    let ws = workspace(Some(plan(12)), Some(status));
+    let mut case = Case::new(&ws);
+    let mut remote = prepared(12);
+    remote.job = Some(job(12, JobOutcome::Succeeded, true));
+    case.remote = Some(remote);
+    let status = last_status(&case.decide());
+    let kept: Vec<i64> = status
+        .attempts
+        .iter()
+        .filter(|r| r.kept.is_some())
+        .map(|r| r.attempt)
+        .collect();
+    let newest: Vec<i64> = (13 - expected as i64..=12).collect();
+    assert_eq!(kept, newest, "the newest {expected}");
+    let bytes: usize = status
+        .attempts
+        .iter()
+        .filter_map(|r| r.kept.as_ref())
+        .map(|k| serde_json::to_vec(k).unwrap().len())
+        .sum();
+    assert!(bytes <= crate::installer::KEPT_PLANS_BYTES, "{bytes}");
+}
