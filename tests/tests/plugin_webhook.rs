@@ -10,8 +10,8 @@ use testbed::{
     plugin::{
         self,
         fixture::{
-            REPOSITORY, assert_one_error_line, get, install_as_alice, install_catalog, wait_for,
-            write_status,
+            REPOSITORY, assert_one_error_line, get, install_as_alice, install_catalog, plan_values,
+            wait_for, write_status,
         },
     },
     supervised,
@@ -69,7 +69,7 @@ fn install_is_sealed_by_the_webhook_and_a_second_install_changes_nothing() -> an
     let plan = &first["spec"]["plan"];
     assert_eq!(plan["attempt"], 1);
     assert_eq!(plan["owner"]["username"], "alice");
-    assert_eq!(plan["values"]["replicaCount"], 2);
+    assert_eq!(plan_values(plane, plan)?["replicaCount"], 2);
     assert_eq!(plan["seal"]["keyID"], webhook.key_id.as_str());
 
     // The same manifest again: the webhook restores the plan the apply omits; no change.
@@ -105,7 +105,7 @@ fn install_is_sealed_by_the_webhook_and_a_second_install_changes_nothing() -> an
         .unwrap_or_default();
     assert!(
         line.ends_with(&format!(
-            " yes: signed by published key {}, sealed for this Workspace",
+            " yes: signed by published key {}, sealed for this Workspace, values as sealed",
             webhook.key_id
         )),
         "{}",
@@ -238,7 +238,7 @@ fn retry_after_a_failure_seals_the_next_attempt() -> anyhow::Result<()> {
     assert_eq!(ws["spec"]["plan"]["attempt"], 2);
     assert_eq!(ws["spec"]["plan"]["retry"], 1);
     // The retry runs the original pinned values.
-    assert_eq!(ws["spec"]["plan"]["values"]["replicaCount"], 2);
+    assert_eq!(plan_values(plane, &ws["spec"]["plan"])?["replicaCount"], 2);
 
     // Attempt 2 has no result yet: a second retry is refused, not counted twice.
     let twice = plugin::run(alice, &["retry", "again"])?;
@@ -274,7 +274,7 @@ fn set_after_a_success_seals_an_upgrade() -> anyhow::Result<()> {
     let plan = get(plane, "org-a", "upgrade")?["spec"]["plan"].clone();
     assert_eq!(plan["attempt"], 2);
     assert_eq!(plan["version"], "6.4.0");
-    assert_eq!(plan["values"]["replicaCount"], 3);
+    assert_eq!(plan_values(plane, &plan)?["replicaCount"], 3);
     Ok(())
 }
 

@@ -108,6 +108,31 @@ fn catalog_yaml() -> String {
 }
 
 /// A Workspace as the admin reads it, managed fields included.
+/// The values the sealed plan `plan` (spec.plan as JSON) refers to by digest, read with
+/// kubectl from its PlanValues object and checked against that digest.
+pub fn plan_values(plane: &ControlPlaneInfo, plan: &Value) -> anyhow::Result<Value> {
+    let plan: providers::api::SealedPlan = serde_json::from_value(plan.clone())?;
+    let digest = plan
+        .plan
+        .values_digest
+        .context("the plan refers to its values by digest")?;
+    let name = providers::plan_values::object_name(&plan.plan.workspace.name, &digest);
+    let text = kubectl::ok(
+        plane.kubeconfig(User::Admin),
+        &[
+            "get",
+            "planvalues.providers.platform.dev",
+            &name,
+            "-n",
+            &plan.plan.workspace.namespace,
+            "-o",
+            "json",
+        ],
+    )?;
+    let stored: providers::api::PlanValues = serde_json::from_str(&text)?;
+    Ok(providers::plan_values::decode(&stored.spec, &digest)?)
+}
+
 pub fn get(plane: &ControlPlaneInfo, namespace: &str, name: &str) -> anyhow::Result<Value> {
     let text = kubectl::ok(
         plane.kubeconfig(User::Admin),
