@@ -49,7 +49,7 @@ use kube::{
     api::{ListParams, Patch, PatchParams, PostParams},
 };
 use providers::{
-    api::{ChartRef, Edge, Owner, Plan, Workspace, WorkspaceIdentity, WorkspaceSpec},
+    api::{ChartRef, Edge, Owner, Plan, PlanValues, Workspace, WorkspaceIdentity, WorkspaceSpec},
     seal::Sealer,
 };
 use serde_json::json;
@@ -179,6 +179,21 @@ async fn main() -> anyhow::Result<()> {
     let workspaces: Vec<Workspace> = (0..count)
         .map(|i| workspace(&sealer, i, edge_count))
         .collect::<anyhow::Result<_>>()?;
+    // Each plan's values, stored as the webhook stores them when it seals.
+    stream::iter(&workspaces)
+        .map(|ws| {
+            let admin = admin.clone();
+            async move {
+                let org = ws.namespace().unwrap_or_default();
+                Api::<PlanValues>::namespaced(admin, &org)
+                    .create(&PostParams::default(), &plan_values(ws)?)
+                    .await?;
+                anyhow::Ok(())
+            }
+        })
+        .buffer_unordered(IN_FLIGHT)
+        .try_collect::<Vec<()>>()
+        .await?;
     let edge_clients = {
         let mut clients = Vec::new();
         for edge in &edges {
@@ -450,6 +465,29 @@ fn scale() -> ListParams {
     ListParams::default().labels(&format!("{CASE_LABEL}=scale"))
 }
 
+/// The values of the Workspace `name`'s plan.
+fn greeting(name: &str) -> serde_json::Value {
+    json!({"greeting": name})
+}
+
+/// The PlanValues object the webhook would have stored for `ws`'s plan.
+fn plan_values(ws: &Workspace) -> anyhow::Result<PlanValues> {
+    let name = ws.name_any();
+    let spec = providers::plan_values::encode(&greeting(&name))?;
+    let mut object = PlanValues::new(
+        &providers::plan_values::object_name(&name, &spec.digest),
+        spec,
+    );
+    object.metadata.annotations = Some(
+        [(
+            providers::plan_values::ANNOTATION_WORKSPACE.to_owned(),
+            name,
+        )]
+        .into(),
+    );
+    Ok(object)
+}
+
 fn workspace(sealer: &Sealer, i: usize, edges: usize) -> anyhow::Result<Workspace> {
     let edge = i % edges;
     let org = format!("org-scale-{}", i % ORGS);
@@ -478,8 +516,8 @@ fn workspace(sealer: &Sealer, i: usize, edges: usize) -> anyhow::Result<Workspac
         version: "0.1.0".into(),
         release: "hello".into(),
         namespace: format!("scale-{i:04}"),
-        values_digest: None,
-        values: Some(json!({"greeting": name})),
+        values_digest: Some(providers::plan_values::digest_of(&greeting(&name))),
+        values: None,
         edge_name: edge_name(edge),
         cluster: format!("cluster-{}", edge + 1),
         edge_workspace_uuid: edge_uuid(edge),

@@ -12,18 +12,14 @@
 //! Environment: PROVIDERS_SIZE_ATTEMPTS (20), PROVIDERS_SIZE_AT (1,5,20),
 //! PROVIDERS_SIZE_SAVE (a folder: the stored Workspaces are saved there as
 //! `<series>-<attempt>.json`, templates for tests/measure/status_write_cost.py).
-//! Uses only what the API and the plugin offered before values were stored by digest, so
-//! it measures either design.
+//! Uses only what the API and the plugin offered before values were stored by digest (with
+//! `heavy_defaults` and `publish_with_defaults` copied in), so it measures either design.
 
 use std::{path::Path, time::Instant};
 
 use anyhow::Context;
-use kube::{
-    Api, Client,
-    api::{Patch, PatchParams},
-};
-use providers::api::{ChartRef, Recipe, RecipeSpec, ValueField, ValueType};
-use serde_json::{Value, json};
+use kube::Client;
+use serde_json::json;
 use testbed::{User, installer, plugin, system};
 
 fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
@@ -31,63 +27,6 @@ fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
-}
-
-/// About 300 KB of defaults in 7,350 keys (the tests' heavy Recipe).
-fn heavy_defaults() -> Value {
-    let components: serde_json::Map<String, Value> = (0..1050)
-        .map(|i| {
-            (
-                format!("component-{i:04}"),
-                json!({
-                    "image": format!("registry.example/platform/component-{i:04}:v1.{i}.0"),
-                    "replicas": 1 + i % 3,
-                    "cpu": "100m",
-                    "memory": "128Mi",
-                    "logLevel": "info",
-                    "annotation": "managed-by-the-platform-team-with-a-long-value",
-                    "description": "one of the thousand parts of the platform's monitoring stack, on every edge",
-                }),
-            )
-        })
-        .collect();
-    json!({"hub": {"credentialSecret": ""}, "components": components})
-}
-
-async fn publish(env: &installer::Environment, name: &str, defaults: Value) -> anyhow::Result<()> {
-    let recipe = Recipe::new(
-        name,
-        RecipeSpec {
-            chart: ChartRef {
-                repository: env.repo.url.clone(),
-                name: "hello".into(),
-            },
-            versions: vec!["0.1.0".into()],
-            namespace: None,
-            release: None,
-            values: Some(defaults),
-            values_schema: vec![ValueField {
-                path: "greeting".into(),
-                type_: ValueType::String,
-                description: None,
-                enum_: None,
-                pattern: None,
-                max_length: Some(64),
-                minimum: None,
-                maximum: None,
-            }],
-            execution: vec![installer::rule("", "configmaps")],
-            runtime_credential: None,
-        },
-    );
-    Api::<Recipe>::all(env.hub_admin().await?)
-        .patch(
-            name,
-            &PatchParams::apply("platform").force(),
-            &Patch::Apply(&recipe),
-        )
-        .await?;
-    Ok(())
 }
 
 async fn stored(hub: &Client, name: &str) -> anyhow::Result<String> {
@@ -116,11 +55,11 @@ async fn main() -> anyhow::Result<()> {
     let alice = env.hub.kubeconfig(User::Alice);
     for (series, defaults) in [
         ("small", json!({"hub": {"credentialSecret": ""}})),
-        ("heavy", heavy_defaults()),
+        ("heavy", system::heavy_defaults()),
     ] {
         let recipe = format!("size-{series}");
         let defaults_bytes = defaults.to_string().len();
-        publish(env, &recipe, defaults).await?;
+        system::publish_with_defaults(env, &recipe, "hello", &["0.1.0"], defaults).await?;
         let started = Instant::now();
         for attempt in 1..=attempts {
             let greeting = format!("greeting=v{attempt}");

@@ -75,6 +75,24 @@ pub async fn publish(
     chart: &str,
     versions: &[&str],
 ) -> anyhow::Result<()> {
+    publish_with_defaults(
+        env,
+        name,
+        chart,
+        versions,
+        json!({"hub": {"credentialSecret": ""}}),
+    )
+    .await
+}
+
+/// [`publish`], with `defaults` as the Recipe's `spec.values`.
+pub async fn publish_with_defaults(
+    env: &Environment,
+    name: &str,
+    chart: &str,
+    versions: &[&str],
+    defaults: serde_json::Value,
+) -> anyhow::Result<()> {
     let recipe = Recipe::new(
         name,
         RecipeSpec {
@@ -85,7 +103,7 @@ pub async fn publish(
             versions: versions.iter().map(|v| (*v).to_owned()).collect(),
             namespace: None,
             release: None,
-            values: Some(json!({"hub": {"credentialSecret": ""}})),
+            values: Some(defaults),
             values_schema: vec![ValueField {
                 path: "greeting".into(),
                 type_: ValueType::String,
@@ -108,6 +126,49 @@ pub async fn publish(
         )
         .await?;
     Ok(())
+}
+
+/// About 300 KB of Recipe defaults in 7,350 keys: the components of a monitoring stack,
+/// the weight of a large chart's values.
+pub fn heavy_defaults() -> serde_json::Value {
+    let components: serde_json::Map<String, serde_json::Value> = (0..1050)
+        .map(|i| {
+            (
+                format!("component-{i:04}"),
+                json!({
+                    "image": format!("registry.example/platform/component-{i:04}:v1.{i}.0"),
+                    "replicas": 1 + i % 3,
+                    "cpu": "100m",
+                    "memory": "128Mi",
+                    "logLevel": "info",
+                    "annotation": "managed-by-the-platform-team-with-a-long-value",
+                    "description": "one of the thousand parts of the platform's monitoring stack, on every edge",
+                }),
+            )
+        })
+        .collect();
+    json!({"hub": {"credentialSecret": ""}, "components": components})
+}
+
+/// Waits until attempt `attempt` of `org-a/name` is installed: Ready, and its release in
+/// sync.
+pub async fn installed(
+    hub: &kube::Client,
+    name: &str,
+    attempt: i64,
+) -> anyhow::Result<providers::api::Workspace> {
+    installer::wait_workspace(
+        hub,
+        "org-a",
+        name,
+        &format!("attempt {attempt} installed"),
+        |ws| {
+            installer::status_of(ws).attempt == Some(attempt)
+                && installer::has_condition(ws, "Ready", "True", "Installed")
+                && installer::has_condition(ws, "Drifted", "False", "ReleaseInSync")
+        },
+    )
+    .await
 }
 
 /// The Job name of attempt 1 of `org/name` for `release`, known before it exists, so the

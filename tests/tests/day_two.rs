@@ -71,21 +71,6 @@ async fn drifted(hub: &Client, name: &str, reason: &str) -> anyhow::Result<Works
     .await
 }
 
-async fn installed(hub: &Client, name: &str, attempt: i64) -> anyhow::Result<Workspace> {
-    wait_workspace(
-        hub,
-        "org-a",
-        name,
-        &format!("attempt {attempt} installed"),
-        |ws| {
-            status_of(ws).attempt == Some(attempt)
-                && has_condition(ws, "Ready", "True", "Installed")
-                && has_condition(ws, "Drifted", "False", "ReleaseInSync")
-        },
-    )
-    .await
-}
-
 /// Drift is reported, never corrected behind anyone's back: a release changed or removed by
 /// hand on the edge is reported, never corrected behind anyone's back, and `kubectl
 /// provider repair` installs the sealed plan again.
@@ -114,7 +99,7 @@ async fn drift_on_the_edge_is_reported_and_repaired() -> anyhow::Result<()> {
         ],
     )?
     .ok()?;
-    let ws = installed(&hub, "drifty", 1).await?;
+    let ws = system::installed(&hub, "drifty", 1).await?;
     let left = status_of(&ws)
         .release
         .context("the revision attempt 1 left")?;
@@ -189,7 +174,7 @@ async fn drift_on_the_edge_is_reported_and_repaired() -> anyhow::Result<()> {
         repaired.ok()?.contains("repaired (attempt 2 sealed)"),
         "{repaired:?}"
     );
-    let ws = installed(&hub, "drifty", 2).await?;
+    let ws = system::installed(&hub, "drifty", 2).await?;
     let plan = ws.spec.plan.context("sealed")?.plan;
     ensure!(plan.cause == Some(Cause::Repair) && plan.version == "0.1.0");
     ensure!(
@@ -211,7 +196,7 @@ async fn drift_on_the_edge_is_reported_and_repaired() -> anyhow::Result<()> {
     );
     // A retry says the same as a repair while drifted.
     plugin::run(alice, &["retry", "drifty", "--wait", "--timeout", "3m"])?.ok()?;
-    installed(&hub, "drifty", 3).await?;
+    system::installed(&hub, "drifty", 3).await?;
     ensure!(
         rendered(&edge, namespace, release).await?.is_some(),
         "reinstalled"
@@ -255,7 +240,7 @@ async fn a_rollback_restores_the_last_good_plan() -> anyhow::Result<()> {
         ],
     )?
     .ok()?;
-    installed(&hub, "rolling", 1).await?;
+    system::installed(&hub, "rolling", 1).await?;
     plugin::run(
         alice,
         &[
@@ -271,7 +256,7 @@ async fn a_rollback_restores_the_last_good_plan() -> anyhow::Result<()> {
         ],
     )?
     .ok()?;
-    installed(&hub, "rolling", 2).await?;
+    system::installed(&hub, "rolling", 2).await?;
     ensure!(rendered(&edge, namespace, release).await? == Some(("second".into(), "0.2.0".into())));
 
     // The annotation alone (a metadata-only write) asks for nothing and is not stored.
@@ -298,7 +283,7 @@ async fn a_rollback_restores_the_last_good_plan() -> anyhow::Result<()> {
             .contains("rolled back to attempt 1 (attempt 3 sealed)"),
         "{rolled:?}"
     );
-    let ws = installed(&hub, "rolling", 3).await?;
+    let ws = system::installed(&hub, "rolling", 3).await?;
     let plan = ws.spec.plan.clone().context("sealed")?.plan;
     ensure!(
         plan.cause == Some(Cause::Rollback) && plan.restores == Some(1),
@@ -374,7 +359,7 @@ async fn values_yaml_would_misread_reach_the_release_unchanged() -> anyhow::Resu
         ],
     )?
     .ok()?;
-    let ws = installed(&hub, "yaml-safe", 1).await?;
+    let ws = system::installed(&hub, "yaml-safe", 1).await?;
     ensure!(
         ws.spec.values == Some(json!({"greeting": greeting})),
         "{:?}",

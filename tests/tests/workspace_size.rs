@@ -19,7 +19,7 @@ use kube::{
     core::ObjectMeta,
 };
 use providers::{
-    api::{ChartRef, PlanValues, Recipe, RecipeSpec, ValueField, ValueType, Workspace},
+    api::{ChartRef, PlanValues, Recipe, RecipeSpec},
     plan_values::{self, LABEL_WORKSPACE, MAX_RECIPE_VALUES_BYTES},
 };
 use serde_json::{Value, json};
@@ -44,64 +44,54 @@ async fn system() -> anyhow::Result<&'static System> {
     system::shared(Path::new(env!("CARGO_BIN_EXE_providers-controlplane"))).await
 }
 
-/// About 300 KB of defaults in 7,350 keys: the components of a monitoring stack.
-fn heavy_defaults() -> Value {
-    let components: serde_json::Map<String, Value> = (0..1050)
-        .map(|i| {
-            (
-                format!("component-{i:04}"),
-                json!({
-                    "image": format!("registry.example/platform/component-{i:04}:v1.{i}.0"),
-                    "replicas": 1 + i % 3,
-                    "cpu": "100m",
-                    "memory": "128Mi",
-                    "logLevel": "info",
-                    "annotation": "managed-by-the-platform-team-with-a-long-value",
-                    "description": "one of the thousand parts of the platform's monitoring stack, on every edge",
-                }),
-            )
-        })
-        .collect();
-    json!({"hub": {"credentialSecret": ""}, "components": components})
-}
-
 /// Publishes the Recipe `name` of the hello chart 0.1.0 with `defaults`; tenants set
 /// `greeting`.
 async fn publish(env: &installer::Environment, name: &str, defaults: Value) -> anyhow::Result<()> {
-    let recipe = Recipe::new(name, recipe_spec(env, defaults));
-    Api::<Recipe>::all(env.hub_admin().await?)
-        .patch(
+    system::publish_with_defaults(env, name, "hello", &["0.1.0"], defaults).await
+}
+
+/// Alice installs `name` of `recipe` with `greeting` and waits for its result.
+async fn install(alice: &Path, name: &str, recipe: &str, greeting: &str) -> anyhow::Result<()> {
+    let _creating = CREATES.lock().await;
+    let greeting = format!("greeting={greeting}");
+    plugin::run(
+        alice,
+        &[
+            "install",
             name,
-            &PatchParams::apply("platform").force(),
-            &Patch::Apply(&recipe),
-        )
-        .await?;
+            "--recipe",
+            recipe,
+            "--edge",
+            installer::EDGE,
+            "--set",
+            &greeting,
+            "--wait",
+            "--timeout",
+            "3m",
+        ],
+    )?
+    .ok()?;
     Ok(())
 }
 
-fn recipe_spec(env: &installer::Environment, defaults: Value) -> RecipeSpec {
-    RecipeSpec {
-        chart: ChartRef {
-            repository: env.repo.url.clone(),
-            name: "hello".into(),
+/// A Recipe of the hello chart with `defaults`, not written.
+fn recipe(name: &str, defaults: Value) -> Recipe {
+    Recipe::new(
+        name,
+        RecipeSpec {
+            chart: ChartRef {
+                repository: "https://charts.example/stable".into(),
+                name: "hello".into(),
+            },
+            versions: vec!["0.1.0".into()],
+            namespace: None,
+            release: None,
+            values: Some(defaults),
+            values_schema: Vec::new(),
+            execution: Vec::new(),
+            runtime_credential: None,
         },
-        versions: vec!["0.1.0".into()],
-        namespace: None,
-        release: None,
-        values: Some(defaults),
-        values_schema: vec![ValueField {
-            path: "greeting".into(),
-            type_: ValueType::String,
-            description: None,
-            enum_: None,
-            pattern: None,
-            max_length: Some(64),
-            minimum: None,
-            maximum: None,
-        }],
-        execution: vec![installer::rule("", "configmaps")],
-        runtime_credential: None,
-    }
+    )
 }
 
 /// The Workspace as the API server serves it (what etcd stores, in JSON), and its size.
@@ -125,20 +115,6 @@ async fn values_objects(hub: &Client, name: &str) -> anyhow::Result<Vec<PlanValu
         .items)
 }
 
-async fn installed(hub: &Client, name: &str, attempt: i64) -> anyhow::Result<Workspace> {
-    wait_workspace(
-        hub,
-        "org-a",
-        name,
-        &format!("attempt {attempt} installed"),
-        |ws| {
-            status_of(ws).attempt == Some(attempt)
-                && has_condition(ws, "Ready", "True", "Installed")
-        },
-    )
-    .await
-}
-
 /// The hello chart's greeting on the edge.
 async fn greeting(edge: &Client, recipe: &str) -> anyhow::Result<Option<String>> {
     Ok(
@@ -153,32 +129,13 @@ async fn greeting(edge: &Client, recipe: &str) -> anyhow::Result<Option<String>>
 async fn ten_attempts_and_a_rollback_with_300_kb_of_defaults_keep_the_workspace_small()
 -> anyhow::Result<()> {
     let System { env, .. } = system().await?;
-    let defaults = heavy_defaults();
+    let defaults = system::heavy_defaults();
     let weight = plan_values::values_text_len(&defaults);
     ensure!(weight > 300_000, "the defaults weigh {weight} bytes");
     publish(env, "heavy-hello", defaults).await?;
     let (hub, edge) = (env.hub_admin().await?, env.edge_admin().await?);
     let alice = env.hub.kubeconfig(User::Alice);
-    {
-        let _creating = CREATES.lock().await;
-        plugin::run(
-            alice,
-            &[
-                "install",
-                "heavy",
-                "--recipe",
-                "heavy-hello",
-                "--edge",
-                installer::EDGE,
-                "--set",
-                "greeting=v1",
-                "--wait",
-                "--timeout",
-                "3m",
-            ],
-        )?
-        .ok()?;
-    }
+    install(alice, "heavy", "heavy-hello", "v1").await?;
     let mut sizes = vec![stored_size(&hub, "heavy").await?];
     for attempt in 2..=10 {
         let greeting = format!("greeting=v{attempt}");
@@ -195,7 +152,7 @@ async fn ten_attempts_and_a_rollback_with_300_kb_of_defaults_keep_the_workspace_
             ],
         )?
         .ok()?;
-        installed(&hub, "heavy", attempt).await?;
+        system::installed(&hub, "heavy", attempt).await?;
         sizes.push(stored_size(&hub, "heavy").await?);
     }
     eprintln!("stored size after attempts 1..=10: {sizes:?}");
@@ -237,7 +194,7 @@ async fn ten_attempts_and_a_rollback_with_300_kb_of_defaults_keep_the_workspace_
         ],
     )?
     .ok()?;
-    let ws = installed(&hub, "heavy", 11).await?;
+    let ws = system::installed(&hub, "heavy", 11).await?;
     let plan = ws.spec.plan.clone().context("sealed")?.plan;
     ensure!(plan.restores == Some(1), "{plan:?}");
     ensure!(greeting(&edge, "heavy-hello").await? == Some("v1".into()));
@@ -265,26 +222,7 @@ async fn values_changed_or_gone_on_the_hub_never_run() -> anyhow::Result<()> {
     .await?;
     let (hub, edge) = (env.hub_admin().await?, env.edge_admin().await?);
     let alice = env.hub.kubeconfig(User::Alice);
-    {
-        let _creating = CREATES.lock().await;
-        plugin::run(
-            alice,
-            &[
-                "install",
-                "tampered",
-                "--recipe",
-                "tamper-hello",
-                "--edge",
-                installer::EDGE,
-                "--set",
-                "greeting=first",
-                "--wait",
-                "--timeout",
-                "3m",
-            ],
-        )?
-        .ok()?;
-    }
+    install(alice, "tampered", "tamper-hello", "first").await?;
     let first = installer::workspace(&hub, "org-a", "tampered")
         .await?
         .spec
@@ -304,7 +242,7 @@ async fn values_changed_or_gone_on_the_hub_never_run() -> anyhow::Result<()> {
         ],
     )?
     .ok()?;
-    installed(&hub, "tampered", 2).await?;
+    system::installed(&hub, "tampered", 2).await?;
 
     // The API server refuses a change of stored values, whoever asks.
     let digest = first.values_digest.clone().context("a values digest")?;
@@ -494,10 +432,7 @@ async fn a_recipe_whose_defaults_could_never_fit_is_refused_when_written() -> an
     let recipes = Api::<Recipe>::all(env.hub_admin().await?);
     let over = json!({"blob": "x".repeat(MAX_RECIPE_VALUES_BYTES)});
     let refused = recipes
-        .create(
-            &PostParams::default(),
-            &Recipe::new("too-heavy", recipe_spec(env, over)),
-        )
+        .create(&PostParams::default(), &recipe("too-heavy", over))
         .await;
     let Err(kube::Error::Api(status)) = &refused else {
         anyhow::bail!("refused: {refused:?}");
@@ -514,10 +449,7 @@ async fn a_recipe_whose_defaults_could_never_fit_is_refused_when_written() -> an
     // Within the limit, it is written; made heavier by an update, it is refused too.
     let fits = json!({"blob": "x".repeat(MAX_RECIPE_VALUES_BYTES - 1024)});
     recipes
-        .create(
-            &PostParams::default(),
-            &Recipe::new("heavy-but-fits", recipe_spec(env, fits)),
-        )
+        .create(&PostParams::default(), &recipe("heavy-but-fits", fits))
         .await?;
     let heavier = recipes
         .patch(
