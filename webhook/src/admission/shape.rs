@@ -67,18 +67,20 @@ pub enum ShapeError {
 }
 
 impl ShapeError {
-    /// What the sender of a Workspace can do about it: nothing the API server stores comes
-    /// near these limits, so an object over them was built by hand or by a broken tool.
+    /// What the sender of a Workspace can do about it. A Workspace the webhook sealed and the
+    /// installer wrote comes nowhere near these limits (its plans refer to their values by
+    /// digest, ADR 35, and tenant values are bounded by the schema), so an object over them
+    /// was built by hand or by a broken tool.
     pub fn workspace_remedy(&self) -> &'static str {
         match self {
             ShapeError::TooManyEntries(_) => {
-                "no Workspace the API server stores holds that many; send fewer"
+                "a Workspace holds a few thousand at most (plans keep their values apart, by digest); this one was built by hand or by a broken tool: send fewer"
             }
             ShapeError::TooDeep(_) => {
-                "no Workspace the API server stores nests that deep; nest less"
+                "a Workspace nests at most about 20 levels; this one was built by hand or by a broken tool: nest less"
             }
             ShapeError::KeyTooLong(_) => {
-                "no Workspace the API server stores has a key that long; use a shorter one"
+                "a Workspace's keys are names of at most a few hundred bytes; this one was built by hand or by a broken tool: use a shorter one"
             }
             ShapeError::Json(_) => "send the Workspace as valid JSON",
         }
