@@ -20,7 +20,7 @@ use kube::{
 };
 use providers::{
     api::{ChartRef, PlanValues, Recipe, RecipeSpec},
-    plan_values::{self, LABEL_WORKSPACE, MAX_RECIPE_VALUES_BYTES},
+    plan_values::{self, LABEL_WORKSPACE, MAX_PENDING, MAX_RECIPE_VALUES_BYTES},
 };
 use serde_json::{Value, json};
 use testbed::{
@@ -36,9 +36,9 @@ use tokio::sync::Mutex;
 /// docs/adr/0035 derives it.
 const WORKSPACE_BOUND: usize = 32 * 1024;
 
-/// Held by every test that creates a Workspace: one of them refuses every create in org-a
-/// for a moment.
-static CREATES: Mutex<()> = Mutex::const_new(());
+/// Held by every test here for its whole run: one of them refuses every create in org-a
+/// for a moment, and fills the namespace's bound of values waiting for their Workspace.
+static SERIAL: Mutex<()> = Mutex::const_new(());
 
 async fn system() -> anyhow::Result<&'static System> {
     system::shared(Path::new(env!("CARGO_BIN_EXE_providers-controlplane"))).await
@@ -52,7 +52,6 @@ async fn publish(env: &installer::Environment, name: &str, defaults: Value) -> a
 
 /// Alice installs `name` of `recipe` with `greeting` and waits for its result.
 async fn install(alice: &Path, name: &str, recipe: &str, greeting: &str) -> anyhow::Result<()> {
-    let _creating = CREATES.lock().await;
     let greeting = format!("greeting={greeting}");
     plugin::run(
         alice,
@@ -128,6 +127,7 @@ async fn greeting(edge: &Client, recipe: &str) -> anyhow::Result<Option<String>>
 #[tokio::test]
 async fn ten_attempts_and_a_rollback_with_300_kb_of_defaults_keep_the_workspace_small()
 -> anyhow::Result<()> {
+    let _serial = SERIAL.lock().await;
     let System { env, .. } = system().await?;
     let defaults = system::heavy_defaults();
     let weight = plan_values::values_text_len(&defaults);
@@ -213,6 +213,7 @@ async fn ten_attempts_and_a_rollback_with_300_kb_of_defaults_keep_the_workspace_
 
 #[tokio::test]
 async fn values_changed_or_gone_on_the_hub_never_run() -> anyhow::Result<()> {
+    let _serial = SERIAL.lock().await;
     let System { env, .. } = system().await?;
     publish(
         env,
@@ -336,11 +337,11 @@ async fn values_changed_or_gone_on_the_hub_never_run() -> anyhow::Result<()> {
 
 #[tokio::test]
 async fn dry_runs_and_refused_writes_leave_no_values_behind() -> anyhow::Result<()> {
+    let _serial = SERIAL.lock().await;
     let System { env, .. } = system().await?;
     publish(env, "dry-hello", json!({"hub": {"credentialSecret": ""}})).await?;
     let hub = env.hub_admin().await?;
     let alice = env.hub.kubeconfig(User::Alice);
-    let _creating = CREATES.lock().await;
 
     let dry = plugin::run(
         alice,
@@ -426,8 +427,92 @@ async fn dry_runs_and_refused_writes_leave_no_values_behind() -> anyhow::Result<
     Ok(())
 }
 
+/// Values stored for writes the API server then refuses cannot pile up: past the
+/// namespace's bound of values waiting for their Workspace, the webhook stores no more.
+#[tokio::test]
+async fn values_waiting_for_their_workspaces_are_bounded() -> anyhow::Result<()> {
+    let _serial = SERIAL.lock().await;
+    let System { env, .. } = system().await?;
+    publish(env, "pile-hello", json!({"hub": {"credentialSecret": ""}})).await?;
+    let values: Api<PlanValues> = Api::namespaced(env.hub_admin().await?, "org-a");
+    // As a burst of refused writes leaves them (sealed "later", so no sweep takes them
+    // during the test).
+    let later = (k8s_openapi::jiff::Timestamp::now() + Duration::from_secs(3600)).to_string();
+    for i in 0..MAX_PENDING {
+        let spec = plan_values::encode(&json!({"greeting": format!("pile {i}")}))?;
+        let object = PlanValues {
+            metadata: ObjectMeta {
+                name: Some(plan_values::object_name(&format!("pile-{i}"), &spec.digest)),
+                labels: Some(BTreeMap::from([
+                    (plan_values::LABEL_ADOPTED.into(), "false".into()),
+                    ("pile".into(), "true".into()),
+                ])),
+                annotations: Some(BTreeMap::from([
+                    (
+                        plan_values::ANNOTATION_WORKSPACE.into(),
+                        format!("pile-{i}"),
+                    ),
+                    (plan_values::ANNOTATION_LAST_SEALED.into(), later.clone()),
+                ])),
+                ..Default::default()
+            },
+            spec,
+        };
+        values.create(&PostParams::default(), &object).await?;
+    }
+    let refused = plugin::run(
+        env.hub.kubeconfig(User::Alice),
+        &[
+            "install",
+            "one-more",
+            "--recipe",
+            "pile-hello",
+            "--edge",
+            installer::EDGE,
+            "--set",
+            "greeting=one-more",
+        ],
+    )?;
+    values
+        .delete_collection(
+            &DeleteParams::default(),
+            &ListParams::default().labels("pile=true"),
+        )
+        .await?;
+    ensure!(
+        refused.code != 0
+            && refused
+                .stderr
+                .contains(&format!("PlanValues in namespace org-a are waiting for their Workspaces (the most is {MAX_PENDING})"))
+            && refused.stderr.contains("try again in a few minutes"),
+        "{refused:?}"
+    );
+    ensure!(
+        values_objects(&env.hub_admin().await?, "one-more")
+            .await?
+            .is_empty()
+    );
+    // Once they are gone, the same install goes through.
+    plugin::run(
+        env.hub.kubeconfig(User::Alice),
+        &[
+            "install",
+            "one-more",
+            "--recipe",
+            "pile-hello",
+            "--edge",
+            installer::EDGE,
+            "--set",
+            "greeting=one-more",
+        ],
+    )?
+    .ok()?;
+    Ok(())
+}
+
 #[tokio::test]
 async fn a_recipe_whose_defaults_could_never_fit_is_refused_when_written() -> anyhow::Result<()> {
+    let _serial = SERIAL.lock().await;
     let System { env, .. } = system().await?;
     let recipes = Api::<Recipe>::all(env.hub_admin().await?);
     let over = json!({"blob": "x".repeat(MAX_RECIPE_VALUES_BYTES)});
@@ -445,6 +530,18 @@ async fn a_recipe_whose_defaults_could_never_fit_is_refused_when_written() -> an
             && status.message.contains("split the recipe"),
         "{}",
         status.message
+    );
+    // Nested deeper than the webhook reads: refused in words, not as an unknown error.
+    let mut deep = json!("leaf");
+    for _ in 0..150 {
+        deep = json!({ "a": deep });
+    }
+    let refused = recipes
+        .create(&PostParams::default(), &recipe("too-deep", deep))
+        .await;
+    ensure!(
+        matches!(&refused, Err(kube::Error::Api(s)) if s.message.contains("spec.values: the Recipe cannot be read") && s.message.contains("write them less deeply")),
+        "{refused:?}"
     );
     // Within the limit, it is written; made heavier by an update, it is refused too.
     let fits = json!({"blob": "x".repeat(MAX_RECIPE_VALUES_BYTES - 1024)});

@@ -173,6 +173,18 @@ pub enum Denial {
         "spec.plan: the webhook could not store the plan's values (PlanValues {name}): {reason}; nothing was sealed, try again"
     )]
     PlanValuesNotStored { name: String, reason: String },
+    #[error(
+        "spec.plan: PlanValues {name} already exists and {defect}; nothing was sealed. Only the webhook writes PlanValues: the platform team finds who changed it (the audit log) and deletes it, then this write can be made again"
+    )]
+    PlanValuesConflict { name: String, defect: String },
+    #[error(
+        "spec.plan: {pending} PlanValues in namespace {namespace} are waiting for their Workspaces (the most is {max}): values stored for writes the API server then refused are removed by the installer's sweep, and those of new Workspaces once the installer has seen them; nothing was sealed, try again in a few minutes"
+    )]
+    TooManyPendingValues {
+        namespace: String,
+        pending: usize,
+        max: usize,
+    },
 }
 
 impl Denial {
@@ -225,6 +237,8 @@ impl Denial {
             Denial::SealFailed(_) => "SealFailed",
             Denial::PlanValuesMissing { .. } => "PlanValuesMissing",
             Denial::PlanValuesNotStored { .. } => "PlanValuesNotStored",
+            Denial::PlanValuesConflict { .. } => "PlanValuesConflict",
+            Denial::TooManyPendingValues { .. } => "TooManyPendingValues",
         }
     }
 
@@ -279,6 +293,9 @@ impl Denial {
             | Denial::LookupFailed { .. }
             | Denial::PlanValuesNotStored { .. }
             | Denial::SealFailed(_) => 503,
+            // Not 429: clients retry that on their own for minutes, the user waiting blind.
+            Denial::TooManyPendingValues { .. } => 409,
+            Denial::PlanValuesConflict { .. } => 409,
             Denial::DeletionFenced { .. }
             | Denial::AttemptActive { .. }
             | Denial::RollbackWhileActive { .. } => 409,

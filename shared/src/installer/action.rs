@@ -198,8 +198,9 @@ impl Action {
 }
 
 /// An owner reference to the Workspace, added to a PlanValues object the webhook wrote
-/// before the Workspace had a UID: the garbage collector then deletes the values with the
-/// Workspace. The patch tests the object's UID, so a replacement is never adopted.
+/// before the Workspace had a UID (the garbage collector then deletes the values with the
+/// Workspace), and its adopted label set. The patch tests the object's UID, so a
+/// replacement is never adopted.
 #[derive(Clone, Debug, PartialEq)]
 pub struct OwnValues {
     pub namespace: String,
@@ -208,10 +209,13 @@ pub struct OwnValues {
 }
 
 impl OwnValues {
+    /// `labeled`: whether the object has labels already (the patch adds to the map, or
+    /// makes it).
     pub fn new(
         name: &str,
         uid: &str,
         owners: &[String],
+        labeled: bool,
         workspace: &crate::api::Workspace,
     ) -> Self {
         use kube::Resource;
@@ -229,9 +233,17 @@ impl OwnValues {
         } else {
             ("/metadata/ownerReferences/-", reference)
         };
+        let adopted = crate::plan_values::LABEL_ADOPTED;
+        let label = if labeled {
+            let escaped = adopted.replace('~', "~0").replace('/', "~1");
+            serde_json::json!({"op": "add", "path": format!("/metadata/labels/{escaped}"), "value": "true"})
+        } else {
+            serde_json::json!({"op": "add", "path": "/metadata/labels", "value": {adopted: "true"}})
+        };
         let patch = serde_json::from_value(serde_json::json!([
             {"op": "test", "path": "/metadata/uid", "value": uid},
             {"op": "add", "path": path, "value": value},
+            label,
         ]))
         .unwrap_or_else(|_| json_patch::Patch(Vec::new()));
         Self {

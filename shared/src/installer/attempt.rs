@@ -20,6 +20,36 @@ enum Verdict {
 }
 
 impl Machine<'_> {
+    /// Rule `values_are_owned_by_their_workspace`: values the webhook stored before the
+    /// Workspace had a UID are made the Workspace's as soon as they are read (while the
+    /// attempt prepares, whatever the edge's state), so that they go when it goes and no
+    /// longer count as waiting in the webhook's bound.
+    fn own_values(&mut self) {
+        let super::observed::ValuesCheck::Verified {
+            uid,
+            owners,
+            labeled,
+            ..
+        } = &self.observed.values
+        else {
+            return;
+        };
+        let Some(sealed) = &self.ws.spec.plan else {
+            return;
+        };
+        let crate::plan_values::Source::Stored { digest } =
+            crate::plan_values::source_of(&sealed.plan)
+        else {
+            return;
+        };
+        if self.uid.is_empty() || owners.contains(&self.uid) {
+            return;
+        }
+        let name = crate::plan_values::object_name(&sealed.plan.workspace.name, digest);
+        let own = super::action::OwnValues::new(&name, uid, owners, *labeled, self.ws);
+        self.actions.push(Action::OwnPlanValues(Box::new(own)));
+    }
+
     /// The rules, in order.
     pub fn decide(&mut self) -> Next {
         if self.ws.metadata.deletion_timestamp.is_some() {
@@ -33,6 +63,7 @@ impl Machine<'_> {
             // Before anything exists on the edge, so deletion always finds it.
             self.actions.push(Action::AddFinalizer);
         }
+        self.own_values();
         let plan = &sealed.plan;
         if let Some(older) = &recorded
             && !focus::is_sealed_attempt(older, plan)

@@ -95,6 +95,8 @@ pub enum ValuesCheck {
         uid: String,
         /// The UIDs of its owners.
         owners: Vec<String>,
+        /// Whether it has labels.
+        labeled: bool,
     },
     /// No object of that name exists.
     Missing { name: String },

@@ -15,7 +15,7 @@ use crate::{
 };
 
 use super::{
-    action::{Action, EdgeObject, Kind, Next, Note, OwnValues},
+    action::{Action, EdgeObject, Kind, Next, Note},
     conditions::{Outlook, reason},
     machine::Machine,
     manifests::{self, Marks},
@@ -153,8 +153,7 @@ impl Machine<'_> {
 
     /// Rule `values_are_checked_before_creating`: a plan's values are the sealed ones, read
     /// by digest, before anything is created for the attempt; an object missing or changed
-    /// rejects the attempt. Takes the object into the Workspace's ownership on the way, so
-    /// that it goes when the Workspace goes.
+    /// rejects the attempt.
     fn plan_values(&mut self, plan: &Plan) -> Result<Arc<Value>, Next> {
         let digest = match plan_values::source_of(plan) {
             plan_values::Source::Inline(values) => return Ok(Arc::new(values.clone())),
@@ -162,19 +161,7 @@ impl Machine<'_> {
         };
         let name = plan_values::object_name(&plan.workspace.name, digest);
         let why = match &self.observed.values {
-            ValuesCheck::Verified {
-                values,
-                uid,
-                owners,
-            } => {
-                if !self.uid.is_empty() && !owners.contains(&self.uid) {
-                    self.actions
-                        .push(Action::OwnPlanValues(Box::new(OwnValues::new(
-                            &name, uid, owners, self.ws,
-                        ))));
-                }
-                return Ok(values.clone());
-            }
+            ValuesCheck::Verified { values, .. } => return Ok(values.clone()),
             ValuesCheck::NotRead => {
                 self.outlook = Outlook::idle(
                     reason::VALUES_UNAVAILABLE,
@@ -193,18 +180,15 @@ impl Machine<'_> {
                 return Err(Next::After(10));
             }
             ValuesCheck::Missing { .. } => format!(
-                "its values ({digest}) are no longer stored on the hub: PlanValues {name} is missing"
+                "its values ({digest}) are no longer stored on the hub: PlanValues {name} is missing. Nothing was created for it; change spec.values or spec.version to seal a new attempt, whose values the webhook stores again"
             ),
-            ValuesCheck::Defective { defect, .. } => {
-                format!("its values (PlanValues {name}) {defect}")
-            }
+            ValuesCheck::Defective { defect, .. } => format!(
+                "its values (PlanValues {name}) {defect}. Nothing was created for it; the platform team deletes PlanValues {name} (only the webhook writes them: the audit log says who changed it), then a change of spec.values or spec.version seals a new attempt whose values the webhook stores again"
+            ),
         };
         self.reject(
             reason::VALUES_INVALID,
-            format!(
-                "attempt {} is not run: {why}. Nothing was created for it; change spec.values or spec.version to seal a new attempt, whose values the webhook stores again",
-                plan.attempt
-            ),
+            format!("attempt {} is not run: {why}", plan.attempt),
         );
         Err(self.cleanup())
     }

@@ -28,6 +28,13 @@ pub const DIGEST_PREFIX: &str = "sha256:";
 pub const LABEL_WORKSPACE: &str = "providers.platform.dev/workspace";
 /// On a PlanValues object: its Workspace's name, whole.
 pub const ANNOTATION_WORKSPACE: &str = "providers.platform.dev/workspace";
+/// On a PlanValues object: `false` until the installer has made its Workspace its owner.
+/// The webhook counts the objects still `false` in a namespace and stores no more past
+/// [`MAX_PENDING`]: values stored for writes the API server then refuses cannot pile up.
+pub const LABEL_ADOPTED: &str = "providers.platform.dev/adopted";
+/// The most PlanValues of one namespace that may wait for their Workspace's installer at
+/// once (in flight, or left by writes the API server refused, until the sweep).
+pub const MAX_PENDING: usize = 128;
 /// On a PlanValues object: when a plan referring to it was last sealed. The installer's
 /// sweep leaves an object alone for a while after that, so a plan sealed a moment ago and
 /// not yet seen in its cache keeps its values.
@@ -56,9 +63,12 @@ pub fn is_digest(digest: &str) -> bool {
 }
 
 /// The name of the PlanValues object that holds the values of `digest` for the Workspace
-/// named `workspace`: the Workspace's name (or, when that leaves no room, a hash of it)
-/// and 128 bits of the digest. A name is at most 253 characters, a DNS subdomain like the
-/// Workspace's own.
+/// named `workspace`: the Workspace's name and 128 bits of the digest,
+/// `<workspace>-values-<hex>`; when that leaves no room, 128 bits of a hash of the name
+/// instead, `<hex>.values.<hex>`. No two Workspaces share a name: two names of the first
+/// form have the same length and so the same Workspace; a name of the second form ends in
+/// `.values.` and 32 hex digits, which no name of the first form does. At most 253
+/// characters, a DNS subdomain like the Workspace's own.
 pub fn object_name(workspace: &str, digest: &str) -> String {
     let short = digest
         .strip_prefix(DIGEST_PREFIX)
@@ -69,8 +79,8 @@ pub fn object_name(workspace: &str, digest: &str) -> String {
     if workspace.len() + suffix.len() <= 253 {
         return format!("{workspace}{suffix}");
     }
-    let hashed = hex::encode(&Sha256::digest(workspace.as_bytes())[..8]);
-    format!("workspace-{hashed}{suffix}")
+    let hashed = hex::encode(&Sha256::digest(workspace.as_bytes())[..16]);
+    format!("{hashed}.values.{short}")
 }
 
 /// Where a plan's values are: in a PlanValues object by digest, or (plans sealed before

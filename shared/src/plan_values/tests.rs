@@ -166,6 +166,10 @@ fn object_names_are_dns_subdomains_whatever_the_workspace_name() {
             && name.ends_with(|c: char| c.is_ascii_alphanumeric())
     };
     assert!(valid(&long), "{long}");
+    // A Workspace named like the hashed form has objects of another name.
+    let hashed_part = long.split('.').next().unwrap();
+    assert_ne!(object_name(hashed_part, &digest), long);
+    assert!(!object_name(&format!("{hashed_part}.values"), &digest).ends_with(&long));
     assert!(valid(&object_name(
         &format!("{}.x", "a".repeat(200)),
         &digest

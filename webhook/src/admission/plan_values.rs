@@ -12,13 +12,13 @@ use std::collections::BTreeMap;
 use k8s_openapi::{apimachinery::pkg::apis::meta::v1::ObjectMeta, jiff::Timestamp};
 use kube::{
     Api, Client,
-    api::{Patch, PatchParams, PostParams},
+    api::{ListParams, Patch, PatchParams, PostParams},
 };
 use providers::{
     admission::{Denial, mutate::SealedAttempt},
     api::{PlanValues, PlanValuesSpec},
     installer::names::label_value,
-    plan_values::{self, Source},
+    plan_values::{self, MAX_PENDING, Source},
 };
 
 /// The field manager of the webhook's writes.
@@ -50,9 +50,23 @@ pub async fn store(
                 name,
                 digest: digest.to_owned(),
             }),
-            Err(error) => Err(not_stored(error.to_string())),
+            Err(error) => Err(not_stored(said(&error))),
         };
     };
+    // Values stored for writes the API server then refuses cannot pile up: past the bound
+    // only values stored already are sealed again.
+    let pending = pending(&api).await.map_err(|e| not_stored(said(&e)))?;
+    if pending >= MAX_PENDING {
+        return match touch(&api, &name, now).await {
+            Ok(true) => same_values(&api, &name, values).await,
+            Ok(false) => Err(Denial::TooManyPendingValues {
+                namespace: namespace.to_owned(),
+                pending,
+                max: MAX_PENDING,
+            }),
+            Err(error) => Err(not_stored(said(&error))),
+        };
+    }
     let object = PlanValues {
         metadata: meta(&name, namespace, &plan.workspace.name, now),
         spec: values.clone(),
@@ -63,13 +77,13 @@ pub async fn store(
     for _ in 0..2 {
         match api.create(&PostParams::default(), &object).await {
             Ok(_) => return Ok(()),
-            Err(error) if !is_conflict(&error) => return Err(not_stored(error.to_string())),
+            Err(error) if !is_conflict(&error) => return Err(not_stored(said(&error))),
             Err(_) => {}
         }
         match touch(&api, &name, now).await {
-            Ok(true) => return same_values(&api, &name, values).await.map_err(not_stored),
+            Ok(true) => return same_values(&api, &name, values).await,
             Ok(false) => continue,
-            Err(error) => return Err(not_stored(error.to_string())),
+            Err(error) => return Err(not_stored(said(&error))),
         }
     }
     Err(Denial::PlanValuesNotStored {
@@ -78,23 +92,41 @@ pub async fn store(
     })
 }
 
-/// Whether the stored object of that name holds `values`: a Workspace's values objects are
-/// named by 128 bits of their digest, and a different one under the name would leave the
-/// plan unable to run. The error says what to do.
+/// Whether the stored object of that name holds exactly `values`, checked as the installer
+/// will check it: a different or changed one under the name would leave the plan unable to
+/// run, so nothing is sealed over it.
 async fn same_values(
     api: &Api<PlanValues>,
     name: &str,
     values: &PlanValuesSpec,
-) -> Result<(), String> {
-    let stored = api.get(name).await.map_err(|error| error.to_string())?;
-    if stored.spec.digest == values.digest {
-        return Ok(());
-    }
-    Err(format!(
-        "it holds values of digest {}, not {}; the platform team deletes it, then the write is tried again",
-        providers::text::quoted(&stored.spec.digest),
-        values.digest
-    ))
+) -> Result<(), Denial> {
+    let stored = api
+        .get(name)
+        .await
+        .map_err(|error| Denial::PlanValuesNotStored {
+            name: name.to_owned(),
+            reason: said(&error),
+        })?;
+    plan_values::decode(&stored.spec, &values.digest)
+        .map(drop)
+        .map_err(|defect| Denial::PlanValuesConflict {
+            name: name.to_owned(),
+            defect: format!("its values {defect}"),
+        })
+}
+
+/// How many PlanValues of the namespace wait for their Workspace's installer, counted up to
+/// [`MAX_PENDING`].
+async fn pending(api: &Api<PlanValues>) -> Result<usize, kube::Error> {
+    let waiting = format!("{}=false", plan_values::LABEL_ADOPTED);
+    let listed = api
+        .list_metadata(
+            &ListParams::default()
+                .labels(&waiting)
+                .limit(MAX_PENDING as u32),
+        )
+        .await?;
+    Ok(listed.items.len())
 }
 
 /// Marks the object as sealed again; `false` when there is none.
@@ -129,6 +161,7 @@ fn meta(name: &str, namespace: &str, workspace: &str, now: Timestamp) -> ObjectM
                 "app.kubernetes.io/managed-by".to_owned(),
                 MANAGER.to_owned(),
             ),
+            (plan_values::LABEL_ADOPTED.to_owned(), "false".to_owned()),
         ])),
         annotations: Some(BTreeMap::from([
             (
@@ -141,5 +174,13 @@ fn meta(name: &str, namespace: &str, workspace: &str, now: Timestamp) -> ObjectM
             ),
         ])),
         ..Default::default()
+    }
+}
+
+/// What the API server said, without the client's wrapping.
+fn said(error: &kube::Error) -> String {
+    match error {
+        kube::Error::Api(status) => status.message.clone(),
+        other => other.to_string(),
     }
 }

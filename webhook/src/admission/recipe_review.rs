@@ -73,9 +73,22 @@ pub async fn validate_recipe(
 }
 
 fn decide(body: &[u8]) -> Result<Answer, ReviewError> {
-    let review: RecipeReview = serde_json::from_slice(body).map_err(|error| {
-        ReviewError::NotJson(providers::text::truncated(&error.to_string(), 256))
-    })?;
+    let review: RecipeReview = match serde_json::from_slice(body) {
+        Ok(review) => review,
+        // A Recipe the API server accepted but this reader cannot (values nested past
+        // serde_json's 128 levels): refused in words, when the review names its UID.
+        Err(error) => {
+            let why = providers::text::truncated(&error.to_string(), 256);
+            let Some(uid) = super::body::uid_at_start(body) else {
+                return Err(ReviewError::NotJson(why));
+            };
+            let message = format!(
+                "spec.values: the Recipe cannot be read ({why}); chart values nest a few levels, and at most 100 here: write them less deeply"
+            );
+            tracing::info!(%uid, endpoint = ENDPOINT, "denied: {message}");
+            return Ok(Answer::deny(uid, message, "RecipeValuesInvalid", 422));
+        }
+    };
     let request = review.request.ok_or(ReviewError::NoRequest)?;
     if !uid_is_well_formed(&request.uid) {
         return Err(ReviewError::NotJson(

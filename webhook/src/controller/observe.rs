@@ -166,6 +166,7 @@ async fn read_values(hub: &Client, workspace: &Workspace, plan: &Plan) -> Values
                     .flatten()
                     .map(|owner| owner.uid.clone())
                     .collect(),
+                labeled: stored.metadata.labels.is_some(),
             },
             Err(defect) => ValuesCheck::Defective { name, defect },
         },

@@ -26,6 +26,7 @@ fn verified(values: &serde_json::Value, owners: &[&str]) -> ValuesCheck {
         values: Arc::new(values.clone()),
         uid: "values-uid".into(),
         owners: owners.iter().map(|o| o.to_string()).collect(),
+        labeled: true,
     }
 }
 
@@ -51,6 +52,11 @@ fn the_job_runs_the_values_the_digest_names_and_takes_them_into_ownership() {
     case.values = verified(&values, &[]);
     let decision = case.decide();
     assert_eq!(edge_steps(&decision), ["own-plan-values", "create-job"]);
+    // Taken into ownership whatever the edge's state.
+    let mut down = Case::new(&ws);
+    down.edge = EdgeState::Unreachable("connection refused".into());
+    down.values = verified(&values, &[]);
+    assert!(steps(&down.decide()).contains(&"own-plan-values"));
     let own = decision
         .actions
         .iter()
@@ -67,6 +73,10 @@ fn the_job_runs_the_values_the_digest_names_and_takes_them_into_ownership() {
     );
     assert_eq!(patch[1]["value"][0]["uid"], UID);
     assert_eq!(patch[1]["value"][0]["kind"], "Workspace");
+    assert_eq!(
+        patch[2],
+        json!({"op": "add", "path": "/metadata/labels/providers.platform.dev~1adopted", "value": "true"})
+    );
     let job = decision
         .actions
         .iter()
