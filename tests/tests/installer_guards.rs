@@ -520,16 +520,56 @@ async fn the_hubs_identity_on_an_edge_changes_only_what_it_created() -> anyhow::
             "not-the-installers",
         ],
     )?;
-    refused(
+    let delete_planted = [
+        "-n",
+        "kube-system",
+        "delete",
+        "secret",
+        "not-the-installers",
+    ];
+    // RBAC grants it no Secret outside its namespaces; and were it granted one by mistake,
+    // the policy still holds on its own.
+    refused(&delete_planted, "cannot delete resource \"secrets\"")?;
+    let admin = env.edge.kubeconfig(User::Admin);
+    for args in [
+        &[
+            "-n",
+            "kube-system",
+            "create",
+            "role",
+            "mistaken-secret-deleter",
+            "--verb=delete",
+            "--resource=secrets",
+        ][..],
+        &[
+            "-n",
+            "kube-system",
+            "create",
+            "rolebinding",
+            "mistaken-secret-deleter",
+            "--role=mistaken-secret-deleter",
+            "--serviceaccount=providers-system:providers-hub",
+        ][..],
+    ] {
+        testbed::kubectl::ok(admin, args)?;
+    }
+    let held = eventually(
+        "the policy refuses what RBAC was mistaken to allow",
+        Duration::from_secs(10),
+        || async { Ok(refused(&delete_planted, confined).is_ok().then_some(())) },
+    )
+    .await;
+    testbed::kubectl::ok(
+        admin,
         &[
             "-n",
             "kube-system",
             "delete",
-            "secret",
-            "not-the-installers",
+            "rolebinding,role",
+            "mistaken-secret-deleter",
         ],
-        confined,
     )?;
+    held?;
 
     // In a namespace of its own, only the shapes the installer makes.
     let create = |name: &str, object: serde_json::Value| -> anyhow::Result<PathBuf> {
@@ -638,7 +678,6 @@ async fn the_hubs_identity_on_an_edge_changes_only_what_it_created() -> anyhow::
     }
     // Whoever else gets rights over the namespace cannot loosen it either: only the
     // platform (the set-pod-security verb) changes its standard.
-    let admin = env.edge.kubeconfig(User::Admin);
     for args in [
         &[
             "create",
@@ -801,5 +840,143 @@ async fn the_hubs_identity_on_an_edge_changes_only_what_it_created() -> anyhow::
     }
     let file = create("runner", job("job-1", json!({})))?;
     as_hub(&["create", "-f", &file.display().to_string()])?;
+    Ok(())
+}
+
+/// The hub's identity on an edge (manifests/edge/ as shipped) reads no Secret outside the
+/// namespaces the installer prepared: a leaked hub credential cannot read the edge's tokens
+/// and keys. Inside a namespace it created, it binds itself to its Secret rights there
+/// (RoleBinding providers-installer), which the confinement policy admits for itself only;
+/// a grant gone (a namespace an older installer prepared) is bound again when refused.
+#[tokio::test]
+async fn the_hubs_identity_on_an_edge_reads_secrets_only_in_its_own_namespaces()
+-> anyhow::Result<()> {
+    let case = "secrets";
+    let env = env().await?;
+    let hub = env.hub_admin().await?;
+    let edge = env.edge_admin().await?;
+    let kubeconfig = installer::hub_identity_on(&env.edge).await?;
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("hub-on-edge.kubeconfig");
+    std::fs::write(&path, kubeconfig)?;
+    let can_i = |args: &[&str]| -> anyhow::Result<bool> {
+        let out = testbed::kubectl::run(&path, &[&["auth", "can-i"][..], args].concat())?;
+        Ok(String::from_utf8_lossy(&out.stdout).trim() == "yes")
+    };
+    for args in [
+        &["get", "secrets", "-n", "kube-system"][..],
+        &["list", "secrets", "--all-namespaces"][..],
+        &["watch", "secrets", "--all-namespaces"][..],
+        &["get", "secrets", "-n", "default"][..],
+        &["list", "pods", "--all-namespaces"][..],
+    ] {
+        ensure!(
+            !can_i(args)?,
+            "the hub's identity on an edge may {}",
+            args.join(" ")
+        );
+    }
+    let admin = env.edge.kubeconfig(User::Admin);
+    let planted = ["-n", "kube-system", "get", "secret", "hub-cannot-read"];
+    if !testbed::kubectl::run(admin, &planted)?.status.success() {
+        testbed::kubectl::ok(
+            admin,
+            &[
+                "-n",
+                "kube-system",
+                "create",
+                "secret",
+                "generic",
+                "hub-cannot-read",
+                "--from-literal=key=value",
+            ],
+        )?;
+    }
+    let out = testbed::kubectl::run(&path, &planted)?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    ensure!(
+        !out.status.success() && stderr.contains("forbidden"),
+        "the hub's identity read a Secret in kube-system: {stderr}"
+    );
+
+    // An install: the installer binds its rights in the namespace it made, and works.
+    let name = "secrets-demo";
+    let namespace = "secrets-hello";
+    let spec = PlanSpec::hello(case, "org-a", name, namespace);
+    let plan = env.plan(&spec, 1, "");
+    let controller = env
+        .controller(ControllerOptions::new(case, "secrets-0", "lease-secrets"))
+        .await?;
+    let created = env.create_workspace(&hub, &spec, plan).await?;
+    let uid = created.uid().context("uid")?;
+    wait_workspace(&hub, "org-a", name, "installed", |ws| {
+        has_condition(ws, "Ready", "True", "Installed")
+    })
+    .await?;
+    ensure!(can_i(&["list", "secrets", "-n", namespace])?);
+    ensure!(can_i(&["watch", "secrets", "-n", namespace])?);
+    ensure!(!can_i(&["get", "secrets", "-n", "kube-system"])?);
+    ensure!(!can_i(&["list", "secrets", "--all-namespaces"])?);
+    let bindings: Api<RoleBinding> = Api::namespaced(edge.clone(), namespace);
+    let binding = bindings.get("providers-installer").await?;
+    ensure!(
+        binding.role_ref.kind == "ClusterRole"
+            && binding.role_ref.name == "providers-edge-namespace"
+            && binding.subjects.as_ref().is_some_and(|s| s.len() == 1
+                && s[0].kind == "ServiceAccount"
+                && s[0].name == "providers-hub"),
+        "the installer's own grant: {binding:?}"
+    );
+    // Nobody else gets those rights through the installer: the policy admits that binding
+    // for its own identity only.
+    let out = testbed::kubectl::run(
+        &path,
+        &[
+            "-n",
+            namespace,
+            "create",
+            "rolebinding",
+            "providers-installer",
+            "--clusterrole=providers-edge-namespace",
+            "--user=alice",
+            "--dry-run=server",
+        ],
+    )?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    ensure!(
+        !out.status.success() && stderr.contains("only runner identities"),
+        "the hub's identity bound its Secret rights to someone else: {stderr}"
+    );
+
+    // The grant removed (as on a namespace an older installer prepared): an installer that
+    // starts is refused its watch of the namespace's Secrets, binds the grant again, and
+    // the next attempt runs.
+    drop(controller);
+    bindings
+        .delete("providers-installer", &DeleteParams::default())
+        .await?;
+    eventually(
+        "RBAC sees the grant gone",
+        Duration::from_secs(10),
+        || async { Ok((!can_i(&["list", "secrets", "-n", namespace])?).then_some(())) },
+    )
+    .await?;
+    let _controller = env
+        .controller(ControllerOptions::new(case, "secrets-1", "lease-secrets"))
+        .await?;
+    eventually("the grant bound again", Duration::from_secs(30), || async {
+        Ok(bindings.get_opt("providers-installer").await?.map(|_| ()))
+    })
+    .await?;
+    let second = env.plan(&spec, 2, &uid);
+    installer::retry(&hub, "org-a", name, env.seal(second)?).await?;
+    wait_workspace(&hub, "org-a", name, "attempt 2 installed", |ws| {
+        status_of(ws).attempt == Some(2) && has_condition(ws, "Ready", "True", "Installed")
+    })
+    .await?;
+    ensure!(
+        bindings.get_opt("providers-installer").await?.is_some(),
+        "the grant is bound again"
+    );
     Ok(())
 }

@@ -1,9 +1,14 @@
-//! The installer's access to a failed runner's Pod and log on an edge, in that release
-//! namespace only. The hub's identity holds no right on Pods anywhere by itself; when a
-//! Job of one of its namespaces fails, it binds itself there to the ClusterRole
-//! `providers-edge-runner-logs` (Pods get/list, pods/log get), through the RoleBinding
-//! `providers-runner-logs` that the edge's confinement policy admits, and nothing else.
-//! Failures are rare, so a successful attempt costs no write for it.
+//! The installer's rights inside a release namespace on an edge. The hub's identity holds
+//! no right on Secrets or Pods anywhere by itself: in a namespace it prepared, it binds
+//! itself to a ClusterRole of the shipped edge manifests through a RoleBinding of a fixed
+//! name, which the edge's confinement policy admits for that identity and nothing else.
+//!
+//! - [`NAMESPACE_RIGHTS`]: Secrets (Helm's release records, an attempt's values, the
+//!   provider's runtime credential) and metadata of the objects a release made. Bound when
+//!   the installer creates the namespace, or the first time it is refused there (a
+//!   namespace prepared by an older installer).
+//! - [`RUNNER_LOGS`]: a failed runner's Pod and log, bound on the first failure there, so
+//!   a successful attempt costs no write for it.
 
 use std::time::Duration;
 
@@ -16,33 +21,54 @@ use kube::{
     api::{ObjectMeta, PostParams},
 };
 
-/// The RoleBinding in a release namespace that lets the hub's identity read its Pods.
-pub const BINDING: &str = "providers-runner-logs";
-/// The ClusterRole it binds (manifests/edge/installer-rbac.yaml).
-pub const CLUSTER_ROLE: &str = "providers-edge-runner-logs";
+/// A RoleBinding of a fixed name in a release namespace, to one ClusterRole of
+/// manifests/edge/installer-rbac.yaml.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Grant {
+    pub binding: &'static str,
+    pub cluster_role: &'static str,
+}
+
+/// Secrets and release objects' metadata in a namespace the installer prepared.
+pub const NAMESPACE_RIGHTS: Grant = Grant {
+    binding: "providers-installer",
+    cluster_role: "providers-edge-namespace",
+};
+
+/// A failed runner's Pod and log.
+pub const RUNNER_LOGS: Grant = Grant {
+    binding: "providers-runner-logs",
+    cluster_role: "providers-edge-runner-logs",
+};
 
 /// How long to wait for RBAC to honour a new binding.
 const PROPAGATION: Duration = Duration::from_secs(3);
 
-/// Runs `read` in `namespace`; when RBAC refuses it, binds the installer's edge identity to
-/// the log reader role there and tries again until the binding takes effect.
-pub async fn with_access<T, F, Fut>(
+/// Whether `error` is RBAC's refusal.
+pub fn is_forbidden(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::Api(status) if status.code == 403)
+}
+
+/// Runs `call` in `namespace`; when RBAC refuses it, binds the installer's edge identity
+/// there with `grant` and tries again until the binding takes effect.
+pub async fn with_grant<T, F, Fut>(
     client: &Client,
     namespace: &str,
-    read: F,
+    grant: Grant,
+    call: F,
 ) -> Result<T, kube::Error>
 where
     F: Fn() -> Fut,
     Fut: Future<Output = Result<T, kube::Error>>,
 {
-    match read().await {
-        Err(kube::Error::Api(status)) if status.code == 403 => {
-            grant(client, namespace).await?;
+    match call().await {
+        Err(error) if is_forbidden(&error) => {
+            bind(client, namespace, grant).await?;
             let deadline = tokio::time::Instant::now() + PROPAGATION;
             loop {
-                match read().await {
-                    Err(kube::Error::Api(status))
-                        if status.code == 403 && tokio::time::Instant::now() < deadline =>
+                match call().await {
+                    Err(error)
+                        if is_forbidden(&error) && tokio::time::Instant::now() < deadline =>
                     {
                         tokio::time::sleep(Duration::from_millis(200)).await;
                     }
@@ -54,9 +80,9 @@ where
     }
 }
 
-/// Creates the RoleBinding for the identity `client` authenticates as (asked once, with a
-/// SelfSubjectReview); one that exists already is left as it is.
-async fn grant(client: &Client, namespace: &str) -> Result<(), kube::Error> {
+/// Creates `grant`'s RoleBinding in `namespace` for the identity `client` authenticates as
+/// (asked with a SelfSubjectReview); one that exists already is left as it is.
+pub async fn bind(client: &Client, namespace: &str, grant: Grant) -> Result<(), kube::Error> {
     let review = Api::<SelfSubjectReview>::all(client.clone())
         .create(&PostParams::default(), &SelfSubjectReview::default())
         .await?;
@@ -65,35 +91,18 @@ async fn grant(client: &Client, namespace: &str) -> Result<(), kube::Error> {
         .and_then(|s| s.user_info)
         .and_then(|u| u.username)
         .unwrap_or_default();
-    let subject = match username
-        .strip_prefix("system:serviceaccount:")
-        .and_then(|rest| rest.split_once(':'))
-    {
-        Some((sa_namespace, name)) => Subject {
-            kind: "ServiceAccount".into(),
-            name: name.to_owned(),
-            namespace: Some(sa_namespace.to_owned()),
-            ..Default::default()
-        },
-        None => Subject {
-            kind: "User".into(),
-            name: username,
-            api_group: Some("rbac.authorization.k8s.io".into()),
-            ..Default::default()
-        },
-    };
     let binding = RoleBinding {
         metadata: ObjectMeta {
-            name: Some(BINDING.into()),
+            name: Some(grant.binding.into()),
             namespace: Some(namespace.into()),
             ..Default::default()
         },
         role_ref: RoleRef {
             api_group: Some("rbac.authorization.k8s.io".into()),
             kind: "ClusterRole".into(),
-            name: CLUSTER_ROLE.into(),
+            name: grant.cluster_role.into(),
         },
-        subjects: Some(vec![subject]),
+        subjects: Some(vec![subject_of(&username)]),
     };
     match Api::<RoleBinding>::namespaced(client.clone(), namespace)
         .create(&PostParams::default(), &binding)
@@ -102,5 +111,48 @@ async fn grant(client: &Client, namespace: &str) -> Result<(), kube::Error> {
         Ok(_) => Ok(()),
         Err(kube::Error::Api(status)) if status.is_already_exists() => Ok(()),
         Err(error) => Err(error),
+    }
+}
+
+/// The RBAC subject of an authenticated user name: a ServiceAccount's own form, so that
+/// the confinement policy can name it.
+fn subject_of(username: &str) -> Subject {
+    match username
+        .strip_prefix("system:serviceaccount:")
+        .and_then(|rest| rest.split_once(':'))
+    {
+        Some((namespace, name)) => Subject {
+            kind: "ServiceAccount".into(),
+            name: name.to_owned(),
+            namespace: Some(namespace.to_owned()),
+            ..Default::default()
+        },
+        None => Subject {
+            kind: "User".into(),
+            name: username.to_owned(),
+            api_group: Some("rbac.authorization.k8s.io".into()),
+            ..Default::default()
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_service_account_is_bound_as_one() {
+        let subject = subject_of("system:serviceaccount:providers-system:providers-hub");
+        assert_eq!(subject.kind, "ServiceAccount");
+        assert_eq!(subject.name, "providers-hub");
+        assert_eq!(subject.namespace.as_deref(), Some("providers-system"));
+    }
+
+    #[test]
+    fn another_identity_is_bound_as_a_user() {
+        let subject = subject_of("edge-admin");
+        assert_eq!(subject.kind, "User");
+        assert_eq!(subject.name, "edge-admin");
+        assert_eq!(subject.namespace, None);
     }
 }

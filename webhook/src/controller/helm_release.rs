@@ -14,7 +14,10 @@ use k8s_openapi::{ByteString, api::core::v1::Secret, jiff::Timestamp};
 use kube::{Api, Client, api::PostParams};
 use providers::installer::drift::ReleaseContent;
 
-use super::error::{self, Error, Result};
+use super::{
+    edge_grants,
+    error::{self, Error, Result},
+};
 
 /// The most a release record's content may inflate to when it is read: a chart's
 /// manifests and values, far below what a gzip bomb planted on the edge would make.
@@ -38,10 +41,11 @@ pub async fn content(
     secret: &str,
 ) -> Result<Option<ReleaseContent>> {
     let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
-    let Some(record) = api
-        .get_opt(secret)
-        .await
-        .map_err(|e| error::edge(edge, e))?
+    let get = || api.get_opt(secret);
+    let Some(record) =
+        edge_grants::with_grant(client, namespace, edge_grants::NAMESPACE_RIGHTS, get)
+            .await
+            .map_err(|e| error::edge(edge, e))?
     else {
         return Ok(None);
     };
@@ -139,10 +143,11 @@ pub async fn mark_failed(
     description: &str,
 ) -> Result<()> {
     let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
-    let Some(mut record) = api
-        .get_opt(secret)
-        .await
-        .map_err(|e| error::edge(edge, e))?
+    let get = || api.get_opt(secret);
+    let Some(mut record) =
+        edge_grants::with_grant(client, namespace, edge_grants::NAMESPACE_RIGHTS, get)
+            .await
+            .map_err(|e| error::edge(edge, e))?
     else {
         return Ok(());
     };

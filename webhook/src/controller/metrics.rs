@@ -61,6 +61,8 @@ pub struct Metrics {
     pub leader: Gauge,
     /// 1 while an edge answered its last probe.
     pub edge_ready: Family<EdgeLabels, Gauge>,
+    /// The namespaces whose Secrets the installer watches on an edge (one watch each).
+    pub edge_namespace_watches: Family<EdgeLabels, Gauge>,
     /// Edge objects of Workspaces gone from the hub without their cleanup, removed or
     /// released by the orphan sweep, by edge and action.
     pub orphans_swept: Family<SweptLabels, Counter>,
@@ -118,6 +120,12 @@ impl Metrics {
             "1 while the edge answered its last probe",
             edge_ready.clone(),
         );
+        let edge_namespace_watches = Family::<EdgeLabels, Gauge>::default();
+        registry.register(
+            "edge_namespace_watches",
+            "The namespaces of the installer's whose Secrets it watches on the edge, one watch each",
+            edge_namespace_watches.clone(),
+        );
         let orphans_swept = Family::<SweptLabels, Counter>::default();
         registry.register(
             "orphans_swept",
@@ -143,6 +151,7 @@ impl Metrics {
             workspace_reads,
             leader,
             edge_ready,
+            edge_namespace_watches,
         }
     }
 }

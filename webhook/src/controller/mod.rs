@@ -8,7 +8,7 @@
 mod context;
 pub mod credential;
 mod edge_cache;
-mod edge_logs;
+mod edge_grants;
 mod edges;
 mod error;
 mod execute;

@@ -25,7 +25,7 @@ use crate::authz;
 use super::{
     context::Context,
     edge_cache::{self, Cached, EdgeCache},
-    edge_logs,
+    edge_grants,
     edges::EdgeView,
     error::{self, Error, Result},
     helm_release,
@@ -90,6 +90,12 @@ pub async fn observe(ctx: &Context, workspace: Workspace) -> Result<Observation>
         } else if !cache.ready().await {
             edge = EdgeState::Unreachable(format!(
                 "its watches did not list the installer's objects within {} s",
+                edge_cache::SYNC_TIMEOUT.as_secs()
+            ));
+        } else if !cache.ready_in(&focus.namespace).await {
+            edge = EdgeState::Unreachable(format!(
+                "its watch of the Secrets in namespace {} did not list them within {} s (is the installer's RoleBinding providers-installer there, and the ClusterRole providers-edge-namespace of manifests/edge applied?)",
+                focus.namespace,
                 edge_cache::SYNC_TIMEOUT.as_secs()
             ));
         } else {
@@ -301,9 +307,11 @@ async fn runner_of(
 ) -> Result<Option<installer::RunnerPod>> {
     let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
     let selector = ListParams::default().labels(&format!("batch.kubernetes.io/job-name={job}"));
-    let listed = edge_logs::with_access(client, namespace, || pods.list(&selector))
-        .await
-        .map_err(|e| error::edge(edge, e))?;
+    let listed = edge_grants::with_grant(client, namespace, edge_grants::RUNNER_LOGS, || {
+        pods.list(&selector)
+    })
+    .await
+    .map_err(|e| error::edge(edge, e))?;
     Ok(installer::runner_pod(&listed.items))
 }
 

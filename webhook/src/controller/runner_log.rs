@@ -51,7 +51,13 @@ async fn fetch(edge: &Client, log: &RunnerLog) -> Result<String, kube::Error> {
         limit_bytes: Some(LOG_LIMIT),
         ..Default::default()
     };
-    super::edge_logs::with_access(edge, &log.namespace, || pods.logs(&log.pod, &params)).await
+    super::edge_grants::with_grant(
+        edge,
+        &log.namespace,
+        super::edge_grants::RUNNER_LOGS,
+        || pods.logs(&log.pod, &params),
+    )
+    .await
 }
 
 async fn store(

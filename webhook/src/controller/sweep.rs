@@ -74,7 +74,16 @@ async fn sweep_edge(ctx: &Context, edge: &str, client: &Client) -> Result<()> {
         .extend(list::<ServiceAccount>(edge, client, Found::Attempt(Kind::ServiceAccount)).await?);
     listed.extend(list::<Role>(edge, client, Found::Attempt(Kind::Role)).await?);
     listed.extend(list::<RoleBinding>(edge, client, Found::Attempt(Kind::RoleBinding)).await?);
-    listed.extend(list::<Secret>(edge, client, Found::Attempt(Kind::Secret)).await?);
+    // Secrets from the per-namespace watches: the installer may not list them across the
+    // edge (edge_cache::namespaced).
+    if let Some(cache) = ctx.edges.lookup(edge).cache {
+        listed.extend(cache.managed_secrets().iter().map(|meta| Listed {
+            found: Found::Attempt(Kind::Secret),
+            namespace: meta.namespace.clone().unwrap_or_default(),
+            name: meta.name.clone().unwrap_or_default(),
+            object: providers::installer::ObjectState::from_meta(meta),
+        }));
+    }
     listed.extend(list::<Job>(edge, client, Found::Attempt(Kind::Job)).await?);
     if listed.is_empty() {
         return Ok(());

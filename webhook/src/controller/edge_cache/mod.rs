@@ -34,10 +34,12 @@ use providers::installer::{
     JobState, Kind, ObjectState, ReleaseRevision, job_state, newest_revision, state_of,
 };
 
+mod namespaced;
 mod watches;
 
 use tokio::sync::Notify;
 
+use namespaced::NamespaceWatches;
 pub use watches::Watches;
 use watches::{Followed, Health};
 
@@ -83,8 +85,8 @@ pub struct EdgeCache {
     service_accounts: Store<PartialObjectMeta<ServiceAccount>>,
     roles: Store<PartialObjectMeta<Role>>,
     role_bindings: Store<PartialObjectMeta<RoleBinding>>,
-    secrets: Store<PartialObjectMeta<Secret>>,
-    helm_records: Store<PartialObjectMeta<Secret>>,
+    /// The Secrets of each namespace of the installer's (Helm's records among them).
+    namespaced: Arc<NamespaceWatches>,
     jobs: Store<Job>,
     own: Arc<Mutex<HashMap<Key, Own>>>,
     /// The installed releases watched for drift: `(namespace, release)` → the Workspace
@@ -175,7 +177,10 @@ impl EdgeCache {
             Cached::Attempt(Kind::RoleBinding) => {
                 meta_of(&self.role_bindings, name, Some(namespace))
             }
-            Cached::Attempt(Kind::Secret) => meta_of(&self.secrets, name, Some(namespace)),
+            Cached::Attempt(Kind::Secret) => self
+                .namespaced
+                .secrets(namespace)
+                .and_then(|secrets| meta_of(&secrets, name, Some(namespace))),
             Cached::Attempt(Kind::Job) => {
                 return self.job(namespace, name).map(|job| job.object);
             }
@@ -226,12 +231,15 @@ impl EdgeCache {
         release: &str,
         installed: Option<i64>,
     ) -> Option<ReleaseRevision> {
+        let records = self.namespaced.secrets(namespace)?;
         if let Some(revision) = installed {
             let record = |revision: i64| {
-                self.helm_records.get(
-                    &ObjectRef::new(&format!("sh.helm.release.v1.{release}.v{revision}"))
-                        .within(namespace),
-                )
+                records
+                    .get(
+                        &ObjectRef::new(&format!("sh.helm.release.v1.{release}.v{revision}"))
+                            .within(namespace),
+                    )
+                    .filter(|r| is_helm_record(r))
             };
             if record(revision + 1).is_none()
                 && let Some(found) = record(revision)
@@ -240,17 +248,48 @@ impl EdgeCache {
                 return newest_revision(std::slice::from_ref(&found.metadata));
             }
         }
-        let records: Vec<ObjectMeta> = self
-            .helm_records
+        let records: Vec<ObjectMeta> = records
             .state()
             .iter()
             .filter(|r| {
-                r.metadata.namespace.as_deref() == Some(namespace)
-                    && r.labels().get("name").map(String::as_str) == Some(release)
+                is_helm_record(r) && r.labels().get("name").map(String::as_str) == Some(release)
             })
             .map(|r| r.metadata.clone())
             .collect();
         newest_revision(&records)
+    }
+
+    /// Waits until the Secrets of `namespace` are listed, when it is one of the installer's.
+    pub async fn ready_in(&self, namespace: &str) -> bool {
+        self.namespaced.ready(namespace).await
+    }
+
+    /// Watches the Secrets of a namespace the installer just created, without waiting for
+    /// the namespace watch to bring it.
+    pub fn watch_namespace(&self, namespace: &str) {
+        self.namespaced.ensure(namespace);
+    }
+
+    /// How many namespaces' Secrets are watched.
+    pub fn namespaces_watched(&self) -> usize {
+        self.namespaced.count()
+    }
+
+    /// The metadata of the installer's own Secrets (by its `managed-by` label) in every
+    /// namespace watched, for the orphan sweep.
+    pub fn managed_secrets(&self) -> Vec<ObjectMeta> {
+        let selector = |meta: &ObjectMeta| {
+            meta.labels
+                .as_ref()
+                .and_then(|l| l.get(providers::installer::names::LABEL_MANAGED_BY))
+                .map(String::as_str)
+                == Some(providers::installer::names::MANAGED_BY)
+        };
+        self.namespaced
+            .all_secrets()
+            .into_iter()
+            .filter(|meta| selector(meta))
+            .collect()
     }
 
     /// Wakes `workspace` when the records of `release` in `namespace` change.
@@ -367,6 +406,11 @@ enum Mine {
     Present(Box<Seen>),
     Gone,
     Cache,
+}
+
+/// Whether `secret` is one of Helm's release records (Helm labels them `owner=helm`).
+fn is_helm_record(secret: &PartialObjectMeta<Secret>) -> bool {
+    secret.labels().get("owner").map(String::as_str) == Some("helm")
 }
 
 fn meta_of<K>(

@@ -31,8 +31,11 @@ fn cache() -> (EdgeCache, Writer<PartialObjectMeta<ServiceAccount>>) {
         service_accounts,
         roles: reflector::store().0,
         role_bindings: reflector::store().0,
-        secrets: reflector::store().0,
-        helm_records: reflector::store().0,
+        namespaced: Arc::new(NamespaceWatches::new(
+            None,
+            Arc::new(Mutex::new(HashMap::new())),
+            Arc::new(|_: &str| {}),
+        )),
         jobs: reflector::store().0,
         own: Arc::new(Mutex::new(HashMap::new())),
         followed: Arc::new(Mutex::new(HashMap::new())),
@@ -111,4 +114,77 @@ async fn every_reconcile_waiting_for_the_first_lists_is_woken() {
             .expect("every waiter is woken")
             .unwrap();
     }
+}
+
+fn secret(name: &str, namespace: &str, labels: &[(&str, &str)]) -> PartialObjectMeta<Secret> {
+    PartialObjectMeta::<Secret> {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some(namespace.into()),
+            uid: Some(format!("uid-{name}")),
+            labels: Some(
+                labels
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                    .collect(),
+            ),
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
+#[test]
+fn secrets_and_helm_records_are_read_from_their_namespace_s_own_watch() {
+    let (cache, _writer) = cache();
+    let mut secrets = cache.namespaced.insert_listed("ns");
+    secrets.apply_watcher_event(&watcher::Event::Apply(secret("values", "ns", &[])));
+    let record = [
+        ("owner", "helm"),
+        ("name", "r"),
+        ("status", "deployed"),
+        ("version", "1"),
+    ];
+    secrets.apply_watcher_event(&watcher::Event::Apply(secret(
+        "sh.helm.release.v1.r.v1",
+        "ns",
+        &record,
+    )));
+    let kind = Cached::Attempt(Kind::Secret);
+    assert_eq!(
+        cache.object(kind, "ns", "values").unwrap().uid,
+        "uid-values"
+    );
+    assert_eq!(cache.release("ns", "r", None).unwrap().revision, 1);
+    assert_eq!(cache.release("ns", "r", Some(1)).unwrap().revision, 1);
+    // Another namespace is another watch: nothing of "ns" is seen there.
+    assert!(cache.object(kind, "other", "values").is_none());
+    assert!(cache.release("other", "r", None).is_none());
+}
+
+#[test]
+fn a_secret_named_like_a_record_without_helm_s_label_is_not_a_revision() {
+    let (cache, _writer) = cache();
+    let mut secrets = cache.namespaced.insert_listed("ns");
+    let forged = [("name", "r"), ("status", "deployed"), ("version", "7")];
+    secrets.apply_watcher_event(&watcher::Event::Apply(secret(
+        "sh.helm.release.v1.r.v7",
+        "ns",
+        &forged,
+    )));
+    assert!(cache.release("ns", "r", None).is_none());
+    assert!(cache.release("ns", "r", Some(7)).is_none());
+}
+
+#[tokio::test]
+async fn a_namespace_not_watched_is_ready_at_once_and_one_listed_is_ready() {
+    let (cache, _writer) = cache();
+    assert!(cache.ready_in("unknown").await);
+    let _secrets = cache.namespaced.insert_listed("ns");
+    assert!(cache.ready_in("ns").await);
+    assert_eq!(cache.namespaces_watched(), 1);
+    cache
+        .namespaced
+        .keep_only(&std::collections::HashSet::new());
+    assert_eq!(cache.namespaces_watched(), 0);
 }

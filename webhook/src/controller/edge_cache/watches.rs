@@ -2,7 +2,7 @@
 //! object's annotation names, or the one following a Helm release.
 
 use std::{
-    collections::HashMap,
+    collections::{HashMap, HashSet},
     sync::{Arc, Mutex, PoisonError},
 };
 
@@ -10,7 +10,7 @@ use futures::{Stream, StreamExt};
 use k8s_openapi::{
     api::{
         batch::v1::Job,
-        core::v1::{Namespace, Secret, ServiceAccount},
+        core::v1::{Namespace, ServiceAccount},
         rbac::v1::{Role, RoleBinding},
     },
     apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -27,7 +27,7 @@ use kube::{
 use providers::installer::{Kind, names};
 use serde::de::DeserializeOwned;
 
-use super::{Cached, EdgeCache, Key, Listed, Own, Seen, Wake};
+use super::{Cached, EdgeCache, Key, Listed, Own, Seen, Wake, namespaced::NamespaceWatches};
 use crate::controller::term::Task;
 
 /// Installed releases by `(namespace, release)`, and the Workspace each belongs to.
@@ -48,26 +48,29 @@ impl Watches {
             names::LABEL_MANAGED_BY,
             names::MANAGED_BY
         ));
-        let helm = watcher::Config::default().labels("owner=helm");
         let unreachable = Arc::new(Mutex::new(None));
         let health = Health(unreachable.clone());
         let listed = Arc::new(Listed::default());
         let own = Arc::new(Mutex::new(HashMap::new()));
+        let followed: Followed = Arc::new(Mutex::new(HashMap::new()));
+        let namespaced = Arc::new(NamespaceWatches::new(
+            Some(client.clone()),
+            followed.clone(),
+            wake.clone(),
+        ));
         let mut watches = Starter {
             client,
             health: &health,
             listed: &listed,
             tasks: Vec::new(),
         };
-        let namespaces =
-            watches.metadata::<Namespace>(managed.clone(), wake_owner_on_delete(wake.clone()));
+        let namespaces = watches.metadata::<Namespace>(
+            managed.clone(),
+            on_namespace(namespaced.clone(), wake.clone()),
+        );
         let service_accounts = watches.metadata::<ServiceAccount>(managed.clone(), |_| {});
         let roles = watches.metadata::<Role>(managed.clone(), |_| {});
         let role_bindings = watches.metadata::<RoleBinding>(managed.clone(), |_| {});
-        let secrets = watches.metadata::<Secret>(managed.clone(), |_| {});
-        let followed: Followed = Arc::new(Mutex::new(HashMap::new()));
-        let helm_records =
-            watches.metadata::<Secret>(helm, wake_follower(followed.clone(), wake.clone()));
         let mut tasks = watches.tasks;
         let (jobs, task) = watch_jobs(
             Api::all(client.clone()),
@@ -84,8 +87,7 @@ impl Watches {
                 service_accounts,
                 roles,
                 role_bindings,
-                secrets,
-                helm_records,
+                namespaced,
                 jobs,
                 own,
                 followed,
@@ -140,40 +142,27 @@ impl Starter<'_> {
     }
 }
 
-/// Wakes the Workspace named in a deleted object's annotation.
-fn wake_owner_on_delete<K: Resource>(
+/// A namespace of the installer's: its Secrets are watched while it is there; when it goes,
+/// the Workspace named in its annotation is woken.
+fn on_namespace(
+    namespaced: Arc<NamespaceWatches>,
     wake: Wake,
-) -> impl FnMut(&watcher::Event<K>) + Send + 'static {
-    move |event| {
-        if let watcher::Event::Delete(object) = event {
-            wake_owner(&wake, object.meta());
+) -> impl FnMut(&watcher::Event<PartialObjectMeta<Namespace>>) + Send + 'static {
+    // The namespaces of a list in progress: those not in it went while the watch was away.
+    let mut listing: HashSet<String> = HashSet::new();
+    move |event| match event {
+        watcher::Event::Apply(namespace) => namespaced.ensure(&namespace.name_any()),
+        watcher::Event::Delete(namespace) => {
+            namespaced.remove(&namespace.name_any());
+            wake_owner(&wake, namespace.meta());
         }
-    }
-}
-
-/// A change of an installed release's records (an upgrade, rollback or uninstall made
-/// outside the installer) wakes its Workspace, which checks it for drift at once.
-fn wake_follower(
-    followed: Followed,
-    wake: Wake,
-) -> impl FnMut(&watcher::Event<PartialObjectMeta<Secret>>) + Send + 'static {
-    move |event| {
-        let record = match event {
-            watcher::Event::Apply(record) | watcher::Event::Delete(record) => record,
-            _ => return,
-        };
-        let key = (
-            record.metadata.namespace.clone().unwrap_or_default(),
-            record.labels().get("name").cloned().unwrap_or_default(),
-        );
-        let owner = followed
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(&key)
-            .cloned();
-        if let Some(workspace) = owner {
-            wake(&workspace);
+        watcher::Event::Init => listing.clear(),
+        watcher::Event::InitApply(namespace) => {
+            let name = namespace.name_any();
+            namespaced.ensure(&name);
+            listing.insert(name);
         }
+        watcher::Event::InitDone => namespaced.keep_only(&std::mem::take(&mut listing)),
     }
 }
 

@@ -77,6 +77,12 @@ pub(super) async fn probe_loop(ctx: Arc<Context>, wake: Waker, name: String, spe
             }
             _ => None,
         };
+        if let Some(connected) = &clients {
+            ctx.metrics
+                .edge_namespace_watches
+                .get_or_create(&EdgeLabels { edge: name.clone() })
+                .set(connected.watches.cache.namespaces_watched() as i64);
+        }
         let (changed, since) = ctx.edges.record(&name, state.clone(), client);
         let ready = matches!(state, EdgeState::Ready(_));
         ctx.metrics

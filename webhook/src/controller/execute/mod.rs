@@ -26,6 +26,7 @@ use super::{
     context::Context,
     credential,
     edge_cache::Cached,
+    edge_grants,
     error::{Error, Result},
     fault, helm_release,
     metrics::ReasonLabels,
@@ -210,6 +211,18 @@ async fn run(
             let created = api.create(&PostParams::default(), ns).await;
             let created = learn(observation, Cached::Namespace, api, ns.as_ref(), created).await;
             created.map_err(|e| edge_write(edge, "create-namespace", e))?;
+            // The installer's rights on Secrets there, before its first Secret write.
+            let name = ns.metadata.name.as_deref().unwrap_or_default();
+            edge_grants::bind(
+                &edge_client(observation)?,
+                name,
+                edge_grants::NAMESPACE_RIGHTS,
+            )
+            .await
+            .map_err(|e| edge_write(edge, "grant-namespace-rights", e))?;
+            if let Some(cache) = &observation.cache {
+                cache.watch_namespace(name);
+            }
         }
         Action::PatchNamespace { name, patch, .. } => {
             let api: Api<Namespace> = Api::all(edge_client(observation)?);

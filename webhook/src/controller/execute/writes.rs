@@ -14,6 +14,7 @@ use serde::{Serialize, de::DeserializeOwned};
 
 use crate::controller::{
     edge_cache::{Cached, EdgeCache},
+    edge_grants,
     error::{self, Error, Result},
     observe::Observation,
 };
@@ -76,7 +77,28 @@ where
 {
     let namespace = object.meta().namespace.clone().unwrap_or_default();
     let api: Api<K> = Api::namespaced(client.clone(), &namespace);
-    api.create(&PostParams::default(), object).await
+    let params = PostParams::default();
+    let create = || api.create(&params, object);
+    in_namespace::<K, _, _>(client, &namespace, create).await
+}
+
+/// Runs `call` in a release namespace: a Secret there is reached through the installer's
+/// namespace grant, bound when the first call is refused (a namespace an older installer
+/// prepared); the other kinds through its cluster role.
+async fn in_namespace<K, T, Fut>(
+    client: &Client,
+    namespace: &str,
+    call: impl Fn() -> Fut,
+) -> Result<T, kube::Error>
+where
+    K: Resource<DynamicType = ()>,
+    Fut: Future<Output = Result<T, kube::Error>>,
+{
+    if kind_of::<K>() == Kind::Secret {
+        edge_grants::with_grant(client, namespace, edge_grants::NAMESPACE_RIGHTS, call).await
+    } else {
+        call().await
+    }
 }
 
 /// Creates an attempt object on the edge and records what came of it in the edge's cache.
@@ -174,7 +196,8 @@ where
         propagation_policy: Some(PropagationPolicy::Background),
         ..Default::default()
     };
-    match api.delete(&deletion.name, &params).await {
+    let call = || api.delete(&deletion.name, &params);
+    match in_namespace::<K, _, _>(client, &deletion.namespace, call).await {
         Ok(_) => Ok(()),
         Err(kube::Error::Api(s)) if s.is_not_found() => Ok(()),
         Err(error) => Err(error),

@@ -1,0 +1,271 @@
+//! The Secrets of the namespaces the installer prepared, one metadata watch per namespace.
+//!
+//! The hub's identity may not list Secrets across the edge (a leaked credential would read
+//! every token and key there); it holds Secret rights only inside its own namespaces, by
+//! the RoleBinding `providers-installer` (`edge_grants::NAMESPACE_RIGHTS`). So Helm's
+//! release records, the attempts' values Secrets and the runtime credentials are watched
+//! namespace by namespace: a watch starts when the namespace watch brings a namespace of
+//! the installer's, and stops when it goes. A watch refused by RBAC (a namespace an older
+//! installer prepared) binds the grant and lists again.
+
+use std::{
+    collections::{HashMap, HashSet},
+    sync::{
+        Arc, Mutex, PoisonError,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::Duration,
+};
+
+use futures::{Stream, StreamExt};
+use k8s_openapi::api::core::v1::Secret;
+use kube::{
+    Api, Client, ResourceExt,
+    core::PartialObjectMeta,
+    runtime::{
+        WatchStreamExt,
+        reflector::{self, Store, reflector},
+        watcher,
+    },
+};
+use tokio::sync::Notify;
+
+use super::{SYNC_TIMEOUT, Wake, watches::Followed};
+use crate::controller::{edge_grants, term::Task};
+
+/// How often a watch refused by RBAC binds the grant again.
+const BIND_AGAIN: Duration = Duration::from_secs(10);
+
+/// The per-namespace Secret watches of one edge.
+pub(super) struct NamespaceWatches {
+    /// `None` in unit tests: entries are then filled by hand.
+    client: Option<Client>,
+    followed: Followed,
+    wake: Wake,
+    entries: Mutex<HashMap<String, Arc<Entry>>>,
+}
+
+/// One namespace's Secrets (metadata) and whether its watch has listed once.
+pub(super) struct Entry {
+    pub(super) secrets: Store<PartialObjectMeta<Secret>>,
+    listed: Arc<Flag>,
+    _task: Option<Task>,
+}
+
+/// A one-way "has listed" mark that any number of waiters can wait for.
+#[derive(Debug, Default)]
+pub(super) struct Flag {
+    set: AtomicBool,
+    changed: Notify,
+}
+
+impl Flag {
+    fn set(&self) {
+        self.set.store(true, Ordering::Release);
+        self.changed.notify_waiters();
+    }
+
+    async fn wait(&self) {
+        loop {
+            // Registered before the check, so a set between the two is not missed.
+            let changed = self.changed.notified();
+            if self.set.load(Ordering::Acquire) {
+                return;
+            }
+            changed.await;
+        }
+    }
+}
+
+impl NamespaceWatches {
+    pub(super) fn new(client: Option<Client>, followed: Followed, wake: Wake) -> Self {
+        Self {
+            client,
+            followed,
+            wake,
+            entries: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Starts the watch of `namespace`'s Secrets, unless it runs already.
+    pub(super) fn ensure(&self, namespace: &str) {
+        let mut entries = self.lock();
+        if entries.contains_key(namespace) {
+            return;
+        }
+        let (secrets, writer) = reflector::store();
+        let listed = Arc::new(Flag::default());
+        let task = self.client.as_ref().map(|client| {
+            let api: Api<PartialObjectMeta<Secret>> = Api::namespaced(client.clone(), namespace);
+            let stream = reflector(
+                writer,
+                watcher(api, watcher::Config::default())
+                    .default_backoff()
+                    .modify(|object| object.managed_fields_mut().clear()),
+            );
+            Task::spawn(drive(
+                stream,
+                Refused {
+                    client: client.clone(),
+                    namespace: namespace.to_owned(),
+                },
+                listed.clone(),
+                wake_follower(self.followed.clone(), self.wake.clone()),
+            ))
+        });
+        entries.insert(
+            namespace.to_owned(),
+            Arc::new(Entry {
+                secrets,
+                listed,
+                _task: task,
+            }),
+        );
+    }
+
+    /// Stops the watch of a namespace that went.
+    pub(super) fn remove(&self, namespace: &str) {
+        self.lock().remove(namespace);
+    }
+
+    /// Stops the watches of namespaces not in `live` (after the namespace watch listed
+    /// again: those went while it was away).
+    pub(super) fn keep_only(&self, live: &HashSet<String>) {
+        self.lock().retain(|namespace, _| live.contains(namespace));
+    }
+
+    /// `namespace`'s Secrets, when they are watched.
+    pub(super) fn secrets(&self, namespace: &str) -> Option<Store<PartialObjectMeta<Secret>>> {
+        self.lock()
+            .get(namespace)
+            .map(|entry| entry.secrets.clone())
+    }
+
+    /// Waits until `namespace`'s watch has listed once; at once when it is not watched (no
+    /// namespace of the installer's by that name is known yet: nothing of it can be there).
+    pub(super) async fn ready(&self, namespace: &str) -> bool {
+        let Some(entry) = self.lock().get(namespace).cloned() else {
+            return true;
+        };
+        tokio::time::timeout(SYNC_TIMEOUT, entry.listed.wait())
+            .await
+            .is_ok()
+    }
+
+    /// The metadata of every Secret watched, in every namespace.
+    pub(super) fn all_secrets(
+        &self,
+    ) -> Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta> {
+        let stores: Vec<_> = self.lock().values().map(|e| e.secrets.clone()).collect();
+        stores
+            .iter()
+            .flat_map(|store| store.state())
+            .map(|secret| secret.metadata.clone())
+            .collect()
+    }
+
+    /// How many namespaces are watched.
+    pub(super) fn count(&self) -> usize {
+        self.lock().len()
+    }
+
+    #[cfg(test)]
+    pub(super) fn insert_listed(
+        &self,
+        namespace: &str,
+    ) -> reflector::store::Writer<PartialObjectMeta<Secret>> {
+        let (secrets, writer) = reflector::store();
+        let listed = Arc::new(Flag::default());
+        listed.set();
+        self.lock().insert(
+            namespace.to_owned(),
+            Arc::new(Entry {
+                secrets,
+                listed,
+                _task: None,
+            }),
+        );
+        writer
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Entry>>> {
+        // Nothing panics while holding the lock, so a poisoned map is still whole.
+        self.entries.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// What a watch refused by RBAC does: bind the installer's grant in its namespace.
+struct Refused {
+    client: Client,
+    namespace: String,
+}
+
+async fn drive<S>(
+    stream: S,
+    refused: Refused,
+    listed: Arc<Flag>,
+    mut on_event: impl FnMut(&watcher::Event<PartialObjectMeta<Secret>>),
+) where
+    S: Stream<Item = Result<watcher::Event<PartialObjectMeta<Secret>>, watcher::Error>>,
+{
+    let mut stream = std::pin::pin!(stream);
+    let mut bound_at: Option<tokio::time::Instant> = None;
+    while let Some(event) = stream.next().await {
+        match event {
+            Ok(event) => {
+                if matches!(event, watcher::Event::InitDone) {
+                    listed.set();
+                }
+                on_event(&event);
+            }
+            Err(
+                watcher::Error::InitialListFailed(error) | watcher::Error::WatchStartFailed(error),
+            ) if edge_grants::is_forbidden(&error)
+                && bound_at.is_none_or(|at| at.elapsed() >= BIND_AGAIN) =>
+            {
+                bound_at = Some(tokio::time::Instant::now());
+                let namespace = refused.namespace.as_str();
+                if let Err(error) =
+                    edge_grants::bind(&refused.client, namespace, edge_grants::NAMESPACE_RIGHTS)
+                        .await
+                {
+                    tracing::warn!(%namespace, %error, "cannot grant the installer its rights in its namespace");
+                }
+            }
+            // Connection trouble shows in the edge's cluster-wide watches, which judge
+            // whether the edge is reachable; this one retries with backoff.
+            Err(error) => {
+                tracing::debug!(namespace = %refused.namespace, %error, "watching Secrets")
+            }
+        }
+    }
+}
+
+/// A change of an installed release's records (an upgrade, rollback or uninstall made
+/// outside the installer) wakes its Workspace, which checks it for drift at once.
+fn wake_follower(
+    followed: Followed,
+    wake: Wake,
+) -> impl FnMut(&watcher::Event<PartialObjectMeta<Secret>>) + Send + 'static {
+    move |event| {
+        let record = match event {
+            watcher::Event::Apply(record) | watcher::Event::Delete(record) => record,
+            _ => return,
+        };
+        if !super::is_helm_record(record) {
+            return;
+        }
+        let key = (
+            record.metadata.namespace.clone().unwrap_or_default(),
+            record.labels().get("name").cloned().unwrap_or_default(),
+        );
+        let owner = followed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&key)
+            .cloned();
+        if let Some(workspace) = owner {
+            wake(&workspace);
+        }
+    }
+}
