@@ -367,3 +367,153 @@ async fn values_yaml_would_misread_reach_the_release_unchanged() -> anyhow::Resu
     );
     Ok(())
 }
+
+/// A hand edit of an object the chart made (`kubectl patch` of its ConfigMap on the edge)
+/// and a deletion of one are drift, named with the object, the field manager and the
+/// fields, read from the objects' metadata only; an object annotated to opt out is not;
+/// `kubectl provider repair` puts the field and the object back.
+#[tokio::test]
+async fn a_hand_edit_or_deletion_of_a_release_object_is_drift_and_repair_restores_it()
+-> anyhow::Result<()> {
+    let System { env, .. } = system().await?;
+    publish(env, "edit-hello", "hello", &["0.1.0"]).await?;
+    let (hub, edge) = (env.hub_admin().await?, env.edge_admin().await?);
+    let alice = env.hub.kubeconfig(User::Alice);
+    let edge_admin = env.edge.kubeconfig(User::Admin);
+    let (namespace, release) = ("org-a-edit-hello", "edit-hello");
+    let configmap = format!("{release}-greeting");
+    plugin::run(
+        alice,
+        &[
+            "install",
+            "edited",
+            "--recipe",
+            "edit-hello",
+            "--edge",
+            installer::EDGE,
+            "--set",
+            "greeting=sealed",
+            "--wait",
+            "--timeout",
+            "3m",
+        ],
+    )?
+    .ok()?;
+    system::installed(&hub, "edited", 1).await?;
+    // Writes within two seconds of helm's own are taken for the install's (a controller
+    // annotating what helm made); a person's edit comes later.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+
+    // A hand edit of the chart's ConfigMap on the edge.
+    let edited = std::time::Instant::now();
+    testbed::kubectl::ok(
+        edge_admin,
+        &[
+            "-n",
+            namespace,
+            "patch",
+            "configmap",
+            &configmap,
+            "--type=merge",
+            "-p",
+            r#"{"data":{"greeting":"by-hand"}}"#,
+        ],
+    )?;
+    let ws = drifted(&hub, "edited", "ObjectChanged").await?;
+    let seen_after = edited.elapsed();
+    let drift = status_of(&ws).drift.context("status.drift")?;
+    ensure!(
+        seen_after < Duration::from_secs(10),
+        "seen after {seen_after:?}"
+    );
+    let object = drift.objects.first().context("the drifted object")?;
+    ensure!(
+        object.kind == "ConfigMap"
+            && object.name == configmap
+            && object.namespace == namespace
+            && object.change == "Changed"
+            && object.manager.as_deref() == Some("kubectl-patch")
+            && object.fields.iter().any(|f| f == "data.greeting"),
+        "{object:?}"
+    );
+    for words in [
+        format!("ConfigMap {namespace}/{configmap} was changed by kubectl-patch (data.greeting)"),
+        "kubectl provider repair edited".to_owned(),
+    ] {
+        ensure!(
+            drift.message.contains(&words),
+            "{words:?} in {}",
+            drift.message
+        );
+    }
+    let reasons = installer::event_reasons(&hub, &ws).await?;
+    ensure!(reasons.iter().any(|r| r == "ReleaseDrifted"), "{reasons:?}");
+    ensure!(
+        rendered(&edge, namespace, release).await?.map(|r| r.0) == Some("by-hand".into()),
+        "nothing is corrected behind anyone's back"
+    );
+
+    // Repair takes the field back.
+    plugin::run(alice, &["repair", "edited", "--wait", "--timeout", "3m"])?.ok()?;
+    system::installed(&hub, "edited", 2).await?;
+    ensure!(
+        rendered(&edge, namespace, release).await?.map(|r| r.0) == Some("sealed".into()),
+        "the sealed value is back"
+    );
+    tokio::time::sleep(Duration::from_secs(4)).await;
+
+    // A deletion of the chart's object.
+    testbed::kubectl::ok(
+        edge_admin,
+        &["-n", namespace, "delete", "configmap", &configmap],
+    )?;
+    let ws = drifted(&hub, "edited", "ObjectDeleted").await?;
+    let drift = status_of(&ws).drift.context("status.drift")?;
+    ensure!(
+        drift
+            .message
+            .contains(&format!("ConfigMap {namespace}/{configmap} is gone")),
+        "{}",
+        drift.message
+    );
+    plugin::run(alice, &["repair", "edited", "--wait", "--timeout", "3m"])?.ok()?;
+    system::installed(&hub, "edited", 3).await?;
+    ensure!(
+        rendered(&edge, namespace, release).await?.map(|r| r.0) == Some("sealed".into()),
+        "the deleted object is back"
+    );
+
+    // An object the platform opted out (annotated on the edge) is not drift when edited.
+    testbed::kubectl::ok(
+        edge_admin,
+        &[
+            "-n",
+            namespace,
+            "annotate",
+            "configmap",
+            &configmap,
+            "providers.platform.dev/drift=ignore",
+        ],
+    )?;
+    testbed::kubectl::ok(
+        edge_admin,
+        &[
+            "-n",
+            namespace,
+            "patch",
+            "configmap",
+            &configmap,
+            "--type=merge",
+            "-p",
+            r#"{"data":{"greeting":"tolerated"}}"#,
+        ],
+    )?;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let ws = installer::workspace(&hub, "org-a", "edited").await?;
+    ensure!(
+        has_condition(&ws, "Drifted", "False", "ReleaseInSync"),
+        "an opted-out object's edit is not drift: {:?}",
+        status_of(&ws).drift
+    );
+    Ok(())
+}

@@ -803,10 +803,33 @@ async fn the_hubs_identity_on_an_edge_changes_only_what_it_created() -> anyhow::
                "metadata": {"name": "t", "namespace": "confinement-check",
                             "annotations": {"kubernetes.io/service-account.name": "job-1-runner"}}}),
     )?;
-    refused(
-        &["create", "-f", &token.display().to_string()],
-        "token Secrets",
+    // Its Secret rights there come from its own grant, as the installer binds it.
+    as_hub(
+        &[
+            &ns[..],
+            &[
+                "create",
+                "rolebinding",
+                "providers-installer",
+                "--clusterrole=providers-edge-namespace",
+                "--serviceaccount=providers-system:providers-hub",
+            ],
+        ]
+        .concat(),
     )?;
+    eventually(
+        "the grant in force, and token Secrets refused by the policy",
+        Duration::from_secs(10),
+        || async {
+            Ok(refused(
+                &["create", "-f", &token.display().to_string()],
+                "token Secrets",
+            )
+            .is_ok()
+            .then_some(()))
+        },
+    )
+    .await?;
     let job = |name: &str, pod: serde_json::Value| {
         let mut spec = json!({"serviceAccountName": format!("{name}-runner"), "restartPolicy": "Never",
                               "containers": [{"name": "helm", "image": "helm", "command": ["helm"]}]});

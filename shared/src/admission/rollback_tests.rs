@@ -195,6 +195,7 @@ fn a_raised_retry_repairs_a_drifted_release_with_the_same_plan() {
         detected_at: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
             k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
         ),
+        objects: Vec::new(),
     });
     let repaired = admit(Operation::Update, &raise_retry(&drifted), Some(&drifted)).unwrap();
     let plan = &repaired.spec.plan.as_ref().unwrap().plan;

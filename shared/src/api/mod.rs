@@ -20,8 +20,8 @@ pub use plan::{Cause, ChartRef, Owner, Plan, Seal, SealedPlan, WorkspaceIdentity
 pub use plan_values::{PlanValues, PlanValuesSpec};
 pub use recipe::{ExecutionRule, Recipe, RecipeSpec, RuntimeCredential, ValueField, ValueType};
 pub use workspace::{
-    AttemptRecord, Drift, InstalledRelease, JobResult, KeptPlan, Phase, Preparation, Target,
-    Workspace, WorkspaceSpec, WorkspaceStatus,
+    AttemptRecord, Drift, DriftedObject, InstalledRelease, JobResult, KeptPlan, Phase, Preparation,
+    Target, Workspace, WorkspaceSpec, WorkspaceStatus,
 };
 
 /// The API group of every kind this project defines.

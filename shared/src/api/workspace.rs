@@ -215,6 +215,34 @@ pub struct Drift {
     pub record_uid: Option<String>,
     /// When the installer found it.
     pub detected_at: Time,
+    /// For `ObjectChanged` and `ObjectDeleted`: the objects of the release changed or
+    /// deleted on the edge by someone else than the release, at most eight.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 8))]
+    pub objects: Vec<DriftedObject>,
+}
+
+/// An object of an installed release that someone else than the release changed or
+/// deleted on the edge, as its field managers tell (its contents are never read).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DriftedObject {
+    pub api_version: String,
+    pub kind: String,
+    pub namespace: String,
+    pub name: String,
+    /// `Changed` or `Deleted`.
+    pub change: String,
+    /// The field manager that wrote it (`kubectl-edit`, `kubectl-patch`, a controller's name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manager: Option<String>,
+    /// When that manager last wrote it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changed_at: Option<Time>,
+    /// The fields it owns, as paths (`data.greeting`), at most eight.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 8))]
+    pub fields: Vec<String>,
 }
 
 /// The edge route an attempt runs on, resolved from its sealed plan when it starts. Kept

@@ -29,6 +29,10 @@ pub mod reason {
     pub const RELEASE_REPLACED: &str = "ReleaseReplaced";
     /// The release is as the installed attempt left it.
     pub const IN_SYNC: &str = "ReleaseInSync";
+    /// An object of the release was changed by someone else than the release.
+    pub const OBJECT_CHANGED: &str = "ObjectChanged";
+    /// An object of the release is gone.
+    pub const OBJECT_DELETED: &str = "ObjectDeleted";
 }
 
 /// How long after a Job's completion a revision may have been made and still count as the
@@ -112,7 +116,7 @@ impl Machine<'_> {
             (Some(known), Some(record))
                 if record.uid == known.record_uid && record.status == "deployed" =>
             {
-                None
+                self.object_drift(plan, &known.record_uid)
             }
             (baseline, None) => Some(Drift {
                 reason: reason::RELEASE_MISSING.to_owned(),
@@ -131,6 +135,7 @@ impl Machine<'_> {
                 revision: None,
                 record_uid: None,
                 detected_at: self.now(),
+                objects: Vec::new(),
             }),
             (baseline, Some(record)) => {
                 let replaced = baseline
@@ -189,6 +194,7 @@ impl Machine<'_> {
                     revision: Some(record.revision),
                     record_uid: Some(record.uid.clone()),
                     detected_at: self.now(),
+                    objects: Vec::new(),
                 })
             }
         };
@@ -200,10 +206,11 @@ impl Machine<'_> {
                     "{}. To install attempt {}'s plan again: kubectl provider repair {name} (raises spec.retry)",
                     drift.message, plan.attempt
                 );
-                let new =
-                    self.status.drift.as_ref().is_none_or(|d| {
-                        d.reason != drift.reason || d.record_uid != drift.record_uid
-                    });
+                let new = self.status.drift.as_ref().is_none_or(|d| {
+                    d.reason != drift.reason
+                        || d.record_uid != drift.record_uid
+                        || d.objects != drift.objects
+                });
                 if new {
                     // The record found, or for a missing release the one that went.
                     let gone = self.status.release.as_ref().map(|r| r.record_uid.as_str());
@@ -385,5 +392,6 @@ pub fn first_difference(found: &Value, wanted: &Value, at: &str) -> Option<Strin
     }
 }
 
+mod objects;
 #[cfg(test)]
 mod tests;

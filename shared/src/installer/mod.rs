@@ -39,6 +39,7 @@ mod namespace_admission;
 mod observed;
 pub mod patch;
 mod prepare;
+pub mod release_objects;
 mod runtime_credential;
 pub mod sweep;
 
@@ -52,8 +53,8 @@ pub use action::{
 pub use focus::{Focus, focus};
 pub use observed::{
     Authorization, EdgeRoute, EdgeState, HubObjects, JobOutcome, JobState, NamespaceState,
-    ObjectState, Observed, ReleaseRevision, Remote, RunnerPod, SealCheck, ValuesCheck, job_state,
-    newest_revision, runner_pod, state_of,
+    ObjectSeen, ObjectState, Observed, ReleaseObjects, ReleaseRevision, Remote, RunnerPod,
+    SealCheck, ValuesCheck, job_state, newest_revision, runner_pod, state_of,
 };
 
 /// The installer's settings, from its command line.

@@ -240,6 +240,29 @@ pub struct Remote {
     pub release: Option<ReleaseRevision>,
     /// What that revision installs, read when drift is to be described.
     pub release_content: Option<super::drift::ReleaseContent>,
+    /// The objects of the installed revision and what their metadata shows, once the
+    /// release is installed and its objects are followed.
+    pub objects: Option<ReleaseObjects>,
+}
+
+/// The objects Helm recorded for an installed revision, each with what the edge's
+/// metadata watches show of it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ReleaseObjects {
+    /// The UID of the revision's record the objects were read from.
+    pub record_uid: String,
+    pub objects: Vec<(super::release_objects::ReleaseObject, ObjectSeen)>,
+}
+
+/// What the edge shows of one object of a release.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ObjectSeen {
+    /// Its kind is not followed (its watch has not listed yet, was refused by RBAC, or the
+    /// kind is not served): not judged.
+    Unknown,
+    /// Its kind's watch has listed and it is not there.
+    Missing,
+    Present(super::release_objects::ObjectTrace),
 }
 
 impl Remote {

@@ -12,7 +12,10 @@ use base64::{Engine, engine::general_purpose::STANDARD};
 use flate2::{Compression, read::GzDecoder, write::GzEncoder};
 use k8s_openapi::{ByteString, api::core::v1::Secret, jiff::Timestamp};
 use kube::{Api, Client, api::PostParams};
-use providers::installer::drift::ReleaseContent;
+use providers::installer::{
+    drift::ReleaseContent,
+    release_objects::{ReleaseObject, objects_of_manifest},
+};
 
 use super::{
     edge_grants,
@@ -65,6 +68,59 @@ pub async fn content(
             Ok(None)
         }
     }
+}
+
+/// The objects Helm recorded for the revision in the record `secret` (its manifest's
+/// objects in the release namespace), read once per record to follow them for drift;
+/// `None` when it is gone or cannot be decoded. Decoded off the async workers, one at a
+/// time.
+pub async fn objects(
+    edge: &str,
+    client: &Client,
+    namespace: &str,
+    secret: &str,
+) -> Result<Option<Vec<ReleaseObject>>> {
+    let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
+    let get = || api.get_opt(secret);
+    let Some(record) =
+        edge_grants::with_grant(client, namespace, edge_grants::NAMESPACE_RIGHTS, get)
+            .await
+            .map_err(|e| error::edge(edge, e))?
+    else {
+        return Ok(None);
+    };
+    let encoded = record
+        .data
+        .and_then(|mut d| d.remove("release"))
+        .map(|b| b.0)
+        .unwrap_or_default();
+    let _one = READING.acquire().await.ok();
+    let release_namespace = namespace.to_owned();
+    let decoded =
+        tokio::task::spawn_blocking(move || manifest_objects(&encoded, &release_namespace))
+            .await
+            .unwrap_or_else(|e| Err(format!("the decoder stopped: {e}")));
+    match decoded {
+        Ok(objects) => Ok(Some(objects)),
+        Err(why) => {
+            tracing::info!(%edge, %namespace, %secret, %why, "cannot read a release record's objects");
+            Ok(None)
+        }
+    }
+}
+
+/// The objects of a record's `release` entry's manifest in `namespace`.
+fn manifest_objects(encoded: &[u8], namespace: &str) -> Result<Vec<ReleaseObject>, String> {
+    #[derive(serde::Deserialize, Default)]
+    #[serde(default)]
+    struct Release<'a> {
+        #[serde(borrow)]
+        manifest: std::borrow::Cow<'a, str>,
+    }
+    let json = inflate(encoded)?;
+    let release: Release<'_> =
+        serde_json::from_slice(&json).map_err(|e| format!("the release is not JSON: {e}"))?;
+    Ok(objects_of_manifest(&release.manifest, namespace))
 }
 
 /// The chart, version and values of a record's `release` entry, without building the

@@ -63,6 +63,9 @@ pub struct Metrics {
     pub edge_ready: Family<EdgeLabels, Gauge>,
     /// The namespaces whose Secrets the installer watches on an edge (one watch each).
     pub edge_namespace_watches: Family<EdgeLabels, Gauge>,
+    /// The kinds of installed releases' objects followed for drift on an edge, per
+    /// namespace (one watch each).
+    pub edge_follow_watches: Family<EdgeLabels, Gauge>,
     /// Edge objects of Workspaces gone from the hub without their cleanup, removed or
     /// released by the orphan sweep, by edge and action.
     pub orphans_swept: Family<SweptLabels, Counter>,
@@ -126,6 +129,12 @@ impl Metrics {
             "The namespaces of the installer's whose Secrets it watches on the edge, one watch each",
             edge_namespace_watches.clone(),
         );
+        let edge_follow_watches = Family::<EdgeLabels, Gauge>::default();
+        registry.register(
+            "edge_follow_watches",
+            "The watches of installed releases' objects (one per release namespace and kind) on the edge",
+            edge_follow_watches.clone(),
+        );
         let orphans_swept = Family::<SweptLabels, Counter>::default();
         registry.register(
             "orphans_swept",
@@ -152,6 +161,7 @@ impl Metrics {
             leader,
             edge_ready,
             edge_namespace_watches,
+            edge_follow_watches,
         }
     }
 }

@@ -258,6 +258,7 @@ async fn read_remote(
             .as_ref()
             .and_then(|release| cache.release(ns, release, None)),
         release_content: None,
+        objects: None,
     })
 }
 
@@ -291,11 +292,53 @@ async fn read_installed(
         }
         _ => None,
     };
+    // The installed revision's objects; also on the check that first records it, so that
+    // their watches list (and wake the Workspace) right after the install.
+    let objects = match (&newest, status.release.as_ref()) {
+        (Some(revision), installed)
+            if revision.status == "deployed"
+                && installed.is_none_or(|i| i.record_uid == revision.uid) =>
+        {
+            release_objects(reads, ns, revision).await?
+        }
+        _ => None,
+    };
     Ok(Remote {
         release: newest,
         release_content,
+        objects,
         ..Remote::default()
     })
+}
+
+/// The objects of the installed revision `revision` (read once from its record) and what
+/// their metadata watches show, for drift.
+async fn release_objects(
+    reads: &EdgeReads<'_>,
+    namespace: &str,
+    revision: &installer::ReleaseRevision,
+) -> Result<Option<installer::ReleaseObjects>> {
+    let objects = match reads.cache.manifest(&revision.uid) {
+        Some(objects) => objects,
+        None => {
+            let Some(objects) =
+                helm_release::objects(reads.edge, reads.client, namespace, &revision.secret)
+                    .await?
+            else {
+                return Ok(None);
+            };
+            let objects = std::sync::Arc::new(objects);
+            reads.cache.keep_manifest(&revision.uid, objects.clone());
+            objects
+        }
+    };
+    Ok(Some(installer::ReleaseObjects {
+        record_uid: revision.uid.clone(),
+        objects: reads
+            .cache
+            .follow_objects(reads.client, namespace, &objects)
+            .await,
+    }))
 }
 
 /// The Pod the job controller made for the Job `job`, found by the label it sets.

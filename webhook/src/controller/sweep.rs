@@ -75,8 +75,12 @@ async fn sweep_edge(ctx: &Context, edge: &str, client: &Client) -> Result<()> {
     listed.extend(list::<Role>(edge, client, Found::Attempt(Kind::Role)).await?);
     listed.extend(list::<RoleBinding>(edge, client, Found::Attempt(Kind::RoleBinding)).await?);
     // Secrets from the per-namespace watches: the installer may not list them across the
-    // edge (edge_cache::namespaced).
+    // edge (edge_cache::namespaced). A namespace no reconcile reads (an orphan's) is
+    // watched from now on, so its Secrets are swept next time.
     if let Some(cache) = ctx.edges.lookup(edge).cache {
+        for namespace in listed.iter().filter(|l| l.found == Found::Namespace) {
+            cache.watch_namespace(&namespace.name);
+        }
         listed.extend(cache.managed_secrets().iter().map(|meta| Listed {
             found: Found::Attempt(Kind::Secret),
             namespace: meta.namespace.clone().unwrap_or_default(),

@@ -258,3 +258,135 @@ fn values_are_compared_by_value_not_by_number_type() {
         Some(".c".into())
     );
 }
+
+mod objects {
+    use super::*;
+    use crate::installer::{
+        ObjectSeen, ReleaseObjects,
+        release_objects::{FieldEdit, ObjectTrace, ReleaseObject},
+    };
+    use k8s_openapi::jiff::SignedDuration;
+
+    fn greeting() -> ReleaseObject {
+        ReleaseObject {
+            api_version: "v1".into(),
+            kind: "ConfigMap".into(),
+            namespace: "hello".into(),
+            name: "hello-greeting".into(),
+        }
+    }
+
+    fn edited(manager: &str, after_finish: i64) -> ObjectSeen {
+        ObjectSeen::Present(ObjectTrace {
+            uid: "cm1".into(),
+            opted_out: false,
+            helm_at: Some(now() - SignedDuration::from_secs(20)),
+            edits: vec![FieldEdit {
+                manager: manager.into(),
+                operation: "Update".into(),
+                time: Some(now() + SignedDuration::from_secs(after_finish)),
+                fields: vec!["data.greeting".into()],
+            }],
+        })
+    }
+
+    fn check_objects(ws: &Workspace, seen: ObjectSeen) -> (WorkspaceStatus, Vec<&'static str>) {
+        let mut case = Case::new(ws);
+        case.remote = Some(Remote {
+            release: Some(revision(1, "r1", "deployed")),
+            objects: Some(ReleaseObjects {
+                record_uid: "r1".into(),
+                objects: vec![(greeting(), seen)],
+            }),
+            ..Remote::default()
+        });
+        let decision = case.decide();
+        let status = if decision.actions.iter().any(|a| a.name() == "write-status") {
+            last_status(&decision)
+        } else {
+            ws.status.clone().unwrap()
+        };
+        (status, events(&decision))
+    }
+
+    #[test]
+    fn an_edit_by_another_manager_after_the_attempt_is_drift_naming_object_manager_and_fields() {
+        let ws = installed(left(1, "r1"));
+        let (status, events) = check_objects(&ws, edited("kubectl-patch", 2));
+        let drift = status.drift.clone().expect("drift");
+        assert_eq!(drift.reason, reason::OBJECT_CHANGED);
+        assert!(
+            drift.message.contains("ConfigMap hello/hello-greeting")
+                && drift.message.contains("kubectl-patch")
+                && drift.message.contains("data.greeting")
+                && drift.message.contains("kubectl provider repair"),
+            "{}",
+            drift.message
+        );
+        assert_eq!(drift.objects.len(), 1);
+        assert_eq!(drift.objects[0].manager.as_deref(), Some("kubectl-patch"));
+        assert_eq!(drift.objects[0].fields, ["data.greeting"]);
+        assert_eq!(events, ["ReleaseDrifted"]);
+        assert_eq!(condition(&status, DRIFTED).0, "True");
+        assert_eq!(condition(&status, READY).0, "False");
+        // The same drift found again: no new Event, nothing written.
+        let again = Workspace {
+            status: Some(status),
+            ..ws
+        };
+        let (_, events) = check_objects(&again, edited("kubectl-patch", 2));
+        assert!(events.is_empty());
+        // Edited again later: a new drift, a new Event.
+        let (_, events) = check_objects(&again, edited("kubectl-edit", 120));
+        assert_eq!(events, ["ReleaseDrifted"]);
+    }
+
+    #[test]
+    fn writes_up_to_the_attempt_s_end_are_the_release_s_own() {
+        let ws = installed(left(1, "r1"));
+        // Before the attempt finished, or within a moment of helm's write.
+        let (status, _) = check_objects(&ws, edited("kube-controller-manager", -1));
+        assert!(status.drift.is_none());
+        let (status, _) = check_objects(&ws, edited("kubectl-patch", 1));
+        assert!(status.drift.is_some(), "after the attempt finished: drift");
+    }
+
+    #[test]
+    fn a_deleted_object_is_drift() {
+        let ws = installed(left(1, "r1"));
+        let (status, _) = check_objects(&ws, ObjectSeen::Missing);
+        let drift = status.drift.expect("drift");
+        assert_eq!(drift.reason, reason::OBJECT_DELETED);
+        assert!(drift.message.contains("is gone"), "{}", drift.message);
+    }
+
+    #[test]
+    fn an_opted_out_or_unfollowed_object_is_not_judged() {
+        let ws = installed(left(1, "r1"));
+        let mut opted = edited("kubectl-edit", 120);
+        if let ObjectSeen::Present(trace) = &mut opted {
+            trace.opted_out = true;
+        }
+        assert!(check_objects(&ws, opted).0.drift.is_none());
+        assert!(check_objects(&ws, ObjectSeen::Unknown).0.drift.is_none());
+    }
+
+    #[test]
+    fn objects_of_another_revision_are_not_judged() {
+        let ws = installed(left(1, "r1"));
+        let mut case = Case::new(&ws);
+        case.remote = Some(Remote {
+            release: Some(revision(1, "r1", "deployed")),
+            objects: Some(ReleaseObjects {
+                record_uid: "r0".into(),
+                objects: vec![(greeting(), ObjectSeen::Missing)],
+            }),
+            ..Remote::default()
+        });
+        let decision = case.decide();
+        assert!(events(&decision).is_empty());
+        if decision.actions.iter().any(|a| a.name() == "write-status") {
+            assert!(last_status(&decision).drift.is_none());
+        }
+    }
+}

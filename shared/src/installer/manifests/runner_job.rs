@@ -47,6 +47,9 @@ pub fn helm_args(plan: &Plan, settings: &Settings) -> Vec<String> {
         &format!("--wait={}", settings.helm_wait),
         &format!("--timeout={timeout}s"),
         "--history-max=10",
+        // The sealed plan is what the release holds: fields someone else took over by
+        // hand (drift) are taken back on a repair instead of failing it.
+        "--force-conflicts",
         &format!(
             "--description=attempt {} ({})",
             plan.attempt, plan.attempt_id

@@ -26,14 +26,18 @@ use k8s_openapi::{
     apimachinery::pkg::apis::meta::v1::ObjectMeta,
 };
 use kube::{
-    Resource, ResourceExt,
+    Client, Resource, ResourceExt,
+    api::{ApiResource, GroupVersionKind},
     core::PartialObjectMeta,
+    discovery::Scope,
     runtime::reflector::{ObjectRef, Store},
 };
 use providers::installer::{
-    JobState, Kind, ObjectState, ReleaseRevision, job_state, newest_revision, state_of,
+    JobState, Kind, ObjectSeen, ObjectState, ReleaseRevision, job_state, newest_revision,
+    release_objects::ReleaseObject, state_of,
 };
 
+mod follow;
 mod namespaced;
 mod watches;
 
@@ -98,7 +102,19 @@ pub struct EdgeCache {
     unreachable: Arc<Mutex<Option<String>>>,
     /// How many of the watches have listed once.
     listed: Arc<Listed>,
+    /// The API resource of each `(apiVersion, kind)` a release made, found once by
+    /// discovery; `None` for a kind not served or not namespaced (not followed).
+    kinds: Arc<Mutex<HashMap<KindKey, Option<ApiResource>>>>,
+    /// The objects Helm recorded for each installed revision, by its record's UID: read
+    /// once per record.
+    manifests: Arc<Mutex<HashMap<String, Arc<Vec<ReleaseObject>>>>>,
 }
+
+/// `(apiVersion, kind)` of the objects a release made.
+type KindKey = (String, String);
+
+/// The most revisions whose objects are kept in memory (past it, they are read again).
+const MAX_MANIFESTS: usize = 20_000;
 
 /// How many of an edge's watches have had their first list, of how many, and a wake-up
 /// for every reconcile that waits for all of them. (A store's own `wait_until_ready`
@@ -259,13 +275,18 @@ impl EdgeCache {
         newest_revision(&records)
     }
 
-    /// Waits until the Secrets of `namespace` are listed, when it is one of the installer's.
+    /// Waits until the Secrets of `namespace` are listed, when it is one of the installer's
+    /// (in the label-selected namespace cache), starting their watch the first time. One
+    /// the cache has not brought yet is ready at once: nothing of it is there but what the
+    /// installer's own writes remember.
     pub async fn ready_in(&self, namespace: &str) -> bool {
+        if meta_of(&self.namespaces, namespace, None).is_some() {
+            self.namespaced.ensure(namespace);
+        }
         self.namespaced.ready(namespace).await
     }
 
-    /// Watches the Secrets of a namespace the installer just created, without waiting for
-    /// the namespace watch to bring it.
+    /// Watches the Secrets of a namespace of the installer's.
     pub fn watch_namespace(&self, namespace: &str) {
         self.namespaced.ensure(namespace);
     }
@@ -290,6 +311,101 @@ impl EdgeCache {
             .into_iter()
             .filter(|meta| selector(meta))
             .collect()
+    }
+
+    /// The objects of the installed revision recorded in `record_uid`, when read before.
+    pub fn manifest(&self, record_uid: &str) -> Option<Arc<Vec<ReleaseObject>>> {
+        self.manifests
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(record_uid)
+            .cloned()
+    }
+
+    /// Keeps the objects of the revision recorded in `record_uid`.
+    pub fn keep_manifest(&self, record_uid: &str, objects: Arc<Vec<ReleaseObject>>) {
+        let mut manifests = self
+            .manifests
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if manifests.len() >= MAX_MANIFESTS {
+            manifests.clear();
+        }
+        manifests.insert(record_uid.to_owned(), objects);
+    }
+
+    /// Follows `objects` of an installed release in `namespace` (a watch per kind, started
+    /// the first time a release there names it) and says what the edge shows of each.
+    pub async fn follow_objects(
+        &self,
+        client: &Client,
+        namespace: &str,
+        objects: &[ReleaseObject],
+    ) -> Vec<(ReleaseObject, ObjectSeen)> {
+        let mut kinds: Vec<(String, String)> = objects
+            .iter()
+            .map(|o| (o.api_version.clone(), o.kind.clone()))
+            .collect();
+        kinds.sort();
+        kinds.dedup();
+        for kind in &kinds {
+            if self.namespaced.followed(namespace, kind).is_some() {
+                continue;
+            }
+            let Some(resource) = self.resource_of(client, kind).await else {
+                continue;
+            };
+            self.namespaced
+                .follow(namespace, kind, |client, followed, wake| {
+                    Some(follow::FollowWatch::start(
+                        client, namespace, &resource, followed, wake,
+                    ))
+                });
+        }
+        follow::seen_all(objects, |object| {
+            self.namespaced.followed(
+                namespace,
+                &(object.api_version.clone(), object.kind.clone()),
+            )
+        })
+    }
+
+    /// How many kinds are followed for drift, in every namespace (one watch each).
+    pub fn follow_watches(&self) -> usize {
+        self.namespaced.follows()
+    }
+
+    /// The namespaced API resource of a kind, asked once of the edge's discovery.
+    async fn resource_of(&self, client: &Client, kind: &(String, String)) -> Option<ApiResource> {
+        if let Some(known) = self
+            .kinds
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(kind)
+        {
+            return known.clone();
+        }
+        let (group, version) = match kind.0.split_once('/') {
+            Some((group, version)) => (group, version),
+            None => ("", kind.0.as_str()),
+        };
+        let gvk = GroupVersionKind::gvk(group, version, &kind.1);
+        let found = match kube::discovery::pinned_kind(client, &gvk).await {
+            Ok((resource, capabilities)) if capabilities.scope == Scope::Namespaced => {
+                Some(resource)
+            }
+            Ok(_) => None,
+            // Not served (yet): asked again next time.
+            Err(error) => {
+                tracing::debug!(kind = ?kind, %error, "cannot find a kind on the edge");
+                return None;
+            }
+        };
+        self.kinds
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(kind.clone(), found.clone());
+        found
     }
 
     /// Wakes `workspace` when the records of `release` in `namespace` change.

@@ -30,7 +30,7 @@ use kube::{
 };
 use tokio::sync::Notify;
 
-use super::{SYNC_TIMEOUT, Wake, watches::Followed};
+use super::{SYNC_TIMEOUT, Wake, follow::FollowWatch, watches::Followed};
 use crate::controller::{edge_grants, term::Task};
 
 /// How often a watch refused by RBAC binds the grant again.
@@ -49,6 +49,8 @@ pub(super) struct NamespaceWatches {
 pub(super) struct Entry {
     pub(super) secrets: Store<PartialObjectMeta<Secret>>,
     listed: Arc<Flag>,
+    /// The watches of the kinds its installed releases made, by `(apiVersion, kind)`.
+    follows: Mutex<HashMap<(String, String), Arc<FollowWatch>>>,
     _task: Option<Task>,
 }
 
@@ -60,9 +62,13 @@ pub(super) struct Flag {
 }
 
 impl Flag {
-    fn set(&self) {
+    pub(super) fn set(&self) {
         self.set.store(true, Ordering::Release);
         self.changed.notify_waiters();
+    }
+
+    pub(super) fn is_set(&self) -> bool {
+        self.set.load(Ordering::Acquire)
     }
 
     async fn wait(&self) {
@@ -118,6 +124,7 @@ impl NamespaceWatches {
             Arc::new(Entry {
                 secrets,
                 listed,
+                follows: Mutex::new(HashMap::new()),
                 _task: task,
             }),
         );
@@ -152,6 +159,53 @@ impl NamespaceWatches {
             .is_ok()
     }
 
+    /// The watch of `kind` (`(apiVersion, kind)`) in `namespace`, started with `start`
+    /// when there is none; `None` when the namespace is not watched.
+    pub(super) fn follow(
+        &self,
+        namespace: &str,
+        kind: &(String, String),
+        start: impl FnOnce(&Client, Followed, Wake) -> Option<FollowWatch>,
+    ) -> Option<Arc<FollowWatch>> {
+        let entry = self.lock().get(namespace).cloned()?;
+        let mut follows = entry.follows.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(watch) = follows.get(kind) {
+            return Some(watch.clone());
+        }
+        let watch = Arc::new(start(
+            self.client.as_ref()?,
+            self.followed.clone(),
+            self.wake.clone(),
+        )?);
+        follows.insert(kind.clone(), watch.clone());
+        Some(watch)
+    }
+
+    /// The watch of `kind` in `namespace`, if one runs.
+    pub(super) fn followed(
+        &self,
+        namespace: &str,
+        kind: &(String, String),
+    ) -> Option<Arc<FollowWatch>> {
+        let entry = self.lock().get(namespace).cloned()?;
+        let follows = entry.follows.lock().unwrap_or_else(PoisonError::into_inner);
+        follows.get(kind).cloned()
+    }
+
+    /// How many kinds are followed, in every namespace.
+    pub(super) fn follows(&self) -> usize {
+        let entries: Vec<Arc<Entry>> = self.lock().values().cloned().collect();
+        entries
+            .iter()
+            .map(|e| {
+                e.follows
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .len()
+            })
+            .sum()
+    }
+
     /// The metadata of every Secret watched, in every namespace.
     pub(super) fn all_secrets(
         &self,
@@ -182,6 +236,7 @@ impl NamespaceWatches {
             Arc::new(Entry {
                 secrets,
                 listed,
+                follows: Mutex::new(HashMap::new()),
                 _task: None,
             }),
         );

@@ -41,6 +41,8 @@ fn cache() -> (EdgeCache, Writer<PartialObjectMeta<ServiceAccount>>) {
         followed: Arc::new(Mutex::new(HashMap::new())),
         unreachable: Arc::new(Mutex::new(None)),
         listed: Arc::default(),
+        kinds: Arc::default(),
+        manifests: Arc::default(),
     };
     (cache, writer)
 }

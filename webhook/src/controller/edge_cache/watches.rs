@@ -93,6 +93,8 @@ impl Watches {
                 followed,
                 unreachable,
                 listed,
+                kinds: Arc::default(),
+                manifests: Arc::default(),
             },
             _tasks: tasks,
         }
@@ -142,8 +144,9 @@ impl Starter<'_> {
     }
 }
 
-/// A namespace of the installer's: its Secrets are watched while it is there; when it goes,
-/// the Workspace named in its annotation is woken.
+/// A namespace of the installer's that goes: its Secrets are no longer watched, and the
+/// Workspace named in its annotation is woken. (Its watch starts when a reconcile first
+/// reads it, after the installer's grant there exists: `EdgeCache::ready_in`.)
 fn on_namespace(
     namespaced: Arc<NamespaceWatches>,
     wake: Wake,
@@ -151,16 +154,14 @@ fn on_namespace(
     // The namespaces of a list in progress: those not in it went while the watch was away.
     let mut listing: HashSet<String> = HashSet::new();
     move |event| match event {
-        watcher::Event::Apply(namespace) => namespaced.ensure(&namespace.name_any()),
+        watcher::Event::Apply(_) => {}
         watcher::Event::Delete(namespace) => {
             namespaced.remove(&namespace.name_any());
             wake_owner(&wake, namespace.meta());
         }
         watcher::Event::Init => listing.clear(),
         watcher::Event::InitApply(namespace) => {
-            let name = namespace.name_any();
-            namespaced.ensure(&name);
-            listing.insert(name);
+            listing.insert(namespace.name_any());
         }
         watcher::Event::InitDone => namespaced.keep_only(&std::mem::take(&mut listing)),
     }

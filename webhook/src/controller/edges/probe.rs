@@ -82,6 +82,10 @@ pub(super) async fn probe_loop(ctx: Arc<Context>, wake: Waker, name: String, spe
                 .edge_namespace_watches
                 .get_or_create(&EdgeLabels { edge: name.clone() })
                 .set(connected.watches.cache.namespaces_watched() as i64);
+            ctx.metrics
+                .edge_follow_watches
+                .get_or_create(&EdgeLabels { edge: name.clone() })
+                .set(connected.watches.cache.follow_watches() as i64);
         }
         let (changed, since) = ctx.edges.record(&name, state.clone(), client);
         let ready = matches!(state, EdgeState::Ready(_));

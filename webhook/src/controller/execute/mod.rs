@@ -220,9 +220,6 @@ async fn run(
             )
             .await
             .map_err(|e| edge_write(edge, "grant-namespace-rights", e))?;
-            if let Some(cache) = &observation.cache {
-                cache.watch_namespace(name);
-            }
         }
         Action::PatchNamespace { name, patch, .. } => {
             let api: Api<Namespace> = Api::all(edge_client(observation)?);

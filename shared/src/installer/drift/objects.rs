@@ -1,0 +1,123 @@
+//! Drift of the objects a release made: rule `release_objects_are_checked_for_drift`.
+//! An object of the installed revision that a field manager other than the release wrote
+//! after the attempt finished, or that is gone, is drift. Read from metadata alone
+//! (`release_objects`): contents are never compared.
+
+use crate::api::{Drift, DriftedObject, Plan};
+
+use k8s_openapi::jiff::SignedDuration;
+
+use super::reason;
+use crate::installer::{
+    machine::Machine,
+    observed::ObjectSeen,
+    release_objects::{MAX_FIELDS, ReleaseObject},
+};
+
+/// How long after helm's own write of an object another manager's write still counts as
+/// part of the install.
+const OWN_WRITE_SLACK: SignedDuration = SignedDuration::from_secs(2);
+
+/// The most objects a drift names.
+const MAX_DRIFTED: usize = 8;
+
+impl Machine<'_> {
+    /// The drift of the installed revision's objects (the one recorded with `record_uid`),
+    /// when their watches show one.
+    pub(super) fn object_drift(&self, plan: &Plan, record_uid: &str) -> Option<Drift> {
+        let followed = self.observed.remote.as_ref()?.objects.as_ref()?;
+        if followed.record_uid != record_uid {
+            return None;
+        }
+        // Writes up to the attempt's end are the release's own (a repair acknowledges what
+        // it could not take back), and so are those right after helm's own write of the
+        // object (controllers that annotate what helm made, such as a Deployment's
+        // revision, when helm does not wait).
+        let finished = self.status.finished_at.as_ref().map(|f| f.0);
+        let mut found: Vec<DriftedObject> = Vec::new();
+        let mut more = 0;
+        for (object, seen) in &followed.objects {
+            let drifted = match seen {
+                ObjectSeen::Unknown => None,
+                ObjectSeen::Missing => Some(drifted(object, "Deleted")),
+                ObjectSeen::Present(trace) if trace.opted_out => None,
+                ObjectSeen::Present(trace) => {
+                    let since = trace.helm_at.map(|at| at + OWN_WRITE_SLACK).max(finished);
+                    trace
+                        .edits
+                        .iter()
+                        .filter(|edit| match (since, edit.time) {
+                            (Some(since), Some(at)) => at > since,
+                            _ => true,
+                        })
+                        .max_by_key(|edit| edit.time)
+                        .map(|edit| DriftedObject {
+                            manager: Some(edit.manager.clone()),
+                            changed_at: edit
+                                .time
+                                .map(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time),
+                            fields: edit.fields.iter().take(MAX_FIELDS).cloned().collect(),
+                            ..drifted(object, "Changed")
+                        })
+                }
+            };
+            match drifted {
+                Some(object) if found.len() < MAX_DRIFTED => found.push(object),
+                Some(_) => more += 1,
+                None => {}
+            }
+        }
+        let first = found.first()?;
+        let why = if found.iter().any(|o| o.change == "Deleted") {
+            reason::OBJECT_DELETED
+        } else {
+            reason::OBJECT_CHANGED
+        };
+        let what = match first.change.as_str() {
+            "Deleted" => {
+                "is gone (deleted, or no longer labelled app.kubernetes.io/managed-by=Helm)"
+                    .to_owned()
+            }
+            _ => format!(
+                "was changed by {}{}",
+                first.manager.as_deref().unwrap_or("someone"),
+                match first.fields.as_slice() {
+                    [] => String::new(),
+                    fields => format!(" ({})", fields.join(", ")),
+                }
+            ),
+        };
+        let others = found.len() - 1 + more;
+        Some(Drift {
+            reason: why.to_owned(),
+            message: format!(
+                "{} {} {what} on edge {}, outside the release {}{}",
+                first.kind,
+                format_args!("{}/{}", first.namespace, first.name),
+                plan.edge_name,
+                plan.release,
+                match others {
+                    0 => String::new(),
+                    n => format!("; and {n} more object(s) of the release"),
+                }
+            ),
+            revision: None,
+            record_uid: None,
+            detected_at: self.now(),
+            objects: found,
+        })
+    }
+}
+
+fn drifted(object: &ReleaseObject, change: &str) -> DriftedObject {
+    DriftedObject {
+        api_version: object.api_version.clone(),
+        kind: object.kind.clone(),
+        namespace: object.namespace.clone(),
+        name: object.name.clone(),
+        change: change.to_owned(),
+        manager: None,
+        changed_at: None,
+        fields: Vec::new(),
+    }
+}

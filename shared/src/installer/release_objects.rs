@@ -1,0 +1,321 @@
+//! The objects a release made, and what their field managers say of who changed them.
+//!
+//! The installer follows each object Helm recorded for an installed revision (the
+//! `manifest` of its release record) by metadata alone: `metadata.managedFields` names
+//! every writer of the object, the fields it owns and when it last wrote them, so an edit
+//! by anyone but the release is seen without reading the object's contents (a Secret's
+//! data above all) and without a dry-run write.
+
+use std::collections::BTreeSet;
+
+use k8s_openapi::{apimachinery::pkg::apis::meta::v1::ObjectMeta, jiff::Timestamp};
+use serde::Deserialize;
+
+/// The field manager helm writes with (server-side apply in helm 4, updates before it).
+pub const HELM_MANAGER: &str = "helm";
+/// An annotation on an object of a release: `ignore` opts it out of drift.
+pub const ANNOTATION_DRIFT: &str = "providers.platform.dev/drift";
+/// The most objects of one release that are followed; past it the rest are not.
+pub const MAX_OBJECTS: usize = 512;
+/// The most field paths kept per edit.
+pub const MAX_FIELDS: usize = 8;
+/// The longest field path kept, in bytes.
+const MAX_PATH_BYTES: usize = 200;
+/// The most edits kept per object.
+const MAX_EDITS: usize = 4;
+
+/// One object of a release, as Helm recorded it.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ReleaseObject {
+    pub api_version: String,
+    pub kind: String,
+    pub namespace: String,
+    pub name: String,
+}
+
+impl ReleaseObject {
+    /// `Kind namespace/name`, as a person reads it.
+    pub fn describe(&self) -> String {
+        format!("{} {}/{}", self.kind, self.namespace, self.name)
+    }
+}
+
+/// The objects of a release manifest (Helm's rendered YAML documents) that live in the
+/// release namespace: the namespaced objects a chart makes there. Documents that are not
+/// objects, or that cannot be read, are skipped; at most [`MAX_OBJECTS`], sorted.
+/// Objects naming another namespace are not followed (the runner may write only in the
+/// release namespace, so a chart cannot make them there).
+pub fn objects_of_manifest(manifest: &str, release_namespace: &str) -> Vec<ReleaseObject> {
+    #[derive(Deserialize, Default)]
+    #[serde(default, rename_all = "camelCase")]
+    struct Document {
+        api_version: String,
+        kind: String,
+        metadata: Metadata,
+    }
+    #[derive(Deserialize, Default)]
+    #[serde(default)]
+    struct Metadata {
+        name: String,
+        namespace: Option<String>,
+    }
+    let mut objects = BTreeSet::new();
+    for document in serde_norway::Deserializer::from_str(manifest) {
+        let Ok(document) = Document::deserialize(document) else {
+            continue;
+        };
+        if document.kind.is_empty() || document.metadata.name.is_empty() {
+            continue;
+        }
+        let namespace = document
+            .metadata
+            .namespace
+            .unwrap_or_else(|| release_namespace.to_owned());
+        if namespace != release_namespace {
+            continue;
+        }
+        objects.insert(ReleaseObject {
+            api_version: document.api_version,
+            kind: document.kind,
+            namespace,
+            name: document.metadata.name,
+        });
+        if objects.len() >= MAX_OBJECTS {
+            break;
+        }
+    }
+    objects.into_iter().collect()
+}
+
+/// What an object's metadata says of its writers other than helm, and whether it opted
+/// out of drift. Kept per followed object instead of the object itself.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ObjectTrace {
+    pub uid: String,
+    /// Annotated `providers.platform.dev/drift: ignore`.
+    pub opted_out: bool,
+    /// When helm last wrote the object (the edge's clock).
+    pub helm_at: Option<Timestamp>,
+    /// Writes of the object itself (not its status) by managers other than helm.
+    pub edits: Vec<FieldEdit>,
+}
+
+/// One field manager's write of an object.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FieldEdit {
+    pub manager: String,
+    /// `Update` or `Apply`.
+    pub operation: String,
+    /// When it last wrote (seconds precision, as the API server records it).
+    pub time: Option<Timestamp>,
+    /// The fields it owns, as dotted paths (`data.greeting`), at most [`MAX_FIELDS`].
+    pub fields: Vec<String>,
+}
+
+/// The trace of an object from its metadata. Writes of a subresource (`status`, `scale`
+/// by a controller such as an HPA is still a write of `spec.replicas` through `scale`, so
+/// only `status` is left out) are not the object's configuration.
+pub fn trace_of(meta: &ObjectMeta) -> ObjectTrace {
+    let opted_out = meta
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(ANNOTATION_DRIFT))
+        .is_some_and(|v| v == "ignore");
+    let writes = || {
+        meta.managed_fields
+            .iter()
+            .flatten()
+            .filter(|entry| entry.subresource.as_deref().unwrap_or("") != "status")
+    };
+    let helm_at = writes()
+        .filter(|entry| entry.manager.as_deref() == Some(HELM_MANAGER))
+        .filter_map(|entry| entry.time.as_ref().map(|t| t.0))
+        .max();
+    let edits = writes()
+        .filter(|entry| entry.manager.as_deref() != Some(HELM_MANAGER))
+        .take(MAX_EDITS)
+        .map(|entry| FieldEdit {
+            manager: crate::text::shown(entry.manager.as_deref().unwrap_or("(unnamed)")),
+            operation: entry.operation.clone().unwrap_or_default(),
+            time: entry.time.as_ref().map(|t| t.0),
+            fields: entry
+                .fields_v1
+                .as_ref()
+                .map(|f| field_paths(&f.0))
+                .unwrap_or_default(),
+        })
+        .collect();
+    ObjectTrace {
+        uid: meta.uid.clone().unwrap_or_default(),
+        opted_out,
+        helm_at,
+        edits,
+    }
+}
+
+/// The leaf paths of a `fieldsV1` tree (`{"f:data":{"f:greeting":{}}}` → `data.greeting`),
+/// at most [`MAX_FIELDS`], each bounded.
+pub fn field_paths(fields: &serde_json::Value) -> Vec<String> {
+    let mut paths = Vec::new();
+    walk(fields, String::new(), &mut paths);
+    paths
+}
+
+fn walk(node: &serde_json::Value, at: String, paths: &mut Vec<String>) {
+    if paths.len() >= MAX_FIELDS {
+        return;
+    }
+    let children: Vec<(&String, &serde_json::Value)> = node
+        .as_object()
+        .map(|map| map.iter().filter(|(key, _)| key.as_str() != ".").collect())
+        .unwrap_or_default();
+    if children.is_empty() {
+        if !at.is_empty() {
+            paths.push(bounded(at));
+        }
+        return;
+    }
+    for (key, child) in children {
+        // `f:name` a field, `k:{...}` a list item by key, `v:...` a set value, `i:N` an index.
+        let step = match key.split_once(':') {
+            Some(("f", name)) => name.to_owned(),
+            Some(("k", item)) => format!("[{}]", list_key(item)),
+            Some((_, item)) => format!("[{item}]"),
+            None => key.clone(),
+        };
+        let path = match (at.is_empty(), step.starts_with('[')) {
+            (true, _) | (false, true) => format!("{at}{step}"),
+            (false, false) => format!("{at}.{step}"),
+        };
+        walk(child, path, paths);
+        if paths.len() >= MAX_FIELDS {
+            return;
+        }
+    }
+}
+
+/// A list item's key (`{"name":"web"}`) as `name=web`.
+fn list_key(item: &str) -> String {
+    match serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(item) {
+        Ok(fields) => fields
+            .iter()
+            .map(|(k, v)| match v {
+                serde_json::Value::String(s) => format!("{k}={s}"),
+                other => format!("{k}={other}"),
+            })
+            .collect::<Vec<_>>()
+            .join(","),
+        Err(_) => item.to_owned(),
+    }
+}
+
+fn bounded(path: String) -> String {
+    let shown = crate::text::shown(&path);
+    if shown.len() <= MAX_PATH_BYTES {
+        return shown;
+    }
+    let mut end = MAX_PATH_BYTES;
+    while !shown.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &shown[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{FieldsV1, ManagedFieldsEntry, Time};
+    use serde_json::json;
+
+    #[test]
+    fn a_manifest_s_objects_in_the_release_namespace_are_followed() {
+        let manifest = "---\n# Source: hello/templates/configmap.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: r-greeting\ndata:\n  greeting: hi\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: ns\n---\n# an empty document\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: elsewhere\n  namespace: kube-system\n---\n[not, an, object]\n";
+        let objects = objects_of_manifest(manifest, "ns");
+        let names: Vec<String> = objects.iter().map(ReleaseObject::describe).collect();
+        assert_eq!(names, ["Deployment ns/web", "ConfigMap ns/r-greeting"]);
+        assert_eq!(objects[0].api_version, "apps/v1");
+    }
+
+    #[test]
+    fn a_manifest_of_many_objects_is_followed_up_to_the_bound() {
+        let manifest: String = (0..MAX_OBJECTS + 50)
+            .map(|i| format!("---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c{i}\n"))
+            .collect();
+        assert_eq!(objects_of_manifest(&manifest, "ns").len(), MAX_OBJECTS);
+    }
+
+    fn entry(
+        manager: &str,
+        operation: &str,
+        subresource: Option<&str>,
+        fields: serde_json::Value,
+    ) -> ManagedFieldsEntry {
+        ManagedFieldsEntry {
+            manager: Some(manager.into()),
+            operation: Some(operation.into()),
+            subresource: subresource.map(Into::into),
+            time: Some(Time("2026-12-05T10:00:00Z".parse().unwrap())),
+            fields_v1: Some(FieldsV1(fields)),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn edits_by_others_than_helm_are_traced_with_their_fields_and_status_writes_are_not() {
+        let meta = ObjectMeta {
+            uid: Some("u1".into()),
+            managed_fields: Some(vec![
+                entry(
+                    "helm",
+                    "Apply",
+                    None,
+                    json!({"f:data": {".": {}, "f:other": {}}}),
+                ),
+                entry(
+                    "kubectl-patch",
+                    "Update",
+                    None,
+                    json!({"f:data": {"f:greeting": {}}}),
+                ),
+                entry(
+                    "kube-controller-manager",
+                    "Update",
+                    Some("status"),
+                    json!({"f:status": {}}),
+                ),
+            ]),
+            ..Default::default()
+        };
+        let trace = trace_of(&meta);
+        assert!(!trace.opted_out);
+        assert_eq!(trace.edits.len(), 1);
+        assert_eq!(trace.edits[0].manager, "kubectl-patch");
+        assert_eq!(trace.edits[0].fields, ["data.greeting"]);
+    }
+
+    #[test]
+    fn list_items_and_many_fields_read_as_bounded_paths() {
+        let fields = json!({"f:spec": {"f:template": {"f:spec": {"f:containers": {
+            "k:{\"name\":\"web\"}": {"f:image": {}, "f:env": {}}
+        }}}}});
+        assert_eq!(
+            field_paths(&fields),
+            [
+                "spec.template.spec.containers[name=web].env",
+                "spec.template.spec.containers[name=web].image"
+            ]
+        );
+        let many: serde_json::Map<String, serde_json::Value> =
+            (0..50).map(|i| (format!("f:k{i:02}"), json!({}))).collect();
+        assert_eq!(field_paths(&json!({"f:data": many})).len(), MAX_FIELDS);
+    }
+
+    #[test]
+    fn an_annotated_object_opts_out() {
+        let meta = ObjectMeta {
+            annotations: Some([(ANNOTATION_DRIFT.to_owned(), "ignore".to_owned())].into()),
+            ..Default::default()
+        };
+        assert!(trace_of(&meta).opted_out);
+    }
+}
