@@ -46,6 +46,7 @@ pub fn versions(versions: &[&str]) -> Vec<String> {
 /// rules, no runtime credential.
 pub fn recipe_spec() -> RecipeSpec {
     RecipeSpec {
+        drift: None,
         chart: chart("demo"),
         versions: versions(&["1.2.0", "1.1.0"]),
         namespace: Some("demo".into()),
@@ -144,6 +145,7 @@ pub fn workspace_in(namespace: &str, name: &str, spec: WorkspaceSpec) -> Workspa
 /// a dry run, no cause.
 pub fn plan() -> Plan {
     Plan {
+        drift: None,
         attempt: 1,
         attempt_id: "a1".into(),
         retry: 0,

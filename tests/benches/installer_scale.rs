@@ -498,6 +498,7 @@ fn workspace(sealer: &Sealer, i: usize, edges: usize) -> anyhow::Result<Workspac
         uid: String::new(),
     };
     let plan = Plan {
+        drift: None,
         attempt: 1,
         attempt_id: format!("scale-{i:04}"),
         retry: 0,

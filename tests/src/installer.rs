@@ -218,6 +218,7 @@ impl Environment {
             );
         }
         Plan {
+            drift: None,
             attempt,
             attempt_id: random_id(),
             retry: attempt - 1,

@@ -96,6 +96,7 @@ pub async fn publish_with_defaults(
     let recipe = Recipe::new(
         name,
         RecipeSpec {
+            drift: None,
             chart: ChartRef {
                 repository: env.repo.url.clone(),
                 name: chart.into(),

@@ -10,18 +10,18 @@
 use std::{path::Path, process::Command, time::Duration};
 
 use anyhow::{Context, bail, ensure};
-use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::{apps::v1::Deployment, core::v1::ConfigMap};
 use kube::{
     Api, Client,
-    api::{ApiResource, DynamicObject},
+    api::{ApiResource, DynamicObject, Patch, PatchParams},
 };
-use providers::api::{Cause, Workspace};
+use providers::api::{Cause, Recipe, Workspace};
 use serde_json::json;
 use testbed::{
     User, binaries, engines,
     installer::{self, has_condition, status_of, wait_workspace},
     plugin,
-    system::{self, System, publish},
+    system::{self, System, publish, publish_with_defaults},
 };
 
 async fn system() -> anyhow::Result<&'static System> {
@@ -514,6 +514,181 @@ async fn a_hand_edit_or_deletion_of_a_release_object_is_drift_and_repair_restore
         has_condition(&ws, "Drifted", "False", "ReleaseInSync"),
         "an opted-out object's edit is not drift: {:?}",
         status_of(&ws).drift
+    );
+    Ok(())
+}
+
+/// The edge runs no controllers: writes a Deployment's status as its controller would once
+/// its Pods are ready, so that helm's wait sees it ready.
+fn deployment_ready_when_made(
+    edge: Client,
+    namespace: &str,
+    name: &str,
+) -> tokio::task::JoinHandle<()> {
+    let api: Api<Deployment> = Api::namespaced(edge, namespace);
+    let name = name.to_owned();
+    tokio::spawn(async move {
+        loop {
+            if let Ok(Some(made)) = api.get_opt(&name).await {
+                let now = k8s_openapi::jiff::Timestamp::now().to_string();
+                let condition = |kind: &str, reason: &str| {
+                    json!({"type": kind, "status": "True", "reason": reason,
+                           "lastTransitionTime": now, "lastUpdateTime": now})
+                };
+                let status = json!({"status": {
+                    "observedGeneration": made.metadata.generation,
+                    "replicas": 1, "updatedReplicas": 1, "readyReplicas": 1,
+                    "availableReplicas": 1,
+                    "conditions": [
+                        condition("Available", "MinimumReplicasAvailable"),
+                        condition("Progressing", "NewReplicaSetAvailable"),
+                    ],
+                }});
+                let params = PatchParams {
+                    field_manager: Some("kube-controller-manager".into()),
+                    ..Default::default()
+                };
+                if api
+                    .patch_status(&name, &params, &Patch::Merge(status))
+                    .await
+                    .is_ok()
+                {
+                    return;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    })
+}
+
+/// What the Recipe says is not drift is not: a Deployment's replicas written through its
+/// scale subresource (as an HPA does) when the Recipe lists `spec.replicas` for
+/// Deployments, and a write by a field manager it expects. A hand edit of the chart's
+/// Secret is drift, named from its managed fields; its data is never shown.
+#[tokio::test]
+async fn what_the_recipe_expects_is_not_drift_and_a_secret_edit_is() -> anyhow::Result<()> {
+    let System { env, .. } = system().await?;
+    publish_with_defaults(
+        env,
+        "ruled-hello",
+        "hello",
+        &["0.1.0"],
+        json!({"hub": {"credentialSecret": ""}, "workload": {"enabled": true}}),
+    )
+    .await?;
+    let hub = env.hub_admin().await?;
+    Api::<Recipe>::all(hub.clone())
+        .patch(
+            "ruled-hello",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {
+                "execution": [
+                    installer::rule("", "configmaps"),
+                    installer::rule("", "secrets"),
+                    installer::rule("apps", "deployments"),
+                    // helm's wait reads a Deployment's ReplicaSets and Pods.
+                    installer::rule("apps", "replicasets"),
+                    installer::rule("", "pods"),
+                ],
+                "drift": {
+                    "ignoreManagers": ["cert-manager-cainjector"],
+                    "ignoreFields": [{"kind": "Deployment", "paths": ["spec.replicas"]}],
+                },
+            }})),
+        )
+        .await?;
+    let edge = env.edge_admin().await?;
+    let alice = env.hub.kubeconfig(User::Alice);
+    let edge_admin = env.edge.kubeconfig(User::Admin);
+    let (namespace, release) = ("org-a-ruled-hello", "ruled-hello");
+    let _controller =
+        deployment_ready_when_made(edge.clone(), namespace, &format!("{release}-web"));
+    // Off the test's thread: the stand-in controller above runs on it meanwhile.
+    let alice_kubeconfig = alice.to_path_buf();
+    tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
+        plugin::run(
+            &alice_kubeconfig,
+            &[
+                "install",
+                "ruled",
+                "--recipe",
+                "ruled-hello",
+                "--edge",
+                installer::EDGE,
+                "--wait",
+                "--timeout",
+                "3m",
+            ],
+        )?
+        .ok()?;
+        Ok(())
+    })
+    .await??;
+    system::installed(&hub, "ruled", 1).await?;
+    tokio::time::sleep(Duration::from_secs(4)).await;
+
+    // An HPA's write: replicas through the scale subresource, by the controller manager.
+    Api::<Deployment>::namespaced(edge.clone(), namespace)
+        .patch_scale(
+            &format!("{release}-web"),
+            &PatchParams {
+                field_manager: Some("kube-controller-manager".into()),
+                ..Default::default()
+            },
+            &Patch::Merge(json!({"spec": {"replicas": 3}})),
+        )
+        .await?;
+    // An expected manager's write of the ConfigMap.
+    testbed::kubectl::ok(
+        edge_admin,
+        &[
+            "-n",
+            namespace,
+            "patch",
+            "configmap",
+            &format!("{release}-greeting"),
+            "--field-manager=cert-manager-cainjector",
+            "--type=merge",
+            "-p",
+            r#"{"data":{"caBundle":"injected"}}"#,
+        ],
+    )?;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let ws = installer::workspace(&hub, "org-a", "ruled").await?;
+    ensure!(
+        has_condition(&ws, "Drifted", "False", "ReleaseInSync"),
+        "expected writes are not drift: {:?}",
+        status_of(&ws).drift
+    );
+
+    // A hand edit of the chart's Secret.
+    testbed::kubectl::ok(
+        edge_admin,
+        &[
+            "-n",
+            namespace,
+            "patch",
+            "secret",
+            &format!("{release}-token"),
+            "--type=merge",
+            "-p",
+            r#"{"stringData":{"token":"planted-by-hand"}}"#,
+        ],
+    )?;
+    let ws = drifted(&hub, "ruled", "ObjectChanged").await?;
+    let drift = status_of(&ws).drift.context("status.drift")?;
+    let object = drift.objects.first().context("the drifted object")?;
+    ensure!(
+        object.kind == "Secret"
+            && object.name == format!("{release}-token")
+            && object.manager.as_deref() == Some("kubectl-patch")
+            && object.fields.iter().any(|f| f == "data.token"),
+        "{object:?}"
+    );
+    let shown = serde_json::to_string(&ws.status)?;
+    ensure!(
+        !shown.contains("planted-by-hand") && !shown.contains("sealed-token"),
+        "a Secret's data reached the status: {shown}"
     );
     Ok(())
 }

@@ -78,6 +78,7 @@ fn recipe(name: &str, defaults: Value) -> Recipe {
     Recipe::new(
         name,
         RecipeSpec {
+            drift: None,
             chart: ChartRef {
                 repository: "https://charts.example/stable".into(),
                 name: "hello".into(),

@@ -1,6 +1,7 @@
 //! The `providers.platform.dev/v1alpha1` API: Recipe, Edge and Workspace.
 
 // `printcolumn(name = .., type_ = "string", ..)` repeats keys across columns by design.
+mod drift_policy;
 #[allow(clippy::duplicated_attributes)]
 mod edge;
 pub mod json_number;
@@ -14,6 +15,7 @@ mod sealed_plan_decoding;
 #[allow(clippy::duplicated_attributes)]
 mod workspace;
 
+pub use drift_policy::{DriftPolicy, IgnoredFields};
 pub use edge::{Edge, EdgeSpec, EdgeStatus, SecretKeyRef};
 pub use map_adapter::{AdaptedObject, EntriesAdapter, MapKey};
 pub use plan::{Cause, ChartRef, Owner, Plan, Seal, SealedPlan, WorkspaceIdentity};

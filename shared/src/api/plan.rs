@@ -116,6 +116,9 @@ pub struct Plan {
     /// The provider's hub credential, as the Recipe declared it when sealed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime_credential: Option<RuntimeCredential>,
+    /// What is not drift of the release, as the Recipe said when sealed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift: Option<super::DriftPolicy>,
     /// When the webhook sealed the plan. A plan sealed at creation, before the Workspace
     /// has a UID, is valid only for a Workspace created right after it.
     #[serde(default, skip_serializing_if = "Option::is_none")]

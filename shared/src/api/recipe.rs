@@ -90,6 +90,11 @@ pub struct RecipeSpec {
     /// Secret's name to the chart.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime_credential: Option<RuntimeCredential>,
+    /// What is not drift of this Recipe's releases on an edge (expected field managers,
+    /// fields anyone may write). An object annotated `providers.platform.dev/drift: ignore`
+    /// on the edge is left out too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift: Option<super::DriftPolicy>,
 }
 
 /// One value path a tenant may set, with its type and bounds.

@@ -39,6 +39,13 @@ impl Machine<'_> {
         self.release_job(&remote);
         self.status.cleaned_up = true;
         self.outlook = self.done_outlook();
+        // An installed release is checked for drift at once: that first check starts
+        // following its objects, so a hand edit right after the install is seen.
+        if self.status.job_result == Some(crate::api::JobResult::Succeeded)
+            && self.settings.drift_interval_seconds > 0
+        {
+            return Next::Continue;
+        }
         Next::Idle
     }
 

@@ -110,6 +110,8 @@ pub struct FieldEdit {
     pub time: Option<Timestamp>,
     /// The fields it owns, as dotted paths (`data.greeting`), at most [`MAX_FIELDS`].
     pub fields: Vec<String>,
+    /// Whether it owns more fields than `fields` names.
+    pub more_fields: bool,
 }
 
 /// The trace of an object from its metadata. Writes of a subresource (`status`, `scale`
@@ -134,15 +136,19 @@ pub fn trace_of(meta: &ObjectMeta) -> ObjectTrace {
     let edits = writes()
         .filter(|entry| entry.manager.as_deref() != Some(HELM_MANAGER))
         .take(MAX_EDITS)
-        .map(|entry| FieldEdit {
-            manager: crate::text::shown(entry.manager.as_deref().unwrap_or("(unnamed)")),
-            operation: entry.operation.clone().unwrap_or_default(),
-            time: entry.time.as_ref().map(|t| t.0),
-            fields: entry
+        .map(|entry| {
+            let (fields, more_fields) = entry
                 .fields_v1
                 .as_ref()
                 .map(|f| field_paths(&f.0))
-                .unwrap_or_default(),
+                .unwrap_or_default();
+            FieldEdit {
+                manager: crate::text::shown(entry.manager.as_deref().unwrap_or("(unnamed)")),
+                operation: entry.operation.clone().unwrap_or_default(),
+                time: entry.time.as_ref().map(|t| t.0),
+                fields,
+                more_fields,
+            }
         })
         .collect();
     ObjectTrace {
@@ -154,15 +160,18 @@ pub fn trace_of(meta: &ObjectMeta) -> ObjectTrace {
 }
 
 /// The leaf paths of a `fieldsV1` tree (`{"f:data":{"f:greeting":{}}}` → `data.greeting`),
-/// at most [`MAX_FIELDS`], each bounded.
-pub fn field_paths(fields: &serde_json::Value) -> Vec<String> {
+/// at most [`MAX_FIELDS`], each bounded, and whether there are more.
+pub fn field_paths(fields: &serde_json::Value) -> (Vec<String>, bool) {
     let mut paths = Vec::new();
     walk(fields, String::new(), &mut paths);
-    paths
+    let more = paths.len() > MAX_FIELDS;
+    paths.truncate(MAX_FIELDS);
+    (paths, more)
 }
 
 fn walk(node: &serde_json::Value, at: String, paths: &mut Vec<String>) {
-    if paths.len() >= MAX_FIELDS {
+    // One past the bound, to know there are more.
+    if paths.len() > MAX_FIELDS {
         return;
     }
     let children: Vec<(&String, &serde_json::Value)> = node
@@ -188,7 +197,7 @@ fn walk(node: &serde_json::Value, at: String, paths: &mut Vec<String>) {
             (false, false) => format!("{at}.{step}"),
         };
         walk(child, path, paths);
-        if paths.len() >= MAX_FIELDS {
+        if paths.len() > MAX_FIELDS {
             return;
         }
     }
@@ -299,7 +308,7 @@ mod tests {
             "k:{\"name\":\"web\"}": {"f:image": {}, "f:env": {}}
         }}}}});
         assert_eq!(
-            field_paths(&fields),
+            field_paths(&fields).0,
             [
                 "spec.template.spec.containers[name=web].env",
                 "spec.template.spec.containers[name=web].image"
@@ -307,7 +316,8 @@ mod tests {
         );
         let many: serde_json::Map<String, serde_json::Value> =
             (0..50).map(|i| (format!("f:k{i:02}"), json!({}))).collect();
-        assert_eq!(field_paths(&json!({"f:data": many})).len(), MAX_FIELDS);
+        let (paths, more) = field_paths(&json!({"f:data": many}));
+        assert_eq!((paths.len(), more), (MAX_FIELDS, true));
     }
 
     #[test]

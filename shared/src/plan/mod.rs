@@ -211,6 +211,7 @@ pub fn resolve(
         job,
         execution: recipe.execution.clone(),
         runtime_credential: recipe.runtime_credential.clone(),
+        drift: recipe.drift.clone(),
         sealed_at: Some(Time(context.sealed_at)),
         dry_run: context.dry_run,
         cause: Some(context.cause),

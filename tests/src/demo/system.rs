@@ -137,6 +137,7 @@ fn recipes(repository: &str) -> Vec<Recipe> {
         Recipe::new(
             name,
             RecipeSpec {
+                drift: None,
                 chart: ChartRef {
                     repository: repository.into(),
                     name: "hello".into(),

@@ -183,6 +183,7 @@ pub fn seal(
     }
     let edge = ws["spec"]["edge"].as_str().context("edge")?.to_owned();
     let plan = Plan {
+        drift: None,
         attempt,
         attempt_id: format!("{name}-attempt-{attempt}"),
         retry: ws["spec"]["retry"].as_i64().unwrap_or(0),

@@ -34,6 +34,7 @@ impl Machine<'_> {
         // object (controllers that annotate what helm made, such as a Deployment's
         // revision, when helm does not wait).
         let finished = self.status.finished_at.as_ref().map(|f| f.0);
+        let policy = plan.drift.clone().unwrap_or_default();
         let mut found: Vec<DriftedObject> = Vec::new();
         let mut more = 0;
         for (object, seen) in &followed.objects {
@@ -50,13 +51,28 @@ impl Machine<'_> {
                             (Some(since), Some(at)) => at > since,
                             _ => true,
                         })
-                        .max_by_key(|edit| edit.time)
-                        .map(|edit| DriftedObject {
+                        .filter(|edit| !policy.ignores_manager(&edit.manager))
+                        .filter_map(|edit| {
+                            // The fields the platform lets anyone write are not drift; an
+                            // edit of nothing else is none.
+                            let fields: Vec<String> = edit
+                                .fields
+                                .iter()
+                                .filter(|path| !policy.ignores_field(&object.kind, path))
+                                .take(MAX_FIELDS)
+                                .cloned()
+                                .collect();
+                            let only_ignored =
+                                fields.is_empty() && !edit.fields.is_empty() && !edit.more_fields;
+                            (!only_ignored).then_some((edit, fields))
+                        })
+                        .max_by_key(|(edit, _)| edit.time)
+                        .map(|(edit, fields)| DriftedObject {
                             manager: Some(edit.manager.clone()),
                             changed_at: edit
                                 .time
                                 .map(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time),
-                            fields: edit.fields.iter().take(MAX_FIELDS).cloned().collect(),
+                            fields,
                             ..drifted(object, "Changed")
                         })
                 }

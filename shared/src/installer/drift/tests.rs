@@ -286,6 +286,7 @@ mod objects {
                 operation: "Update".into(),
                 time: Some(now() + SignedDuration::from_secs(after_finish)),
                 fields: vec!["data.greeting".into()],
+                more_fields: false,
             }],
         })
     }
@@ -388,5 +389,43 @@ mod objects {
         if decision.actions.iter().any(|a| a.name() == "write-status") {
             assert!(last_status(&decision).drift.is_none());
         }
+    }
+
+    #[test]
+    fn managers_and_fields_the_recipe_expects_are_not_drift() {
+        let mut ws = installed(left(1, "r1"));
+        ws.spec.plan.as_mut().unwrap().plan.drift = Some(crate::api::DriftPolicy {
+            ignore_managers: vec!["kube-controller-manager".into()],
+            ignore_fields: vec![crate::api::IgnoredFields {
+                kind: "ConfigMap".into(),
+                paths: vec!["data.greeting".into()],
+            }],
+        });
+        assert!(
+            check_objects(&ws, edited("kube-controller-manager", 60))
+                .0
+                .drift
+                .is_none()
+        );
+        assert!(
+            check_objects(&ws, edited("kubectl-edit", 60))
+                .0
+                .drift
+                .is_none(),
+            "an edit of an ignored field only"
+        );
+        let mut other = edited("kubectl-edit", 60);
+        if let ObjectSeen::Present(trace) = &mut other {
+            trace.edits[0].fields.push("data.other".into());
+        }
+        let drift = check_objects(&ws, other).0.drift.expect("drift");
+        assert_eq!(drift.objects[0].fields, ["data.other"]);
+        // An edit of more fields than the trace names is drift even if those named are
+        // ignored: the others may not be.
+        let mut many = edited("kubectl-edit", 60);
+        if let ObjectSeen::Present(trace) = &mut many {
+            trace.edits[0].more_fields = true;
+        }
+        assert!(check_objects(&ws, many).0.drift.is_some());
     }
 }

@@ -47,7 +47,13 @@ fn job_result_is_recorded_before_revocation(
     assert_eq!(condition(first, "Ready").0, "False", "not before cleanup");
     let last = writes[1];
     assert!(last.cleaned_up, "recorded after revocation and release");
-    assert_eq!(decision.next, Next::Idle);
+    // A succeeded install is checked for drift at once (its objects followed from then).
+    let next = if result == JobResult::Succeeded {
+        Next::Continue
+    } else {
+        Next::Idle
+    };
+    assert_eq!(decision.next, next);
 }
 
 /// Rule `revocation_is_decided_from_a_live_read`: decided from a watch cache, the cleanup
@@ -130,7 +136,11 @@ fn cleanup_is_recorded_last() {
         ("True".into(), "Installed".into())
     );
     assert_eq!(condition(&status, "Progressing").0, "False");
-    assert_eq!(decision.next, Next::Idle);
+    assert_eq!(
+        decision.next,
+        Next::Continue,
+        "the drift check follows at once"
+    );
 }
 
 #[test]
