@@ -23,11 +23,15 @@
 //! record helm would have left (`sh.helm.release.v1.<release>.v1`, labelled as Helm labels
 //! it; the benchmark's own writes, which still cost the edge's API server CPU), so the
 //! installer sees an installed release; then the cost of drift checks: the controller runs
-//! with that `--drift-interval`; over two intervals after cleanup the API requests are
-//! counted again, per Workspace per interval, and one release record is deleted (an
-//! uninstall by hand) to time until its drift is reported:
+//! with that `--drift-interval`. Each record's manifest names three objects (a ConfigMap,
+//! a Secret and a ServiceAccount), which the benchmark writes as helm would (field manager
+//! `helm`, Helm's label), so the installer follows three kinds per release namespace. Over
+//! two intervals after cleanup the API requests are counted again, per Workspace per
+//! interval; the watches the installer holds are read from its metrics; then one object is
+//! edited by another field manager to time until its drift is reported:
 //! `installer_scale_drift workspaces=N interval_s=.. reads_per_workspace_interval=..
-//! writes_per_workspace_interval=.. checks=.. detected_s=..`.
+//! writes_per_workspace_interval=.. checks=.. namespace_watches=.. follow_watches=..
+//! rss_now_mb=.. detected_s=..`.
 
 use std::{
     path::Path,
@@ -381,7 +385,18 @@ async fn main() -> anyhow::Result<()> {
     let own = (OWN.reads() - own_before.0, OWN.writes() - own_before.1);
     let checks = reconciles(&controller.scrape().await?) - checks_before;
     let per_interval = |n: u64, own: u64| n.saturating_sub(own) as f64 / count as f64 / 2.0;
-    // One release uninstalled by hand: how long until the Workspace says so.
+    let metrics = controller.scrape().await?;
+    let gauge = |name: &str| -> u64 {
+        metrics
+            .lines()
+            .filter(|line| line.starts_with(name))
+            .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum::<f64>() as u64
+    };
+    let namespace_watches = gauge("providers_installer_edge_namespace_watches{");
+    let follow_watches = gauge("providers_installer_edge_follow_watches{");
+    let rss_now_mb = status_kb(pid, "VmRSS:") as f64 / 1024.0;
+    // One object of a release edited by hand: how long until the Workspace says so.
     let first = list_first(&admin).await?;
     let plan = first.spec.plan.as_ref().context("sealed")?.plan.clone();
     let edge_of = edges
@@ -390,12 +405,19 @@ async fn main() -> anyhow::Result<()> {
         .unwrap_or(0);
     let t2 = Instant::now();
     OWN.write();
-    Api::<Secret>::namespaced(edge_clients[edge_of].clone(), &plan.namespace)
-        .delete(
-            &format!("sh.helm.release.v1.{}.v1", plan.release),
-            &Default::default(),
-        )
-        .await?;
+    Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(
+        edge_clients[edge_of].clone(),
+        &plan.namespace,
+    )
+    .patch(
+        "hello-greeting",
+        &PatchParams {
+            field_manager: Some("kubectl-edit".into()),
+            ..Default::default()
+        },
+        &Patch::Merge(json!({"data": {"greeting": "by-hand"}})),
+    )
+    .await?;
     installer::eventually("the drift reported", Duration::from_secs(120), || async {
         OWN.read();
         let ws = installer::workspace(
@@ -404,13 +426,17 @@ async fn main() -> anyhow::Result<()> {
             &first.name_any(),
         )
         .await?;
-        Ok(ws.status.and_then(|s| s.drift).map(|_| ()))
+        Ok(ws
+            .status
+            .and_then(|s| s.drift)
+            .filter(|d| d.reason == "ObjectChanged")
+            .map(|_| ()))
     })
     .await?;
     let detected = t2.elapsed();
     controller.kill();
     println!(
-        "installer_scale_drift workspaces={count} interval_s={drift_interval} reads_per_workspace_interval={:.2} writes_per_workspace_interval={:.2} checks={checks} detected_s={:.1}",
+        "installer_scale_drift workspaces={count} interval_s={drift_interval} reads_per_workspace_interval={:.2} writes_per_workspace_interval={:.2} checks={checks} namespace_watches={namespace_watches} follow_watches={follow_watches} rss_now_mb={rss_now_mb:.1} detected_s={:.1}",
         per_interval(requests.reads(), own.0),
         per_interval(requests.writes(), own.1),
         detected.as_secs_f64(),
@@ -583,10 +609,61 @@ async fn complete(client: &Client, job: &Job, with_record: bool) -> anyhow::Resu
     Ok(())
 }
 
-/// The storage record helm leaves for revision 1 of the Job's release (labels only: the
-/// installer reads those; the content is read only when drift is described).
+/// The objects the release of each Workspace made, as helm would have: three kinds, so
+/// the installer follows three kinds per release namespace.
+const RELEASE_OBJECTS: &str = "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: hello-greeting\ndata:\n  greeting: hello\n---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: hello-token\nstringData:\n  token: sealed\n---\napiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: hello\n";
+
+/// The storage record helm leaves for revision 1 of the Job's release (its labels, which
+/// the installer watches, and its content, whose manifest it reads once to follow the
+/// release's objects), and those objects, written with helm's field manager and labels.
 async fn leave_release_record(client: &Client, job: &Job) -> anyhow::Result<()> {
     let namespace = job.namespace().unwrap_or_default();
+    let helm = |kind: &str, name: &str, body: serde_json::Value| {
+        let mut object = json!({
+            "apiVersion": "v1", "kind": kind,
+            "metadata": {
+                "name": name, "namespace": namespace,
+                "labels": {"app.kubernetes.io/managed-by": "Helm"},
+                "annotations": {"meta.helm.sh/release-name": "hello", "meta.helm.sh/release-namespace": namespace},
+            },
+        });
+        for (key, value) in body.as_object().into_iter().flatten() {
+            object[key] = value.clone();
+        }
+        object
+    };
+    let apply = PatchParams::apply("helm").force();
+    let objects = [
+        (
+            "ConfigMap",
+            "hello-greeting",
+            json!({"data": {"greeting": "hello"}}),
+        ),
+        (
+            "Secret",
+            "hello-token",
+            json!({"stringData": {"token": "sealed"}}),
+        ),
+        ("ServiceAccount", "hello", json!({})),
+    ];
+    for (kind, name, body) in objects {
+        let resource =
+            kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk("", "v1", kind));
+        OWN.write();
+        Api::<kube::api::DynamicObject>::namespaced_with(client.clone(), &namespace, &resource)
+            .patch(name, &apply, &Patch::Apply(helm(kind, name, body)))
+            .await?;
+    }
+    let release = {
+        use std::io::Write;
+        let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gzip.write_all(
+            json!({"name": "hello", "manifest": RELEASE_OBJECTS, "chart": {"metadata": {"name": "hello", "version": "0.1.0"}}})
+                .to_string()
+                .as_bytes(),
+        )?;
+        base64::Engine::encode(&base64::engine::general_purpose::STANDARD, gzip.finish()?)
+    };
     let record: Secret = serde_json::from_value(json!({
         "metadata": {
             "name": "sh.helm.release.v1.hello.v1",
@@ -594,7 +671,7 @@ async fn leave_release_record(client: &Client, job: &Job) -> anyhow::Result<()> 
             "labels": {"owner": "helm", "name": "hello", "status": "deployed", "version": "1"},
         },
         "type": "helm.sh/release.v1",
-        "data": {"release": ""},
+        "stringData": {"release": release},
     }))?;
     OWN.write();
     match Api::<Secret>::namespaced(client.clone(), &namespace)

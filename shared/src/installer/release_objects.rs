@@ -94,8 +94,6 @@ pub struct ObjectTrace {
     pub uid: String,
     /// Annotated `providers.platform.dev/drift: ignore`.
     pub opted_out: bool,
-    /// When helm last wrote the object (the edge's clock).
-    pub helm_at: Option<Timestamp>,
     /// Writes of the object itself (not its status) by managers other than helm.
     pub edits: Vec<FieldEdit>,
 }
@@ -129,10 +127,6 @@ pub fn trace_of(meta: &ObjectMeta) -> ObjectTrace {
             .flatten()
             .filter(|entry| entry.subresource.as_deref().unwrap_or("") != "status")
     };
-    let helm_at = writes()
-        .filter(|entry| entry.manager.as_deref() == Some(HELM_MANAGER))
-        .filter_map(|entry| entry.time.as_ref().map(|t| t.0))
-        .max();
     let edits = writes()
         .filter(|entry| entry.manager.as_deref() != Some(HELM_MANAGER))
         .take(MAX_EDITS)
@@ -154,7 +148,6 @@ pub fn trace_of(meta: &ObjectMeta) -> ObjectTrace {
     ObjectTrace {
         uid: meta.uid.clone().unwrap_or_default(),
         opted_out,
-        helm_at,
         edits,
     }
 }

@@ -63,12 +63,30 @@ impl Shell {
         args: &[&str],
         expect: Expect,
     ) -> anyhow::Result<String> {
+        self.run_with(who, kubeconfig, &[], program, args, expect)
+    }
+
+    /// [`Shell::run`] with more environment variables (`vars`), shown in the transcript.
+    fn run_with(
+        &self,
+        who: &str,
+        kubeconfig: &Path,
+        vars: &[(&str, &str)],
+        program: &str,
+        args: &[&str],
+        expect: Expect,
+    ) -> anyhow::Result<String> {
+        let shown_vars: String = vars
+            .iter()
+            .map(|(key, value)| format!("{key}={} ", quote(value)))
+            .collect();
         println!(
-            "\n[{who}] $ {program} {}",
+            "\n[{who}] $ {shown_vars}{program} {}",
             args.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" ")
         );
         let out = Command::new(program)
             .args(args)
+            .envs(vars.iter().copied())
             .env("KUBECONFIG", kubeconfig)
             .env("PATH", &self.path)
             .env(
@@ -116,7 +134,9 @@ impl Shell {
 }
 
 fn quote(arg: &str) -> String {
-    if arg.contains(' ') {
+    if arg.contains('\'') {
+        format!("\"{arg}\"")
+    } else if arg.contains(' ') {
         format!("'{arg}'")
     } else {
         arg.to_owned()
@@ -333,6 +353,55 @@ fn day_two(shell: &Shell, system: &System) -> anyhow::Result<()> {
     )?;
     ensure(&greeting, "hi from alice")?;
 
+    say(
+        "someone edits the chart's ConfigMap on the edge with kubectl edit, without helm: the installer sees it from the object's field managers, names who and which field, and corrects nothing",
+    );
+    // Writes in the same second as the attempt's end are taken for the install's own.
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    shell.run_with(
+        "platform",
+        edge,
+        &[("KUBE_EDITOR", "sed -i 's/hi from alice/edited by hand/'")],
+        "kubectl",
+        &[
+            "edit",
+            "configmap",
+            "hello-greeting",
+            "--namespace",
+            "org-a-hello",
+        ],
+        Expect::Success,
+    )?;
+    shell.run(
+        "alice",
+        &shell.hub.alice,
+        "kubectl",
+        &[
+            "wait",
+            "--for=jsonpath={.status.drift.reason}=ObjectChanged",
+            "workspace/greeter",
+            "--namespace",
+            "org-a",
+            "--timeout=60s",
+        ],
+        Expect::Success,
+    )?;
+    let status = shell.alice(&["status", "greeter"], Expect::Success)?;
+    ensure(&status, "was changed by kubectl-edit (data.greeting)")?;
+    say("alice repairs it: helm takes the field back");
+    shell.alice(
+        &["repair", "greeter", "--wait", "--timeout", "180s"],
+        Expect::Success,
+    )?;
+    let greeting = shell.run(
+        "platform",
+        edge,
+        "kubectl",
+        &configmap_greeting,
+        Expect::Success,
+    )?;
+    ensure(&greeting, "hi from alice")?;
+
     say("alice upgrades to 0.1.0 with a new greeting, then rolls back to the last good plan");
     shell.alice(
         &[
@@ -353,7 +422,7 @@ fn day_two(shell: &Shell, system: &System) -> anyhow::Result<()> {
         Expect::Success,
     )?;
     let history = shell.alice(&["history", "greeter"], Expect::Success)?;
-    ensure(&history, "Rollback to 2")?;
+    ensure(&history, "Rollback to 3")?;
     let greeting = shell.run(
         "platform",
         edge,

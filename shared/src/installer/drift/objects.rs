@@ -5,18 +5,12 @@
 
 use crate::api::{Drift, DriftedObject, Plan};
 
-use k8s_openapi::jiff::SignedDuration;
-
 use super::reason;
 use crate::installer::{
     machine::Machine,
     observed::ObjectSeen,
     release_objects::{MAX_FIELDS, ReleaseObject},
 };
-
-/// How long after helm's own write of an object another manager's write still counts as
-/// part of the install.
-const OWN_WRITE_SLACK: SignedDuration = SignedDuration::from_secs(2);
 
 /// The most objects a drift names.
 const MAX_DRIFTED: usize = 8;
@@ -29,11 +23,11 @@ impl Machine<'_> {
         if followed.record_uid != record_uid {
             return None;
         }
-        // Writes up to the attempt's end are the release's own (a repair acknowledges what
-        // it could not take back), and so are those right after helm's own write of the
-        // object (controllers that annotate what helm made, such as a Deployment's
-        // revision, when helm does not wait).
-        let finished = self.status.finished_at.as_ref().map(|f| f.0);
+        // Writes up to the attempt's end (the Job's completion, on the edge's clock like the
+        // managed fields' times) are the release's own: controllers that annotate what helm
+        // made (a Deployment's revision) write before the Job completes, and a repair
+        // acknowledges what it could not take back.
+        let since = self.status.finished_at.as_ref().map(|f| f.0);
         let policy = plan.drift.clone().unwrap_or_default();
         let mut found: Vec<DriftedObject> = Vec::new();
         let mut more = 0;
@@ -43,7 +37,6 @@ impl Machine<'_> {
                 ObjectSeen::Missing => Some(drifted(object, "Deleted")),
                 ObjectSeen::Present(trace) if trace.opted_out => None,
                 ObjectSeen::Present(trace) => {
-                    let since = trace.helm_at.map(|at| at + OWN_WRITE_SLACK).max(finished);
                     trace
                         .edits
                         .iter()

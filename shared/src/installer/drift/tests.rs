@@ -280,7 +280,6 @@ mod objects {
         ObjectSeen::Present(ObjectTrace {
             uid: "cm1".into(),
             opted_out: false,
-            helm_at: Some(now() - SignedDuration::from_secs(20)),
             edits: vec![FieldEdit {
                 manager: manager.into(),
                 operation: "Update".into(),
@@ -345,8 +344,10 @@ mod objects {
     #[test]
     fn writes_up_to_the_attempt_s_end_are_the_release_s_own() {
         let ws = installed(left(1, "r1"));
-        // Before the attempt finished, or within a moment of helm's write.
+        // Up to the Job's completion (a controller annotating what helm made).
         let (status, _) = check_objects(&ws, edited("kube-controller-manager", -1));
+        assert!(status.drift.is_none());
+        let (status, _) = check_objects(&ws, edited("kube-controller-manager", 0));
         assert!(status.drift.is_none());
         let (status, _) = check_objects(&ws, edited("kubectl-patch", 1));
         assert!(status.drift.is_some(), "after the attempt finished: drift");
