@@ -548,7 +548,10 @@ fn workspace(sealer: &Sealer, i: usize, edges: usize) -> anyhow::Result<Workspac
         edge_name: edge_name(edge),
         cluster: format!("cluster-{}", edge + 1),
         edge_workspace_uuid: edge_uuid(edge),
-        execution: vec![installer::rule("", "configmaps")],
+        execution: vec![
+            installer::rule("", "configmaps"),
+            installer::rule("", "serviceaccounts"),
+        ],
         runtime_credential: None,
         sealed_at: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
             k8s_openapi::jiff::Timestamp::now(),

@@ -299,7 +299,7 @@ async fn read_installed(
             if revision.status == "deployed"
                 && installed.is_none_or(|i| i.record_uid == revision.uid) =>
         {
-            release_objects(reads, ns, revision).await?
+            release_objects(reads, ns, revision, workspace).await?
         }
         _ => None,
     };
@@ -317,7 +317,14 @@ async fn release_objects(
     reads: &EdgeReads<'_>,
     namespace: &str,
     revision: &installer::ReleaseRevision,
+    workspace: &Workspace,
 ) -> Result<Option<installer::ReleaseObjects>> {
+    let execution = workspace
+        .spec
+        .plan
+        .as_ref()
+        .map(|sealed| sealed.plan.execution.clone())
+        .unwrap_or_default();
     let objects = match reads.cache.manifest(&revision.uid) {
         Some(objects) => objects,
         None => {
@@ -336,7 +343,13 @@ async fn release_objects(
         record_uid: revision.uid.clone(),
         objects: reads
             .cache
-            .follow_objects(reads.client, namespace, &objects)
+            .follow_objects(reads.client, namespace, &objects, |resource| {
+                installer::release_objects::runner_may_write(
+                    &execution,
+                    &resource.group,
+                    &resource.plural,
+                )
+            })
             .await,
     }))
 }

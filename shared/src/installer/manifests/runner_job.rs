@@ -33,7 +33,7 @@ pub fn helm_args(plan: &Plan, settings: &Settings) -> Vec<String> {
     let timeout = (settings.job_deadline_seconds - 30).max(30);
     // Every value rides in its own `--flag=value` argument and the release and chart come
     // after `--`, so nothing in a plan can be read as another flag.
-    [
+    let mut args = [
         "upgrade",
         "--install",
         &format!("--repo={}", plan.chart.repository),
@@ -47,9 +47,6 @@ pub fn helm_args(plan: &Plan, settings: &Settings) -> Vec<String> {
         &format!("--wait={}", settings.helm_wait),
         &format!("--timeout={timeout}s"),
         "--history-max=10",
-        // The sealed plan is what the release holds: fields someone else took over by
-        // hand (drift) are taken back on a repair instead of failing it.
-        "--force-conflicts",
         &format!(
             "--description=attempt {} ({})",
             plan.attempt, plan.attempt_id
@@ -59,7 +56,15 @@ pub fn helm_args(plan: &Plan, settings: &Settings) -> Vec<String> {
         &plan.chart.name,
     ]
     .map(String::from)
-    .to_vec()
+    .to_vec();
+    if plan.cause == Some(crate::api::Cause::Repair) {
+        // A repair puts the sealed plan back: fields someone took over by hand (drift) are
+        // taken back instead of failing it. Other attempts leave another manager's fields
+        // (an HPA's replicas) to it and fail on a conflict, which helm names.
+        let release = args.len() - 3;
+        args.insert(release, "--force-conflicts".to_owned());
+    }
+    args
 }
 
 /// The attempt's Job: one try, a deadline, the installer's finalizer, the attempt's
@@ -207,5 +212,28 @@ pub fn job(
             ..Default::default()
         }),
         ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::Cause;
+
+    #[test]
+    fn only_a_repair_takes_fields_back_from_other_managers() {
+        let mut plan = crate::testing::plan();
+        let settings = Settings::default();
+        plan.cause = Some(Cause::Upgrade);
+        assert!(!helm_args(&plan, &settings).contains(&"--force-conflicts".to_owned()));
+        plan.cause = Some(Cause::Repair);
+        let args = helm_args(&plan, &settings);
+        let forced = args.iter().position(|a| a == "--force-conflicts").unwrap();
+        let separator = args.iter().position(|a| a == "--").unwrap();
+        assert!(forced < separator, "a flag, before `--`: {args:?}");
+        assert_eq!(
+            args[separator + 1..],
+            [plan.release.clone(), plan.chart.name.clone()]
+        );
     }
 }

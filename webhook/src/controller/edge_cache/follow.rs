@@ -10,7 +10,11 @@
 
 use std::{
     collections::HashMap,
-    sync::{Arc, Mutex, PoisonError},
+    sync::{
+        Arc, Mutex, PoisonError,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::Duration,
 };
 
 use futures::StreamExt;
@@ -37,8 +41,14 @@ const HELM_RELEASE: &str = "meta.helm.sh/release-name";
 pub(super) struct FollowWatch {
     traces: Arc<Mutex<HashMap<String, ObjectTrace>>>,
     listed: Arc<Flag>,
+    /// RBAC refused the last list: what the watch showed is no longer known.
+    refused: Arc<AtomicBool>,
     _task: Task,
 }
+
+/// How long a watch refused by RBAC waits before it lists again (the platform may add the
+/// kind to the edge's ClusterRole meanwhile).
+const REFUSED_PAUSE: Duration = Duration::from_secs(600);
 
 impl FollowWatch {
     /// Starts following the objects of `resource` in `namespace`.
@@ -53,29 +63,35 @@ impl FollowWatch {
             Api::namespaced_with(client.clone(), namespace, resource);
         let traces = Arc::new(Mutex::new(HashMap::new()));
         let listed = Arc::new(Flag::default());
-        let stream =
-            watcher(api, watcher::Config::default().labels(HELM_MANAGED)).default_backoff();
-        let task = Task::spawn(drive(
-            stream,
-            Target {
-                namespace: namespace.to_owned(),
-                kind: resource.kind.clone(),
-                traces: traces.clone(),
-                listed: listed.clone(),
-                followed,
-                wake,
-            },
-        ));
+        let refused = Arc::new(AtomicBool::new(false));
+        let target = Target {
+            namespace: namespace.to_owned(),
+            kind: resource.kind.clone(),
+            traces: traces.clone(),
+            listed: listed.clone(),
+            refused: refused.clone(),
+            followed,
+            wake,
+        };
+        let task = Task::spawn(async move {
+            loop {
+                let stream = watcher(api.clone(), watcher::Config::default().labels(HELM_MANAGED))
+                    .default_backoff();
+                drive(stream, &target).await;
+                tokio::time::sleep(REFUSED_PAUSE).await;
+            }
+        });
         Self {
             traces,
             listed,
+            refused,
             _task: task,
         }
     }
 
     /// What the watch shows of `name`.
     pub(super) fn seen(&self, name: &str) -> ObjectSeen {
-        if !self.listed.is_set() {
+        if !self.listed.is_set() || self.refused.load(Ordering::Acquire) {
             return ObjectSeen::Unknown;
         }
         match self
@@ -95,6 +111,7 @@ struct Target {
     kind: String,
     traces: Arc<Mutex<HashMap<String, ObjectTrace>>>,
     listed: Arc<Flag>,
+    refused: Arc<AtomicBool>,
     followed: Followed,
     wake: Wake,
 }
@@ -138,7 +155,9 @@ impl Target {
     }
 }
 
-async fn drive<S>(stream: S, target: Target)
+/// Follows the watch's events until RBAC refuses it (then it pauses: a refused list is
+/// not retried every few seconds for good).
+async fn drive<S>(stream: S, target: &Target)
 where
     S: futures::Stream<
             Item = Result<watcher::Event<PartialObjectMeta<DynamicObject>>, watcher::Error>,
@@ -146,7 +165,6 @@ where
 {
     let mut stream = std::pin::pin!(stream);
     let mut listing: HashMap<String, ObjectTrace> = HashMap::new();
-    let mut refused = false;
     while let Some(event) = stream.next().await {
         match event {
             Ok(watcher::Event::Init) => listing.clear(),
@@ -155,6 +173,7 @@ where
             }
             Ok(watcher::Event::InitDone) => {
                 *target.lock() = std::mem::take(&mut listing);
+                target.refused.store(false, Ordering::Release);
                 target.listed.set();
                 target.wake_all();
             }
@@ -171,14 +190,13 @@ where
             Err(
                 watcher::Error::InitialListFailed(error) | watcher::Error::WatchStartFailed(error),
             ) if edge_grants::is_forbidden(&error) => {
-                if !refused {
-                    refused = true;
-                    tracing::warn!(
-                        namespace = %target.namespace,
-                        kind = %target.kind,
-                        "the installer may not list this kind in the release namespace, so its objects are not followed for drift: add it to the ClusterRole providers-edge-namespace on the edge"
-                    );
-                }
+                target.refused.store(true, Ordering::Release);
+                tracing::warn!(
+                    namespace = %target.namespace,
+                    kind = %target.kind,
+                    "the installer may not list this kind in the release namespace, so its objects are not followed for drift: add it to the ClusterRole providers-edge-namespace on the edge"
+                );
+                return;
             }
             Err(error) => {
                 tracing::debug!(namespace = %target.namespace, kind = %target.kind, %error, "following objects")

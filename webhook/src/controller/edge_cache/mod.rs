@@ -104,7 +104,7 @@ pub struct EdgeCache {
     listed: Arc<Listed>,
     /// The API resource of each `(apiVersion, kind)` a release made, found once by
     /// discovery; `None` for a kind not served or not namespaced (not followed).
-    kinds: Arc<Mutex<HashMap<KindKey, Option<ApiResource>>>>,
+    kinds: Arc<Mutex<HashMap<KindKey, FoundKind>>>,
     /// The objects Helm recorded for each installed revision, by its record's UID: read
     /// once per record.
     manifests: Arc<Mutex<HashMap<String, Arc<Vec<ReleaseObject>>>>>,
@@ -112,9 +112,17 @@ pub struct EdgeCache {
 
 /// `(apiVersion, kind)` of the objects a release made.
 type KindKey = (String, String);
+/// A kind's namespaced API resource as discovery found it (`None`: not served, or not
+/// namespaced), and when.
+type FoundKind = (Option<ApiResource>, Instant);
 
-/// The most revisions whose objects are kept in memory (past it, they are read again).
-const MAX_MANIFESTS: usize = 20_000;
+/// The most objects of installed revisions kept in memory, all revisions together (past
+/// it, they are read again).
+const MAX_MANIFEST_OBJECTS: usize = 200_000;
+/// How long a kind the edge does not serve is not asked about again.
+const KIND_MISS_TTL: Duration = Duration::from_secs(600);
+/// The most kinds whose discovery is remembered per edge.
+const MAX_KINDS: usize = 1_000;
 
 /// How many of an edge's watches have had their first list, of how many, and a wake-up
 /// for every reconcile that waits for all of them. (A store's own `wait_until_ready`
@@ -328,7 +336,8 @@ impl EdgeCache {
             .manifests
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        if manifests.len() >= MAX_MANIFESTS {
+        let held: usize = manifests.values().map(|o| o.len()).sum();
+        if held + objects.len() > MAX_MANIFEST_OBJECTS {
             manifests.clear();
         }
         manifests.insert(record_uid.to_owned(), objects);
@@ -341,6 +350,7 @@ impl EdgeCache {
         client: &Client,
         namespace: &str,
         objects: &[ReleaseObject],
+        may_follow: impl Fn(&ApiResource) -> bool,
     ) -> Vec<(ReleaseObject, ObjectSeen)> {
         let mut kinds: Vec<(String, String)> = objects
             .iter()
@@ -355,6 +365,9 @@ impl EdgeCache {
             let Some(resource) = self.resource_of(client, kind).await else {
                 continue;
             };
+            if !may_follow(&resource) {
+                continue;
+            }
             self.namespaced
                 .follow(namespace, kind, |client, followed, wake| {
                     Some(follow::FollowWatch::start(
@@ -375,13 +388,15 @@ impl EdgeCache {
         self.namespaced.follows()
     }
 
-    /// The namespaced API resource of a kind, asked once of the edge's discovery.
+    /// The namespaced API resource of a kind, asked once of the edge's discovery (a kind
+    /// not found, or not namespaced, again after [`KIND_MISS_TTL`]).
     async fn resource_of(&self, client: &Client, kind: &(String, String)) -> Option<ApiResource> {
-        if let Some(known) = self
+        if let Some((known, at)) = self
             .kinds
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .get(kind)
+            && (known.is_some() || at.elapsed() < KIND_MISS_TTL)
         {
             return known.clone();
         }
@@ -395,16 +410,16 @@ impl EdgeCache {
                 Some(resource)
             }
             Ok(_) => None,
-            // Not served (yet): asked again next time.
             Err(error) => {
                 tracing::debug!(kind = ?kind, %error, "cannot find a kind on the edge");
-                return None;
+                None
             }
         };
-        self.kinds
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(kind.clone(), found.clone());
+        let mut kinds = self.kinds.lock().unwrap_or_else(PoisonError::into_inner);
+        if kinds.len() >= MAX_KINDS {
+            kinds.clear();
+        }
+        kinds.insert(kind.clone(), (found.clone(), Instant::now()));
         found
     }
 

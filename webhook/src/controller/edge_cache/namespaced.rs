@@ -33,6 +33,13 @@ use tokio::sync::Notify;
 use super::{SYNC_TIMEOUT, Wake, follow::FollowWatch, watches::Followed};
 use crate::controller::{edge_grants, term::Task};
 
+/// The prefix of the annotations the installer reads on its own objects.
+const OWN_ANNOTATIONS: &str = "providers.platform.dev/";
+
+/// The most kinds followed in one namespace (a runner's rules name at most 16 rules of
+/// 16 resources; charts make a handful).
+const MAX_FOLLOWED_KINDS: usize = 32;
+
 /// How often a watch refused by RBAC binds the grant again.
 const BIND_AGAIN: Duration = Duration::from_secs(10);
 
@@ -107,7 +114,15 @@ impl NamespaceWatches {
                 writer,
                 watcher(api, watcher::Config::default())
                     .default_backoff()
-                    .modify(|object| object.managed_fields_mut().clear()),
+                    .modify(|object| {
+                        object.managed_fields_mut().clear();
+                        // Only the installer's own annotations are read; another's may
+                        // hold a Secret's whole data (`kubectl apply`'s last applied
+                        // configuration), which the hub must not keep.
+                        object
+                            .annotations_mut()
+                            .retain(|key, _| key.starts_with(OWN_ANNOTATIONS));
+                    }),
             );
             Task::spawn(drive(
                 stream,
@@ -171,6 +186,9 @@ impl NamespaceWatches {
         let mut follows = entry.follows.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(watch) = follows.get(kind) {
             return Some(watch.clone());
+        }
+        if follows.len() >= MAX_FOLLOWED_KINDS {
+            return None;
         }
         let watch = Arc::new(start(
             self.client.as_ref()?,
