@@ -322,36 +322,12 @@ fn day_two(shell: &Shell, system: &System) -> anyhow::Result<()> {
         ],
         Expect::Success,
     )?;
-    shell.run(
-        "alice",
-        &shell.hub.alice,
-        "kubectl",
-        &[
-            "wait",
-            "--for=condition=Drifted",
-            "workspace/greeter",
-            "--namespace",
-            "org-a",
-            "--timeout=60s",
-        ],
-        Expect::Success,
-    )?;
+    wait_for_greeter(shell, "--for=condition=Drifted")?;
     let status = shell.alice(&["status", "greeter"], Expect::Success)?;
     ensure(&status, "made outside the installer")?;
 
     say("alice repairs it: the webhook seals the installed plan again as a new attempt");
-    shell.alice(
-        &["repair", "greeter", "--wait", "--timeout", "180s"],
-        Expect::Success,
-    )?;
-    let greeting = shell.run(
-        "platform",
-        edge,
-        "kubectl",
-        &configmap_greeting,
-        Expect::Success,
-    )?;
-    ensure(&greeting, "hi from alice")?;
+    repair_greeter(shell, edge, &configmap_greeting)?;
 
     say(
         "someone edits the chart's ConfigMap on the edge with kubectl edit, without helm: the installer sees it from the object's field managers, names who and which field, and corrects nothing",
@@ -372,35 +348,11 @@ fn day_two(shell: &Shell, system: &System) -> anyhow::Result<()> {
         ],
         Expect::Success,
     )?;
-    shell.run(
-        "alice",
-        &shell.hub.alice,
-        "kubectl",
-        &[
-            "wait",
-            "--for=jsonpath={.status.drift.reason}=ObjectChanged",
-            "workspace/greeter",
-            "--namespace",
-            "org-a",
-            "--timeout=60s",
-        ],
-        Expect::Success,
-    )?;
+    wait_for_greeter(shell, "--for=jsonpath={.status.drift.reason}=ObjectChanged")?;
     let status = shell.alice(&["status", "greeter"], Expect::Success)?;
     ensure(&status, "was changed by kubectl-edit (data.greeting)")?;
     say("alice repairs it: helm takes the field back");
-    shell.alice(
-        &["repair", "greeter", "--wait", "--timeout", "180s"],
-        Expect::Success,
-    )?;
-    let greeting = shell.run(
-        "platform",
-        edge,
-        "kubectl",
-        &configmap_greeting,
-        Expect::Success,
-    )?;
-    ensure(&greeting, "hi from alice")?;
+    repair_greeter(shell, edge, &configmap_greeting)?;
 
     say("alice upgrades to 0.1.0 with a new greeting, then rolls back to the last good plan");
     shell.alice(
@@ -432,6 +384,41 @@ fn day_two(shell: &Shell, system: &System) -> anyhow::Result<()> {
     )?;
     ensure(&greeting, "hi from alice")?;
     Ok(())
+}
+
+/// alice waits until her Workspace `greeter` meets `condition` (a `kubectl wait --for`).
+fn wait_for_greeter(shell: &Shell, condition: &str) -> anyhow::Result<()> {
+    shell.run(
+        "alice",
+        &shell.hub.alice,
+        "kubectl",
+        &[
+            "wait",
+            condition,
+            "workspace/greeter",
+            "--namespace",
+            "org-a",
+            "--timeout=60s",
+        ],
+        Expect::Success,
+    )?;
+    Ok(())
+}
+
+/// alice repairs `greeter`, and the platform sees her greeting back on the edge.
+fn repair_greeter(shell: &Shell, edge: &Path, configmap_greeting: &[&str]) -> anyhow::Result<()> {
+    shell.alice(
+        &["repair", "greeter", "--wait", "--timeout", "180s"],
+        Expect::Success,
+    )?;
+    let greeting = shell.run(
+        "platform",
+        edge,
+        "kubectl",
+        configmap_greeting,
+        Expect::Success,
+    )?;
+    ensure(&greeting, "hi from alice")
 }
 
 fn ensure(output: &str, text: &str) -> anyhow::Result<()> {

@@ -36,50 +36,42 @@ static READING: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
 
 /// What the record `secret` installs (chart, version, values), read once when drift is
 /// found; `None` when it is gone or cannot be decoded (the drift is then reported without
-/// it). Decoded off the async workers, one at a time.
+/// it).
 pub async fn content(
     edge: &str,
     client: &Client,
     namespace: &str,
     secret: &str,
 ) -> Result<Option<ReleaseContent>> {
-    let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
-    let get = || api.get_opt(secret);
-    let Some(record) =
-        edge_grants::with_grant(client, namespace, edge_grants::NAMESPACE_RIGHTS, get)
-            .await
-            .map_err(|e| error::edge(edge, e))?
-    else {
-        return Ok(None);
-    };
-    let encoded = record
-        .data
-        .and_then(|mut d| d.remove("release"))
-        .map(|b| b.0)
-        .unwrap_or_default();
-    let _one = READING.acquire().await.ok();
-    let decoded = tokio::task::spawn_blocking(move || summary(&encoded))
-        .await
-        .unwrap_or_else(|e| Err(format!("the decoder stopped: {e}")));
-    match decoded {
-        Ok(content) => Ok(Some(content)),
-        Err(why) => {
-            tracing::info!(%edge, %namespace, %secret, %why, "cannot read a release record");
-            Ok(None)
-        }
-    }
+    read_record(edge, client, namespace, secret, |encoded| summary(&encoded)).await
 }
 
 /// The objects Helm recorded for the revision in the record `secret` (its manifest's
 /// objects in the release namespace), read once per record to follow them for drift;
-/// `None` when it is gone or cannot be decoded. Decoded off the async workers, one at a
-/// time.
+/// `None` when it is gone or cannot be decoded.
 pub async fn objects(
     edge: &str,
     client: &Client,
     namespace: &str,
     secret: &str,
 ) -> Result<Option<Vec<ReleaseObject>>> {
+    let release_namespace = namespace.to_owned();
+    read_record(edge, client, namespace, secret, move |encoded| {
+        manifest_objects(&encoded, &release_namespace)
+    })
+    .await
+}
+
+/// Reads the record `secret` (through the installer's grant in its namespace) and decodes
+/// its `release` entry with `decode`, off the async workers and one record at a time;
+/// `None` when it is gone or cannot be decoded.
+async fn read_record<T: Send + 'static>(
+    edge: &str,
+    client: &Client,
+    namespace: &str,
+    secret: &str,
+    decode: impl FnOnce(Vec<u8>) -> Result<T, String> + Send + 'static,
+) -> Result<Option<T>> {
     let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
     let get = || api.get_opt(secret);
     let Some(record) =
@@ -95,15 +87,13 @@ pub async fn objects(
         .map(|b| b.0)
         .unwrap_or_default();
     let _one = READING.acquire().await.ok();
-    let release_namespace = namespace.to_owned();
-    let decoded =
-        tokio::task::spawn_blocking(move || manifest_objects(&encoded, &release_namespace))
-            .await
-            .unwrap_or_else(|e| Err(format!("the decoder stopped: {e}")));
+    let decoded = tokio::task::spawn_blocking(move || decode(encoded))
+        .await
+        .unwrap_or_else(|e| Err(format!("the decoder stopped: {e}")));
     match decoded {
-        Ok(objects) => Ok(Some(objects)),
+        Ok(decoded) => Ok(Some(decoded)),
         Err(why) => {
-            tracing::info!(%edge, %namespace, %secret, %why, "cannot read a release record's objects");
+            tracing::info!(%edge, %namespace, %secret, %why, "cannot read a release record");
             Ok(None)
         }
     }

@@ -29,7 +29,11 @@ use providers::installer::{
     release_objects::{ObjectTrace, ReleaseObject, trace_of},
 };
 
-use super::{Wake, namespaced::Flag, watches::Followed};
+use super::{
+    Wake,
+    namespaced::Flag,
+    watches::{Followed, wake_release},
+};
 use crate::controller::{edge_grants, term::Task};
 
 /// The label Helm puts on every object it makes.
@@ -126,16 +130,7 @@ impl Target {
         let Some(release) = object.annotations().get(HELM_RELEASE) else {
             return;
         };
-        let key = (self.namespace.clone(), release.clone());
-        let owner = self
-            .followed
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(&key)
-            .cloned();
-        if let Some(workspace) = owner {
-            (self.wake)(&workspace);
-        }
+        wake_release(&self.followed, &self.wake, &self.namespace, release);
     }
 
     /// Wakes every followed release of the namespace (after a relist: anything may have

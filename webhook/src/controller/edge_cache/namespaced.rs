@@ -30,7 +30,11 @@ use kube::{
 };
 use tokio::sync::Notify;
 
-use super::{SYNC_TIMEOUT, Wake, follow::FollowWatch, watches::Followed};
+use super::{
+    SYNC_TIMEOUT, Wake,
+    follow::FollowWatch,
+    watches::{Followed, wake_release},
+};
 use crate::controller::{edge_grants, term::Task};
 
 /// The prefix of the annotations the installer reads on its own objects.
@@ -328,17 +332,15 @@ fn wake_follower(
         if !super::is_helm_record(record) {
             return;
         }
-        let key = (
-            record.metadata.namespace.clone().unwrap_or_default(),
-            record.labels().get("name").cloned().unwrap_or_default(),
+        wake_release(
+            &followed,
+            &wake,
+            record.metadata.namespace.as_deref().unwrap_or_default(),
+            record
+                .labels()
+                .get("name")
+                .map(String::as_str)
+                .unwrap_or_default(),
         );
-        let owner = followed
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(&key)
-            .cloned();
-        if let Some(workspace) = owner {
-            wake(&workspace);
-        }
     }
 }

@@ -33,6 +33,18 @@ use crate::controller::term::Task;
 /// Installed releases by `(namespace, release)`, and the Workspace each belongs to.
 pub(super) type Followed = Arc<Mutex<HashMap<(String, String), String>>>;
 
+/// Wakes the Workspace following `release` in `namespace`, if one does.
+pub(super) fn wake_release(followed: &Followed, wake: &Wake, namespace: &str, release: &str) {
+    let owner = followed
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(&(namespace.to_owned(), release.to_owned()))
+        .cloned();
+    if let Some(workspace) = owner {
+        wake(&workspace);
+    }
+}
+
 /// The caches and the tasks that fill them; the tasks stop when this is dropped.
 pub struct Watches {
     pub cache: EdgeCache,
