@@ -5,7 +5,9 @@
 //!   drift (the Drifted condition, Ready=False) and repaired by a new attempt of the same
 //!   sealed plan;
 //! - a rollback seals an earlier succeeded attempt's plan again and restores its version
-//!   and values; a version the platform has withdrawn is refused with that reason.
+//!   and values; a version the platform has withdrawn is refused with that reason;
+//! - under `drift.repair: Automatic`, drift is repaired once for the plan's owner, and
+//!   drift again within the quiet period stops it.
 
 use std::{path::Path, process::Command, time::Duration};
 
@@ -689,6 +691,162 @@ async fn what_the_recipe_expects_is_not_drift_and_a_secret_edit_is() -> anyhow::
     ensure!(
         !shown.contains("planted-by-hand") && !shown.contains("sealed-token"),
         "a Secret's data reached the status: {shown}"
+    );
+    Ok(())
+}
+
+/// Under a Recipe's `drift.repair: Automatic`, a hand edit is repaired without anyone
+/// asking: the installer asks, the webhook seals the same plan for its owner. Drift again
+/// within the quiet period stops it (Stalled, RepairLoop) instead of taking turns with the
+/// other writer, and only the installer's identity may ask: alice's request in its name is
+/// refused. A repair by hand still works.
+#[tokio::test]
+async fn automatic_repair_runs_once_and_stops_on_repeated_drift() -> anyhow::Result<()> {
+    let System { env, .. } = system().await?;
+    publish(env, "healing-hello", "hello", &["0.1.0"]).await?;
+    let hub = env.hub_admin().await?;
+    Api::<Recipe>::all(hub.clone())
+        .patch(
+            "healing-hello",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"drift": {
+                "repair": "Automatic",
+                "repairQuietPeriodSeconds": 600,
+            }}})),
+        )
+        .await?;
+    let edge = env.edge_admin().await?;
+    let alice = env.hub.kubeconfig(User::Alice);
+    let edge_admin = env.edge.kubeconfig(User::Admin);
+    let (namespace, release) = ("org-a-healing-hello", "healing-hello");
+    let configmap = format!("{release}-greeting");
+    let edit = |greeting: &str| {
+        testbed::kubectl::ok(
+            edge_admin,
+            &[
+                "-n",
+                namespace,
+                "patch",
+                "configmap",
+                &configmap,
+                "--type=merge",
+                "-p",
+                &json!({"data": {"greeting": greeting}}).to_string(),
+            ],
+        )
+    };
+    plugin::run(
+        alice,
+        &[
+            "install",
+            "healing",
+            "--recipe",
+            "healing-hello",
+            "--edge",
+            installer::EDGE,
+            "--set",
+            "greeting=sealed",
+            "--wait",
+            "--timeout",
+            "3m",
+        ],
+    )?
+    .ok()?;
+    system::installed(&hub, "healing", 1).await?;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    // A hand edit: repaired by attempt 2, alice's, without anyone asking.
+    edit("by-hand")?;
+    let ws = system::installed(&hub, "healing", 2).await?;
+    let plan = &ws.spec.plan.as_ref().context("the plan")?.plan;
+    ensure!(
+        plan.cause == Some(Cause::AutomaticRepair) && plan.owner.username == "alice",
+        "{:?} for {}",
+        plan.cause,
+        plan.owner.username
+    );
+    ensure!(
+        rendered(&edge, namespace, release).await?.map(|r| r.0) == Some("sealed".into()),
+        "the sealed value is back"
+    );
+    ensure!(
+        ws.metadata
+            .annotations
+            .as_ref()
+            .is_none_or(|a| !a.contains_key("providers.platform.dev/automatic-repair")),
+        "the request is consumed, never stored"
+    );
+    let reasons = installer::event_reasons(&hub, &ws).await?;
+    ensure!(
+        reasons.iter().any(|r| r == "AutomaticRepairRequested"),
+        "{reasons:?}"
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    // The same edit again within the quiet period: automatic repair stops and says so.
+    edit("by-hand-again")?;
+    let ws = wait_workspace(&hub, "org-a", "healing", "Stalled RepairLoop", |ws| {
+        has_condition(ws, "Stalled", "True", "RepairLoop")
+            && has_condition(ws, "Drifted", "True", "ObjectChanged")
+    })
+    .await?;
+    let retry = ws.spec.retry;
+    // Well past the moment a repair would have been asked for: nothing was.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let ws = installer::workspace(&hub, "org-a", "healing").await?;
+    ensure!(
+        ws.spec.plan.as_ref().map(|p| p.plan.attempt) == Some(2) && ws.spec.retry == retry,
+        "no third attempt: {:?}",
+        ws.spec.plan.as_ref().map(|p| p.plan.attempt)
+    );
+    ensure!(
+        rendered(&edge, namespace, release).await?.map(|r| r.0) == Some("by-hand-again".into()),
+        "not repaired in a loop"
+    );
+    let reasons = installer::event_reasons(&hub, &ws).await?;
+    ensure!(
+        reasons.iter().any(|r| r == "AutomaticRepairStopped"),
+        "{reasons:?}"
+    );
+
+    // alice asks for an "automatic" repair in her own name: refused by the webhook.
+    let asked = testbed::kubectl::run(
+        alice,
+        &[
+            "-n",
+            "org-a",
+            "patch",
+            "workspace",
+            "healing",
+            "--type=merge",
+            "-p",
+            &json!({
+                "metadata": {"annotations": {"providers.platform.dev/automatic-repair": "2"}},
+                "spec": {"retry": retry.unwrap_or(0) + 1},
+            })
+            .to_string(),
+        ],
+    )?;
+    let said = String::from_utf8_lossy(&asked.stderr);
+    ensure!(
+        !asked.status.success() && said.contains("only the providers installer asks"),
+        "{said}"
+    );
+
+    // A repair by hand still works, and ends the stop.
+    plugin::run(alice, &["repair", "healing", "--wait", "--timeout", "3m"])?.ok()?;
+    let ws = system::installed(&hub, "healing", 3).await?;
+    ensure!(
+        ws.spec.plan.as_ref().and_then(|p| p.plan.cause) == Some(Cause::Repair),
+        "a repair by hand"
+    );
+    ensure!(
+        !has_condition(&ws, "Stalled", "True", "RepairLoop"),
+        "no longer stalled"
+    );
+    ensure!(
+        rendered(&edge, namespace, release).await?.map(|r| r.0) == Some("sealed".into()),
+        "the sealed value is back"
     );
     Ok(())
 }

@@ -73,21 +73,48 @@ pub async fn can_use_recipe(client: &Client, user: &UserInfo, recipe: &str) -> A
     may(client, user, "recipes", USE_VERB, recipe).await
 }
 
+/// The verb only the installer's identity is granted on `workspaces`: it may ask the
+/// webhook for an automatic repair of a drifted release, sealed for the plan's owner.
+pub const AUTOREPAIR_VERB: &str = "autorepair";
+
+/// Asks the API server whether `user` may ask for an automatic repair of the Workspace
+/// `namespace/name`.
+pub async fn can_repair_automatically(
+    client: &Client,
+    user: &UserInfo,
+    namespace: &str,
+    name: &str,
+) -> Answer {
+    let mut workspace = attributes("workspaces", AUTOREPAIR_VERB, name);
+    workspace.namespace = Some(namespace.to_owned());
+    ask(client, user, workspace).await
+}
+
 /// One SubjectAccessReview: `verb` on `resource/name` in the API group, as `user`.
 async fn may(client: &Client, user: &UserInfo, resource: &str, verb: &str, name: &str) -> Answer {
+    ask(client, user, attributes(resource, verb, name)).await
+}
+
+/// `verb` on `resource/name` in the API group.
+fn attributes(resource: &str, verb: &str, name: &str) -> ResourceAttributes {
+    ResourceAttributes {
+        group: Some(GROUP.to_owned()),
+        resource: Some(resource.to_owned()),
+        verb: Some(verb.to_owned()),
+        name: Some(name.to_owned()),
+        ..Default::default()
+    }
+}
+
+/// One SubjectAccessReview of `attributes`, as `user`.
+async fn ask(client: &Client, user: &UserInfo, attributes: ResourceAttributes) -> Answer {
     let review = SubjectAccessReview {
         spec: SubjectAccessReviewSpec {
             user: user.username.clone(),
             uid: user.uid.clone(),
             groups: user.groups.clone(),
             extra: user.extra.clone(),
-            resource_attributes: Some(ResourceAttributes {
-                group: Some(GROUP.to_owned()),
-                resource: Some(resource.to_owned()),
-                verb: Some(verb.to_owned()),
-                name: Some(name.to_owned()),
-                ..Default::default()
-            }),
+            resource_attributes: Some(attributes),
             ..Default::default()
         },
         ..Default::default()

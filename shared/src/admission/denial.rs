@@ -185,6 +185,22 @@ pub enum Denial {
         pending: usize,
         max: usize,
     },
+    #[error(
+        "metadata.annotations[providers.platform.dev/automatic-repair]: {value} is not an attempt number; only the providers installer sets this annotation: remove it (to repair drift yourself: kubectl provider repair)"
+    )]
+    AutomaticRepairInvalid { value: String },
+    #[error(
+        "metadata.annotations[providers.platform.dev/automatic-repair]: attempt {attempt} cannot be repaired automatically: {why}; remove the annotation (to repair drift yourself: kubectl provider repair)"
+    )]
+    AutomaticRepairRefused { attempt: i64, why: String },
+    #[error(
+        "metadata.annotations[providers.platform.dev/automatic-repair]: only the providers installer asks for an automatic repair (the `autorepair` verb on workspaces), and {user} may not; remove the annotation (to repair drift yourself: kubectl provider repair)"
+    )]
+    AutomaticRepairNotInstaller { user: String },
+    #[error(
+        "metadata.annotations[providers.platform.dev/automatic-repair]: could not ask RBAC whether {user} may ask for an automatic repair: {reason}; nothing was sealed: the installer asks again later, or repair by hand: kubectl provider repair"
+    )]
+    AutomaticRepairUnverified { user: String, reason: String },
 }
 
 impl Denial {
@@ -239,6 +255,10 @@ impl Denial {
             Denial::PlanValuesNotStored { .. } => "PlanValuesNotStored",
             Denial::PlanValuesConflict { .. } => "PlanValuesConflict",
             Denial::TooManyPendingValues { .. } => "TooManyPendingValues",
+            Denial::AutomaticRepairInvalid { .. } => "AutomaticRepairInvalid",
+            Denial::AutomaticRepairRefused { .. } => "AutomaticRepairRefused",
+            Denial::AutomaticRepairNotInstaller { .. } => "AutomaticRepairNotInstaller",
+            Denial::AutomaticRepairUnverified { .. } => "AutomaticRepairUnverified",
         }
     }
 
@@ -262,6 +282,13 @@ impl Denial {
                     crate::installer::names::ANNOTATION_ROLLBACK_TO
                 )
             }
+            Denial::AutomaticRepairInvalid { .. }
+            | Denial::AutomaticRepairRefused { .. }
+            | Denial::AutomaticRepairNotInstaller { .. }
+            | Denial::AutomaticRepairUnverified { .. } => format!(
+                "metadata.annotations[{}]",
+                crate::installer::names::ANNOTATION_AUTOMATIC_REPAIR
+            ),
             Denial::RollbackWithIntentChange { field }
             | Denial::RollbackAcrossTargets { field, .. } => {
                 format!("spec.{field}")
@@ -287,11 +314,14 @@ impl Denial {
     /// The HTTP status code in the AdmissionResponse's status.
     pub fn code(&self) -> u16 {
         match self {
-            Denial::EdgeNotAuthorized { .. } | Denial::RecipeNotEntitled { .. } => 403,
+            Denial::EdgeNotAuthorized { .. }
+            | Denial::RecipeNotEntitled { .. }
+            | Denial::AutomaticRepairNotInstaller { .. } => 403,
             Denial::AuthorizationUnavailable { .. }
             | Denial::RecipeAuthorizationUnavailable { .. }
             | Denial::LookupFailed { .. }
             | Denial::PlanValuesNotStored { .. }
+            | Denial::AutomaticRepairUnverified { .. }
             | Denial::SealFailed(_) => 503,
             // Not 429: clients retry that on their own for minutes, the user waiting blind.
             Denial::TooManyPendingValues { .. } => 409,

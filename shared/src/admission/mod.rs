@@ -9,6 +9,7 @@
 //!   pinned attempt.
 
 pub mod attempt;
+pub mod automatic_repair;
 mod denial;
 pub mod finalizer;
 pub mod mutate;
@@ -148,6 +149,8 @@ pub fn binding_of(workspace: &Workspace) -> Binding<'_> {
     }
 }
 
+#[cfg(test)]
+mod automatic_repair_tests;
 #[cfg(test)]
 mod rollback_tests;
 #[cfg(test)]

@@ -196,6 +196,7 @@ fn a_raised_retry_repairs_a_drifted_release_with_the_same_plan() {
             k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
         ),
         objects: Vec::new(),
+        automatic_repair: None,
     });
     let repaired = admit(Operation::Update, &raise_retry(&drifted), Some(&drifted)).unwrap();
     let plan = &repaired.spec.plan.as_ref().unwrap().plan;

@@ -138,6 +138,7 @@ pub(super) fn admit_with(
                 edge: Some(&edge),
                 authorized: Ok(true),
                 entitled: Ok(true),
+                automatic_repairer: Ok(false),
             };
             result.spec.plan = Some(seal_with(&request, &start, lookups, &allow())?);
             // As the webhook patches it: a rollback puts back the restored intent and
@@ -379,6 +380,7 @@ fn a_retry_after_failure_reuses_the_original_plan() {
         edge: Some(&edge),
         authorized: Ok(true),
         entitled: Ok(true),
+        automatic_repairer: Ok(false),
     };
     let sealed = seal_with(&request, &start, lookups, &allow()).unwrap();
     let original = &failed.spec.plan.as_ref().unwrap().plan;
@@ -500,6 +502,7 @@ fn lookups_and_authorization_are_denied_by_name() {
                 edge: Some(&e),
                 authorized: Ok(true),
                 entitled: Ok(true),
+                automatic_repairer: Ok(false),
             },
             "UnknownRecipe",
             "\"demo\"",
@@ -510,6 +513,7 @@ fn lookups_and_authorization_are_denied_by_name() {
                 edge: None,
                 authorized: Ok(true),
                 entitled: Ok(true),
+                automatic_repairer: Ok(false),
             },
             "UnknownEdge",
             "\"edge-1\"",
@@ -520,6 +524,7 @@ fn lookups_and_authorization_are_denied_by_name() {
                 edge: Some(&e),
                 authorized: Ok(false),
                 entitled: Ok(true),
+                automatic_repairer: Ok(false),
             },
             "EdgeNotAuthorized",
             "edges/edge-1",
@@ -530,6 +535,7 @@ fn lookups_and_authorization_are_denied_by_name() {
                 edge: Some(&e),
                 authorized: Err("timeout".into()),
                 entitled: Ok(true),
+                automatic_repairer: Ok(false),
             },
             "AuthorizationUnavailable",
             "timeout",
@@ -540,6 +546,7 @@ fn lookups_and_authorization_are_denied_by_name() {
                 edge: Some(&e),
                 authorized: Ok(true),
                 entitled: Ok(false),
+                automatic_repairer: Ok(false),
             },
             "RecipeNotEntitled",
             "the `use` verb on recipes/demo",
@@ -550,6 +557,7 @@ fn lookups_and_authorization_are_denied_by_name() {
                 edge: Some(&e),
                 authorized: Ok(true),
                 entitled: Err("timeout".into()),
+                automatic_repairer: Ok(false),
             },
             "RecipeAuthorizationUnavailable",
             "timeout",
@@ -560,6 +568,7 @@ fn lookups_and_authorization_are_denied_by_name() {
                 edge: Some(&e),
                 authorized: Ok(true),
                 entitled: Ok(true),
+                automatic_repairer: Ok(false),
             },
             "RecipeInvalid",
             "allowlisted",
@@ -590,6 +599,7 @@ fn a_denial_quotes_the_requesters_name_bounded() {
         edge: Some(&e),
         authorized: Ok(false),
         entitled: Ok(true),
+        automatic_repairer: Ok(false),
     };
     let message = seal_with(&request, &start, lookups, &allow())
         .unwrap_err()
@@ -771,6 +781,7 @@ fn a_retry_of_what_the_platform_withdrew_is_denied_with_the_reason() {
         edge: Some(&e),
         authorized: Ok(true),
         entitled: Ok(true),
+        automatic_repairer: Ok(false),
     };
     let denial = seal_with(
         &request,
@@ -814,6 +825,7 @@ fn a_plan_records_who_when_and_whether_for_a_dry_run() {
         edge: Some(&e),
         authorized: Ok(true),
         entitled: Ok(true),
+        automatic_repairer: Ok(false),
     };
     let sealed = seal_with(&dry, &start, lookups, &allow()).unwrap();
     assert!(sealed.plan.dry_run);

@@ -109,6 +109,13 @@ fn check_unchanged_plan(
         // The mutating webhook consumes the annotation when it seals the rollback.
         return Err(Denial::NotResealed { field: "retry" });
     }
+    if let Some(attempt) = super::automatic_repair::automatic_repair_target(request)? {
+        // Likewise when it seals an automatic repair: no annotation is ever stored.
+        return Err(Denial::AutomaticRepairRefused {
+            attempt,
+            why: "no repair was sealed for this write".into(),
+        });
+    }
     let mut warnings = Vec::new();
     if retry_raised && active {
         warnings.push(format!(

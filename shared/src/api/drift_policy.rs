@@ -18,7 +18,31 @@ pub struct DriftPolicy {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 16))]
     pub ignore_fields: Vec<IgnoredFields>,
+    /// Who repairs drift: `Manual` (the default: a person runs `kubectl provider repair`)
+    /// or `Automatic` (the installer asks for the repair itself, and the webhook seals it
+    /// after asking RBAC again as the plan's owner).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repair: Option<Repair>,
+    /// After an automatic repair, drift found again within this many seconds of its end
+    /// stops automatic repair (Stalled, `RepairLoop`) until a person repairs: two writers
+    /// taking turns are never repaired in a loop. Default 600.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 60, max = 86400))]
+    pub repair_quiet_period_seconds: Option<i64>,
 }
+
+/// Who repairs drift of a Recipe's releases.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum Repair {
+    /// A person repairs (`kubectl provider repair`): drift is reported only.
+    #[default]
+    Manual,
+    /// The installer asks for a repair of the installed plan as soon as it finds drift.
+    Automatic,
+}
+
+/// The quiet period after an automatic repair when none is given.
+pub const DEFAULT_REPAIR_QUIET_PERIOD_SECONDS: i64 = 600;
 
 /// Fields of one kind's objects whose writes are not drift.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
@@ -34,6 +58,18 @@ pub struct IgnoredFields {
 }
 
 impl DriftPolicy {
+    /// Whether the installer repairs drift itself.
+    pub fn repairs_automatically(&self) -> bool {
+        self.repair == Some(Repair::Automatic)
+    }
+
+    /// How long after an automatic repair new drift stops automatic repair, in seconds.
+    pub fn repair_quiet_period(&self) -> i64 {
+        self.repair_quiet_period_seconds
+            .unwrap_or(DEFAULT_REPAIR_QUIET_PERIOD_SECONDS)
+            .clamp(60, 86_400)
+    }
+
     /// Whether `manager`'s writes are expected.
     pub fn ignores_manager(&self, manager: &str) -> bool {
         self.ignore_managers.iter().any(|m| m == manager)

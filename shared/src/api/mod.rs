@@ -15,15 +15,15 @@ mod sealed_plan_decoding;
 #[allow(clippy::duplicated_attributes)]
 mod workspace;
 
-pub use drift_policy::{DriftPolicy, IgnoredFields};
+pub use drift_policy::{DEFAULT_REPAIR_QUIET_PERIOD_SECONDS, DriftPolicy, IgnoredFields, Repair};
 pub use edge::{Edge, EdgeSpec, EdgeStatus, SecretKeyRef};
 pub use map_adapter::{AdaptedObject, EntriesAdapter, MapKey};
 pub use plan::{Cause, ChartRef, Owner, Plan, Seal, SealedPlan, WorkspaceIdentity};
 pub use plan_values::{PlanValues, PlanValuesSpec};
 pub use recipe::{ExecutionRule, Recipe, RecipeSpec, RuntimeCredential, ValueField, ValueType};
 pub use workspace::{
-    AttemptRecord, Drift, DriftedObject, InstalledRelease, JobResult, KeptPlan, Phase, Preparation,
-    Target, Workspace, WorkspaceSpec, WorkspaceStatus,
+    AttemptRecord, AutomaticRepair, AutomaticRepairState, Drift, DriftedObject, InstalledRelease,
+    JobResult, KeptPlan, Phase, Preparation, Target, Workspace, WorkspaceSpec, WorkspaceStatus,
 };
 
 /// The API group of every kind this project defines.

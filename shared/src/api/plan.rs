@@ -145,6 +145,9 @@ pub enum Cause {
     Retry,
     /// spec.retry was raised while the installed release had drifted: the same plan again.
     Repair,
+    /// The installer asked for a repair when it found drift, as the Recipe's drift policy
+    /// says (`repair: Automatic`): the same plan again, for its owner.
+    AutomaticRepair,
     /// An earlier succeeded attempt's plan, sealed again (`kubectl provider rollback`).
     Rollback,
 }

@@ -220,6 +220,29 @@ pub struct Drift {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 8))]
     pub objects: Vec<DriftedObject>,
+    /// What the installer did about it on its own, when the plan's drift policy says
+    /// `repair: Automatic`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub automatic_repair: Option<AutomaticRepair>,
+}
+
+/// The installer's own answer to a drift, under `repair: Automatic`.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AutomaticRepair {
+    /// `Requested`: it raised spec.retry for a repair of the installed plan. `Stopped`: the
+    /// drift came back within the quiet period after an automatic repair, so a person
+    /// repairs it (`kubectl provider repair`).
+    pub state: AutomaticRepairState,
+    /// When.
+    pub at: Time,
+}
+
+/// See [`AutomaticRepair::state`].
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, schemars::JsonSchema)]
+pub enum AutomaticRepairState {
+    Requested,
+    Stopped,
 }
 
 /// An object of an installed release that someone else than the release changed or

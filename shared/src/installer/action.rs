@@ -114,6 +114,19 @@ pub enum Action {
         revision: i64,
         description: String,
     },
+    /// Ask the webhook to repair the drifted release: raise spec.retry with the automatic
+    /// repair annotation, on the Workspace as read live (see
+    /// [`super::patch::request_repair`]). A refusal is said in an Event, not retried at once.
+    RequestRepair(RepairRequest),
+}
+
+/// What an automatic repair asks for: the installed attempt, by number and ID, and the
+/// spec.retry it was judged at.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RepairRequest {
+    pub attempt: i64,
+    pub attempt_id: String,
+    pub retry: i64,
 }
 
 impl Action {
@@ -155,6 +168,7 @@ impl Action {
             Action::ReleaseJob { .. } => "release-job",
             Action::KeepRunnerLog(_) => "keep-runner-log",
             Action::MarkReleaseFailed { .. } => "mark-release-failed",
+            Action::RequestRepair(_) => "request-repair",
         }
     }
 
@@ -179,7 +193,10 @@ impl Action {
     /// Whether the action writes the Workspace itself, so that the API server answers
     /// with the Workspace as stored.
     pub fn writes_workspace(&self) -> bool {
-        matches!(self, Action::AddFinalizer | Action::WriteStatus(_))
+        matches!(
+            self,
+            Action::AddFinalizer | Action::WriteStatus(_) | Action::RequestRepair(_)
+        )
     }
 
     /// Whether the action writes to the edge.

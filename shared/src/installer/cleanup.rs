@@ -16,9 +16,9 @@ impl Machine<'_> {
     /// `cleanup_is_recorded_last`.
     pub fn cleanup(&mut self) -> Next {
         if self.status.cleaned_up {
-            let next = self.check_drift();
+            // Said before the drift check, whose automatic repair request comes last.
             self.outlook = self.done_outlook();
-            return next;
+            return self.check_drift();
         }
         let remote = match self.reachable("revoke the runner's identity") {
             Ok(remote) => remote,

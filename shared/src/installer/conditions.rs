@@ -118,7 +118,21 @@ pub fn settle(
         .clone()
         .filter(|_| installed)
         .map(|d| Failure::new(&d.reason, d.message));
-    let stalled = failure.or(drift.as_ref());
+    // Automatic repair that stopped is what a person must act on.
+    let repair_loop = status
+        .drift
+        .as_ref()
+        .filter(|d| installed && super::drift::repair_stopped(d))
+        .map(|d| {
+            Failure::new(
+                super::drift::REPAIR_LOOP,
+                format!(
+                    "automatic repair stopped: the release drifted again within the quiet period after an automatic repair. {}",
+                    d.message
+                ),
+            )
+        });
+    let stalled = failure.or(repair_loop.as_ref()).or(drift.as_ref());
     let (ready_reason, ready_message) = match (&drift, installed) {
         (Some(drift), _) => (drift.reason.as_str(), drift.message.as_str()),
         (None, true) => (reason::INSTALLED, outlook.message.as_str()),

@@ -136,6 +136,7 @@ impl Machine<'_> {
                 record_uid: None,
                 detected_at: self.now(),
                 objects: Vec::new(),
+                automatic_repair: None,
             }),
             (baseline, Some(record)) => {
                 let replaced = baseline
@@ -195,6 +196,7 @@ impl Machine<'_> {
                     record_uid: Some(record.uid.clone()),
                     detected_at: self.now(),
                     objects: Vec::new(),
+                    automatic_repair: None,
                 })
             }
         };
@@ -212,6 +214,12 @@ impl Machine<'_> {
                         || d.objects != drift.objects
                 });
                 if new {
+                    // A repair asked for already answers this drift too.
+                    drift.automatic_repair = self
+                        .status
+                        .drift
+                        .as_ref()
+                        .and_then(|d| d.automatic_repair.clone());
                     // The record found, or for a missing release the one that went.
                     let gone = self.status.release.as_ref().map(|r| r.record_uid.as_str());
                     let which = drift.record_uid.as_deref().or(gone).unwrap_or("missing");
@@ -221,6 +229,7 @@ impl Machine<'_> {
                     );
                     self.status.drift = Some(drift);
                 }
+                self.repair_automatically(&sealed);
             }
         }
         next
@@ -392,6 +401,9 @@ pub fn first_difference(found: &Value, wanted: &Value, at: &str) -> Option<Strin
     }
 }
 
+mod automatic_repair;
 mod objects;
+
+pub use automatic_repair::{REPAIR_LOOP, REQUEST_AGAIN_SECONDS, repair_stopped};
 #[cfg(test)]
 mod tests;

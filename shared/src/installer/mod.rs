@@ -48,7 +48,7 @@ mod tests;
 
 pub use action::{
     Action, Decision, Deletion, EdgeObject, Kind, MintCredential, NamespaceChange, Next, Note,
-    OwnValues, RunnerLog,
+    OwnValues, RepairRequest, RunnerLog,
 };
 pub use focus::{Focus, focus};
 pub use observed::{

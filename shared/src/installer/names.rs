@@ -37,6 +37,11 @@ pub const ANNOTATION_ABANDON: &str = "providers.platform.dev/abandon";
 /// Set on a Workspace together with a raised spec.retry: the attempt whose kept plan the
 /// webhook seals again (a rollback). The webhook consumes it: it is never stored.
 pub const ANNOTATION_ROLLBACK_TO: &str = "providers.platform.dev/rollback-to";
+/// Set on a Workspace by the installer together with a raised spec.retry, under a drift
+/// policy of `repair: Automatic`: the installed attempt it asks the webhook to repair, for
+/// the plan's owner. Only the installer's identity may (the `autorepair` verb on
+/// workspaces); the webhook consumes it: it is never stored.
+pub const ANNOTATION_AUTOMATIC_REPAIR: &str = "providers.platform.dev/automatic-repair";
 /// On a runner Job's Pod template: the plan's chart values, projected into the runner as
 /// `values.yaml` by a downwardAPI volume (values up to [`VALUES_ANNOTATION_LIMIT`]).
 pub const ANNOTATION_VALUES: &str = "providers.platform.dev/values";

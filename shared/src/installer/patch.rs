@@ -38,6 +38,50 @@ pub fn write_status(uid: &str, status: &WorkspaceStatus) -> Result<Patch, serde_
     ]))
 }
 
+/// Raises spec.retry by one and sets the automatic repair annotation on `live` (the
+/// Workspace as read just now), guarded by its UID and resourceVersion: `None` when it no
+/// longer holds the installed attempt `request` was decided for at the same spec.retry, or
+/// holds no drift.
+pub fn request_repair(
+    live: &crate::api::Workspace,
+    request: &super::action::RepairRequest,
+) -> Option<Patch> {
+    let meta = &live.metadata;
+    let sealed = live.spec.plan.as_ref()?;
+    let drifted = live.status.as_ref().is_some_and(|s| s.drift.is_some());
+    let retry = live.spec.retry.unwrap_or(0);
+    if sealed.plan.attempt_id != request.attempt_id || retry != request.retry || !drifted {
+        return None;
+    }
+    let attempt = json!(request.attempt.to_string());
+    let annotation = match &meta.annotations {
+        Some(_) => AddOperation {
+            path: pointer([
+                "metadata",
+                "annotations",
+                names::ANNOTATION_AUTOMATIC_REPAIR,
+            ]),
+            value: attempt,
+        },
+        None => AddOperation {
+            path: pointer(["metadata", "annotations"]),
+            value: json!({ names::ANNOTATION_AUTOMATIC_REPAIR: attempt }),
+        },
+    };
+    Some(Patch(vec![
+        test_uid(meta.uid.as_deref().unwrap_or_default()),
+        test(
+            &["metadata", "resourceVersion"],
+            json!(meta.resource_version.as_deref().unwrap_or_default()),
+        ),
+        PatchOperation::Add(AddOperation {
+            path: pointer(["spec", "retry"]),
+            value: json!(retry + 1),
+        }),
+        PatchOperation::Add(annotation),
+    ]))
+}
+
 /// Adds the installer's finalizer to the object observed as `object`.
 pub fn add_finalizer(object: &ObjectState) -> Patch {
     let mut finalizers = object.finalizers.clone();
@@ -148,6 +192,60 @@ pub fn release_namespace(namespace: &ObjectState, uid: &str) -> Patch {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_repair_request_raises_retry_on_the_very_workspace_it_was_decided_for() {
+        use crate::installer::tests::{plan, workspace};
+        use crate::{api::Drift, installer::RepairRequest};
+        let mut ws = workspace(Some(plan(1)), None);
+        ws.metadata.resource_version = Some("42".into());
+        ws.status = Some(WorkspaceStatus {
+            drift: Some(Drift {
+                reason: "ObjectChanged".into(),
+                message: String::new(),
+                revision: None,
+                record_uid: None,
+                detected_at: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                    k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+                ),
+                objects: Vec::new(),
+                automatic_repair: None,
+            }),
+            ..Default::default()
+        });
+        let request = RepairRequest {
+            attempt: 1,
+            attempt_id: ws.spec.plan.as_ref().unwrap().plan.attempt_id.clone(),
+            retry: 0,
+        };
+        for annotations in [None, Some([("a".to_owned(), "b".to_owned())].into())] {
+            ws.metadata.annotations = annotations;
+            let patch = request_repair(&ws, &request).expect("a request");
+            let mut json = serde_json::to_value(&ws).unwrap();
+            json_patch::patch(&mut json, &patch).expect("applies to the Workspace read");
+            assert_eq!(json["spec"]["retry"], json!(1));
+            assert_eq!(
+                json["metadata"]["annotations"][names::ANNOTATION_AUTOMATIC_REPAIR],
+                json!("1")
+            );
+            // Any other write in between fails the test of the resourceVersion.
+            json["metadata"]["resourceVersion"] = json!("43");
+            json["spec"]["retry"] = json!(0);
+            assert!(json_patch::patch(&mut json, &patch).is_err());
+        }
+        // Repaired, raised or drift gone meanwhile: nothing is asked.
+        let mut other = ws.clone();
+        other.spec.retry = Some(1);
+        assert!(request_repair(&other, &request).is_none());
+        let mut in_sync = ws.clone();
+        in_sync.status.as_mut().unwrap().drift = None;
+        assert!(request_repair(&in_sync, &request).is_none());
+        let stale = RepairRequest {
+            attempt_id: "other".into(),
+            ..request
+        };
+        assert!(request_repair(&ws, &stale).is_none());
+    }
 
     #[test]
     fn a_namespace_without_the_pod_security_standard_gets_it_when_touched() {

@@ -183,6 +183,7 @@ fn seal_next_attempt(
         edge: Some(edge),
         authorized: Ok(true),
         entitled: Ok(true),
+        automatic_repairer: Ok(false),
     };
     let keyring = Keyring::from(sealer);
     let allowlist = [REPOSITORY.to_owned()];

@@ -12,6 +12,7 @@ use k8s_openapi::jiff::Timestamp;
 use providers::{
     admission::{
         Denial, Request,
+        automatic_repair::automatic_repair_consumed,
         finalizer::finalizer_patch,
         mutate::{
             Lookups, PlanAction, SealedAttempt, Sealing, Start, StartKind, plan_action,
@@ -246,12 +247,28 @@ async fn seal_new(
             .edge(&start.edge)
             .await
             .map_err(lookup_failed("spec.edge", "edge", &start.edge))?;
+    // An automatic repair is asked for by the installer and authorized as the plan's owner.
+    let (owner, automatic_repairer) = match start.kind.automatic_repair() {
+        Some(original) => {
+            let identity = request.workspace_identity();
+            let asked = authz::can_repair_automatically(
+                &state.client,
+                request.user,
+                &identity.namespace,
+                &identity.name,
+            )
+            .await;
+            (authz::user_of(&original.plan.owner), authz::in_words(asked))
+        }
+        None => (request.user.clone(), Ok(false)),
+    };
     // Ask RBAC only when there is something to authorize, so an unknown recipe or edge is
-    // reported as such.
-    let (authorized, entitled) = if recipe.is_some() && edge.is_some() {
+    // reported as such, and nothing for an identity that may not ask for the repair.
+    let may_ask = start.kind.automatic_repair().is_none() || automatic_repairer == Ok(true);
+    let (authorized, entitled) = if recipe.is_some() && edge.is_some() && may_ask {
         tokio::join!(
-            authz::can_install(&state.client, request.user, &start.edge),
-            authz::can_use_recipe(&state.client, request.user, &start.recipe),
+            authz::can_install(&state.client, &owner, &start.edge),
+            authz::can_use_recipe(&state.client, &owner, &start.recipe),
         )
     } else {
         (Ok(false), Ok(false))
@@ -261,6 +278,7 @@ async fn seal_new(
         edge: edge.as_ref(),
         authorized: authz::in_words(authorized),
         entitled: authz::in_words(entitled),
+        automatic_repairer,
     };
     let sealing = Sealing {
         sealer: &state.sealer,
@@ -287,7 +305,7 @@ fn lookup_failed(
 /// Writes the sealed plan at /spec/plan, only when it differs from what the request
 /// carries: a plan already in place needs no patch. A new attempt also gets the
 /// installer's finalizer if it is missing; a rollback also puts back the intent of the
-/// attempt it restores and consumes its annotation.
+/// attempt it restores and consumes its annotation, and an automatic repair consumes its.
 fn patch_plan(review: &WorkspaceReview, sealed: &SealedPlan, start: Option<&Start>) -> Answer {
     let mut operations = match start {
         Some(Start {
@@ -296,7 +314,10 @@ fn patch_plan(review: &WorkspaceReview, sealed: &SealedPlan, start: Option<&Star
         }) => rollback_patch(&review.object, kept),
         _ => Vec::new(),
     };
-    if start.is_some() {
+    if let Some(start) = start {
+        if start.kind.automatic_repair().is_some() {
+            operations.extend(automatic_repair_consumed(&review.object));
+        }
         // The installer's finalizer goes on with the attempt's plan: one write less for
         // the installer, and the Workspace is fenced before the installer first sees it.
         operations.extend(finalizer_patch(&review.object));

@@ -14,7 +14,9 @@ use crate::{
 
 use super::{Start, StartKind};
 
-/// What the caller looked up for a new attempt.
+/// What the caller looked up for a new attempt. The RBAC answers for `install` and `use`
+/// are the plan owner's: the requester's, or for an automatic repair
+/// ([`StartKind::automatic_repair`]) the owner of the plan it repairs.
 pub struct Lookups<'a> {
     /// The Recipe [`Start::recipe`], if it exists.
     pub recipe: Option<&'a RecipeSpec>,
@@ -24,6 +26,9 @@ pub struct Lookups<'a> {
     pub authorized: Result<bool, String>,
     /// The SubjectAccessReview's answer for `use` on the Recipe, or why there is none.
     pub entitled: Result<bool, String>,
+    /// For an automatic repair: whether the requester may ask for one (`autorepair` on the
+    /// Workspace), or why there is no answer. Not asked, and not read, for other attempts.
+    pub automatic_repairer: Result<bool, String>,
 }
 
 /// The platform's side of sealing: the key that signs, the keys a retried plan must
@@ -52,18 +57,36 @@ pub fn seal_attempt(
     sealing: &Sealing<'_>,
 ) -> Result<SealedAttempt, Denial> {
     requester_within_bounds(request.user)?;
+    if start.kind.automatic_repair().is_some() {
+        let user = quoted(request.user.username.as_deref().unwrap_or_default());
+        match &lookups.automatic_repairer {
+            Ok(true) => {}
+            Ok(false) => return Err(Denial::AutomaticRepairNotInstaller { user }),
+            Err(reason) => {
+                return Err(Denial::AutomaticRepairUnverified {
+                    user,
+                    reason: reason.clone(),
+                });
+            }
+        }
+    }
     let intent = &start.kind.intent(&request.object.spec);
-    let user = request.user.username.clone().unwrap_or_default();
-    let workspace = request.workspace_identity();
-    let context = AttemptContext {
-        attempt_id: request.attempt_id_for(start.attempt, intent),
-        workspace,
-        owner: Owner {
-            username: user.clone(),
+    // An automatic repair is the plan owner's attempt: the installer only asked for it.
+    let owner = match start.kind.automatic_repair() {
+        Some(original) => original.plan.owner.clone(),
+        None => Owner {
+            username: request.user.username.clone().unwrap_or_default(),
             uid: request.user.uid.clone().unwrap_or_default(),
             groups: request.user.groups.clone().unwrap_or_default(),
             extra: request.user.extra.clone().unwrap_or_default(),
         },
+    };
+    let user = owner.username.clone();
+    let workspace = request.workspace_identity();
+    let context = AttemptContext {
+        attempt_id: request.attempt_id_for(start.attempt, intent),
+        workspace,
+        owner,
         attempt: start.attempt,
         retry: retry_of(intent),
         sealed_at: request.now,
@@ -140,7 +163,8 @@ fn check_original(
 }
 
 /// Both authorizations a sealed plan needs: `install` on the edge and `use` of the Recipe,
-/// each for the requesting user.
+/// each for the plan's owner (the requesting user, or for an automatic repair the owner of
+/// the plan it repairs).
 fn authorize(lookups: &Lookups<'_>, user: &str, start: &Start) -> Result<(), Denial> {
     // The name is whatever the API server's authenticator produced: quoted and bounded,
     // like every other name a denial repeats.

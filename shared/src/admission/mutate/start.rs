@@ -8,6 +8,7 @@ use crate::{
             changed_intent, is_active, is_drifted, is_fenced, recorded_result, retry_of,
             terminal_result,
         },
+        automatic_repair::{automatic_repair_target, check_automatic_repair},
         rollback::{kept_plan, rollback_target},
     },
     api::{Cause, JobResult, KeptPlan, SealedPlan, WorkspaceSpec},
@@ -22,8 +23,10 @@ pub enum StartKind {
     /// The tenant changed the intent after a terminal attempt: resolve the new intent.
     Upgrade,
     /// The tenant raised spec.retry after a failed attempt ([`Cause::Retry`]), or while the
-    /// installed release has drifted ([`Cause::Repair`]): run the original plan again, once
-    /// its seal and binding verify and the Recipe still offers what it pinned.
+    /// installed release has drifted ([`Cause::Repair`]), or the installer did with the
+    /// automatic repair annotation ([`Cause::AutomaticRepair`], sealed for the plan's
+    /// owner): run the original plan again, once its seal and binding verify and the
+    /// Recipe still offers what it pinned.
     Retry {
         original: Box<SealedPlan>,
         cause: Cause,
@@ -35,6 +38,17 @@ pub enum StartKind {
 }
 
 impl StartKind {
+    /// The plan this attempt repairs for its owner, when the installer asked for it.
+    pub fn automatic_repair(&self) -> Option<&SealedPlan> {
+        match self {
+            StartKind::Retry {
+                original,
+                cause: Cause::AutomaticRepair,
+            } => Some(original),
+            _ => None,
+        }
+    }
+
     /// Why the attempt is sealed, as its plan records it.
     pub fn cause(&self) -> Cause {
         match self {
@@ -99,12 +113,20 @@ impl Start {
 /// The attempt this write starts, if any, whatever plan the request carries: on create; on
 /// an update of a Workspace stored unsealed; on changed intent after a terminal attempt;
 /// on a raised spec.retry after the recorded attempt failed, while its release has
-/// drifted, or with the rollback annotation.
+/// drifted, or with the rollback or the automatic repair annotation.
 pub fn start_of(request: &Request<'_>) -> Result<Option<Start>, Denial> {
     let new = &request.object.spec;
     let rollback = rollback_target(request)?;
+    let automatic = automatic_repair_target(request)?;
+    let nothing_installed = |attempt| Denial::AutomaticRepairRefused {
+        attempt,
+        why: "the Workspace has nothing installed to repair".into(),
+    };
     let old = match (request.operation, request.old) {
         (Operation::Create, _) | (Operation::Update, None) => {
+            if let Some(attempt) = automatic {
+                return Err(nothing_installed(attempt));
+            }
             if let Some(to) = rollback {
                 return Err(Denial::RollbackNotKept {
                     attempt: to,
@@ -119,6 +141,9 @@ pub fn start_of(request: &Request<'_>) -> Result<Option<Start>, Denial> {
     // attempt (written while the webhooks were bypassed) never lowers the count.
     let recorded = old.status.as_ref().and_then(|s| s.attempt).unwrap_or(0);
     let Some(sealed) = &old.spec.plan else {
+        if let Some(attempt) = automatic {
+            return Err(nothing_installed(attempt));
+        }
         // Stored unsealed (written while the webhooks were not registered): seal now.
         return Ok(Some(Start::new(StartKind::Create, recorded + 1, request)));
     };
@@ -126,6 +151,19 @@ pub fn start_of(request: &Request<'_>) -> Result<Option<Start>, Denial> {
         return Ok(None);
     }
     let next = sealed.plan.attempt.max(recorded) + 1;
+    if let Some(attempt) = automatic {
+        if rollback.is_some() {
+            return Err(Denial::AutomaticRepairRefused {
+                attempt,
+                why: "a write asks for a rollback or a repair, not both".into(),
+            });
+        }
+        check_automatic_repair(request, old, sealed, attempt)?;
+        let original = Box::new(sealed.clone());
+        let cause = Cause::AutomaticRepair;
+        let kind = StartKind::Retry { original, cause };
+        return Ok(Some(Start::new(kind, next, request)));
+    }
     if let Some(to) = rollback {
         return rollback_start(request, old, to, next).map(Some);
     }

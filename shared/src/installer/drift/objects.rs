@@ -114,6 +114,7 @@ impl Machine<'_> {
             record_uid: None,
             detected_at: self.now(),
             objects: found,
+            automatic_repair: None,
         })
     }
 }

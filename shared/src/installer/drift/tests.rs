@@ -401,6 +401,7 @@ mod objects {
                 kind: "ConfigMap".into(),
                 paths: vec!["data.greeting".into()],
             }],
+            ..Default::default()
         });
         assert!(
             check_objects(&ws, edited("kube-controller-manager", 60))
@@ -428,5 +429,152 @@ mod objects {
             trace.edits[0].more_fields = true;
         }
         assert!(check_objects(&ws, many).0.drift.is_some());
+    }
+
+    mod automatic_repair {
+        use super::*;
+        use crate::{
+            api::{AutomaticRepairState, Cause, DriftPolicy, Repair},
+            installer::{
+                Action, Decision,
+                drift::{REPAIR_LOOP, REQUEST_AGAIN_SECONDS},
+            },
+        };
+
+        /// Installed under `repair: Automatic` by `cause`, the attempt having ended
+        /// `ended_ago` seconds before the check.
+        fn repairing(cause: Cause, ended_ago: i64) -> Workspace {
+            let mut ws = installed(left(1, "r1"));
+            let plan = &mut ws.spec.plan.as_mut().unwrap().plan;
+            plan.cause = Some(cause);
+            plan.drift = Some(DriftPolicy {
+                repair: Some(Repair::Automatic),
+                repair_quiet_period_seconds: Some(600),
+                ..Default::default()
+            });
+            ws.status.as_mut().unwrap().finished_at =
+                Some(Time(now() - SignedDuration::from_secs(ended_ago)));
+            ws
+        }
+
+        fn decide(ws: &Workspace) -> Decision {
+            let mut case = Case::new(ws);
+            case.remote = Some(Remote {
+                release: Some(revision(1, "r1", "deployed")),
+                objects: Some(ReleaseObjects {
+                    record_uid: "r1".into(),
+                    objects: vec![(greeting(), edited("kubectl-edit", 1))],
+                }),
+                ..Remote::default()
+            });
+            case.decide()
+        }
+
+        fn names(decision: &Decision) -> Vec<&'static str> {
+            decision.actions.iter().map(Action::name).collect()
+        }
+
+        #[test]
+        fn drift_asks_for_a_repair_once_written_down() {
+            let ws = repairing(Cause::Create, 3_600);
+            let decision = decide(&ws);
+            // The drift and the request are recorded before the request is made.
+            assert_eq!(
+                names(&decision),
+                ["event", "event", "write-status", "request-repair"]
+            );
+            assert_eq!(
+                events(&decision),
+                ["ReleaseDrifted", "AutomaticRepairRequested"]
+            );
+            let Some(Action::RequestRepair(request)) = decision.actions.last() else {
+                panic!("a request")
+            };
+            let plan = &ws.spec.plan.as_ref().unwrap().plan;
+            assert_eq!(
+                (request.attempt, request.attempt_id.as_str(), request.retry),
+                (1, plan.attempt_id.as_str(), 0)
+            );
+            let status = last_status(&decision);
+            let asked = status
+                .drift
+                .as_ref()
+                .unwrap()
+                .automatic_repair
+                .clone()
+                .unwrap();
+            assert_eq!(asked.state, AutomaticRepairState::Requested);
+            // Asked already: not again until REQUEST_AGAIN_SECONDS have passed.
+            let again = Workspace {
+                status: Some(status.clone()),
+                ..ws.clone()
+            };
+            assert!(!names(&decide(&again)).contains(&"request-repair"));
+            let mut later = again.clone();
+            later
+                .status
+                .as_mut()
+                .unwrap()
+                .drift
+                .as_mut()
+                .unwrap()
+                .automatic_repair = Some(crate::api::AutomaticRepair {
+                state: AutomaticRepairState::Requested,
+                at: Time(now() - SignedDuration::from_secs(REQUEST_AGAIN_SECONDS)),
+            });
+            assert!(names(&decide(&later)).contains(&"request-repair"));
+        }
+
+        #[test]
+        fn drift_soon_after_an_automatic_repair_stops_it_and_says_so() {
+            // Drift 100 s after an automatic repair ended, within the 600 s quiet period.
+            let ws = repairing(Cause::AutomaticRepair, 100);
+            let decision = decide(&ws);
+            assert!(!names(&decision).contains(&"request-repair"));
+            assert_eq!(
+                events(&decision),
+                ["ReleaseDrifted", "AutomaticRepairStopped"]
+            );
+            let status = last_status(&decision);
+            let stopped = status
+                .drift
+                .as_ref()
+                .unwrap()
+                .automatic_repair
+                .clone()
+                .unwrap();
+            assert_eq!(stopped.state, AutomaticRepairState::Stopped);
+            let (stalled, why) = condition(&status, STALLED);
+            assert_eq!((stalled.as_str(), why.as_str()), ("True", REPAIR_LOOP));
+            let message = &status.condition(STALLED).unwrap().message;
+            assert!(message.contains("kubectl provider repair"), "{message}");
+            // It stays stopped, with no new Event.
+            let again = Workspace {
+                status: Some(status),
+                ..ws
+            };
+            let decision = decide(&again);
+            assert!(!names(&decision).contains(&"request-repair"));
+            assert!(events(&decision).is_empty());
+        }
+
+        #[test]
+        fn drift_long_after_an_automatic_repair_or_after_one_by_hand_is_repaired() {
+            for ws in [
+                repairing(Cause::AutomaticRepair, 700),
+                repairing(Cause::Repair, 100),
+            ] {
+                assert!(names(&decide(&ws)).contains(&"request-repair"));
+            }
+        }
+
+        #[test]
+        fn a_recipe_that_repairs_by_hand_only_reports() {
+            let mut ws = repairing(Cause::Create, 3_600);
+            ws.spec.plan.as_mut().unwrap().plan.drift = None;
+            let decision = decide(&ws);
+            assert!(!names(&decision).contains(&"request-repair"));
+            assert_eq!(events(&decision), ["ReleaseDrifted"]);
+        }
     }
 }

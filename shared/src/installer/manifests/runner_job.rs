@@ -57,7 +57,10 @@ pub fn helm_args(plan: &Plan, settings: &Settings) -> Vec<String> {
     ]
     .map(String::from)
     .to_vec();
-    if plan.cause == Some(crate::api::Cause::Repair) {
+    if matches!(
+        plan.cause,
+        Some(crate::api::Cause::Repair | crate::api::Cause::AutomaticRepair)
+    ) {
         // A repair puts the sealed plan back: fields someone took over by hand (drift) are
         // taken back instead of failing it. Other attempts leave another manager's fields
         // (an HPA's replicas) to it and fail on a conflict, which helm names.

@@ -17,6 +17,7 @@ use providers::{
     installer::{Action, EdgeObject, Kind, conditions, patch, state_of},
 };
 
+mod repair_request;
 mod writes;
 
 pub use writes::delete;
@@ -301,6 +302,9 @@ async fn run(
         } => {
             let client = edge_client(observation)?;
             helm_release::mark_failed(edge, &client, namespace, secret, uid, description).await?;
+        }
+        Action::RequestRepair(request) => {
+            return repair_request::request(ctx, &workspaces, &name, request).await;
         }
     }
     Ok(None)

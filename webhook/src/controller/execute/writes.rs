@@ -52,7 +52,7 @@ pub(super) fn edge_write(edge: &str, action: &'static str, error: kube::Error) -
 }
 
 /// A JSON patch whose `test` operation failed: the object is not the one observed.
-fn is_failed_test(status: &kube::core::Status) -> bool {
+pub(super) fn is_failed_test(status: &kube::core::Status) -> bool {
     status.code == 422
         && status.message == "the server rejected our request due to an error in our request"
 }
