@@ -202,6 +202,12 @@ pub struct ControllerArgs {
     /// run that program inside the installer.
     #[arg(long)]
     pub allow_edge_kubeconfig_exec: bool,
+    /// The most watches one HTTP/2 connection to an edge carries (the installer's
+    /// per-namespace watches share connections). Keep it under the edge API server's
+    /// `--http2-max-streams-per-connection` (100 by default): a watch past that limit would
+    /// wait unseen.
+    #[arg(long, default_value_t = crate::controller::DEFAULT_STREAMS_PER_CONNECTION, value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub edge_watch_streams_per_connection: u16,
     /// Only Workspaces matching this label selector (empty: all), to shard or canary.
     #[arg(long, default_value = "")]
     pub workspace_selector: String,

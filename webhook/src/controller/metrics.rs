@@ -66,6 +66,8 @@ pub struct Metrics {
     /// The kinds of installed releases' objects followed for drift on an edge, per
     /// namespace (one watch each).
     pub edge_follow_watches: Family<EdgeLabels, Gauge>,
+    /// The HTTP/2 connections that carry the per-namespace watches on an edge.
+    pub edge_watch_connections: Family<EdgeLabels, Gauge>,
     /// Edge objects of Workspaces gone from the hub without their cleanup, removed or
     /// released by the orphan sweep, by edge and action.
     pub orphans_swept: Family<SweptLabels, Counter>,
@@ -135,6 +137,12 @@ impl Metrics {
             "The watches of installed releases' objects (one per release namespace and kind) on the edge",
             edge_follow_watches.clone(),
         );
+        let edge_watch_connections = Family::<EdgeLabels, Gauge>::default();
+        registry.register(
+            "edge_watch_connections",
+            "The HTTP/2 connections to the edge that carry the installer's per-namespace watches as streams",
+            edge_watch_connections.clone(),
+        );
         let orphans_swept = Family::<SweptLabels, Counter>::default();
         registry.register(
             "orphans_swept",
@@ -162,6 +170,7 @@ impl Metrics {
             edge_ready,
             edge_namespace_watches,
             edge_follow_watches,
+            edge_watch_connections,
         }
     }
 }

@@ -26,4 +26,5 @@ pub mod term;
 mod values_sweep;
 
 pub use context::Context;
+pub use edge_cache::DEFAULT_STREAMS_PER_CONNECTION;
 pub use lease::{Elector, LeaseConfig};

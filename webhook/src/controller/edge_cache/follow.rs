@@ -19,7 +19,7 @@ use std::{
 
 use futures::StreamExt;
 use kube::{
-    Api, Client, ResourceExt,
+    Api, ResourceExt,
     api::{ApiResource, DynamicObject},
     core::PartialObjectMeta,
     runtime::{WatchStreamExt, watcher},
@@ -32,6 +32,7 @@ use providers::installer::{
 use super::{
     Wake,
     namespaced::Flag,
+    stream_pool::Leased,
     watches::{Followed, wake_release},
 };
 use crate::controller::{edge_grants, term::Task};
@@ -48,6 +49,8 @@ pub(super) struct FollowWatch {
     /// RBAC refused the last list: what the watch showed is no longer known.
     refused: Arc<AtomicBool>,
     _task: Task,
+    /// The watch's stream on a connection to the edge, freed when the watch goes.
+    _stream: Leased,
 }
 
 /// How long a watch refused by RBAC waits before it lists again (the platform may add the
@@ -57,14 +60,14 @@ const REFUSED_PAUSE: Duration = Duration::from_secs(600);
 impl FollowWatch {
     /// Starts following the objects of `resource` in `namespace`.
     pub(super) fn start(
-        client: &Client,
+        stream: Leased,
         namespace: &str,
         resource: &ApiResource,
         followed: Followed,
         wake: Wake,
     ) -> Self {
         let api: Api<PartialObjectMeta<DynamicObject>> =
-            Api::namespaced_with(client.clone(), namespace, resource);
+            Api::namespaced_with(stream.client.clone(), namespace, resource);
         let traces = Arc::new(Mutex::new(HashMap::new()));
         let listed = Arc::new(Flag::default());
         let refused = Arc::new(AtomicBool::new(false));
@@ -90,6 +93,7 @@ impl FollowWatch {
             listed,
             refused,
             _task: task,
+            _stream: stream,
         }
     }
 

@@ -39,7 +39,10 @@ use providers::installer::{
 
 mod follow;
 mod namespaced;
+mod stream_pool;
 mod watches;
+
+pub use stream_pool::{DEFAULT_STREAMS_PER_CONNECTION, StreamPool};
 
 use tokio::sync::Notify;
 
@@ -369,9 +372,9 @@ impl EdgeCache {
                 continue;
             }
             self.namespaced
-                .follow(namespace, kind, |client, followed, wake| {
+                .follow(namespace, kind, |stream, followed, wake| {
                     Some(follow::FollowWatch::start(
-                        client, namespace, &resource, followed, wake,
+                        stream, namespace, &resource, followed, wake,
                     ))
                 });
         }

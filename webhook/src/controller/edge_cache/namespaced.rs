@@ -33,6 +33,7 @@ use tokio::sync::Notify;
 use super::{
     SYNC_TIMEOUT, Wake,
     follow::FollowWatch,
+    stream_pool::{Leased, StreamPool},
     watches::{Followed, wake_release},
 };
 use crate::controller::{edge_grants, term::Task};
@@ -50,7 +51,7 @@ const BIND_AGAIN: Duration = Duration::from_secs(10);
 /// The per-namespace Secret watches of one edge.
 pub(super) struct NamespaceWatches {
     /// `None` in unit tests: entries are then filled by hand.
-    client: Option<Client>,
+    streams: Option<StreamPool>,
     followed: Followed,
     wake: Wake,
     entries: Mutex<HashMap<String, Arc<Entry>>>,
@@ -63,6 +64,8 @@ pub(super) struct Entry {
     /// The watches of the kinds its installed releases made, by `(apiVersion, kind)`.
     follows: Mutex<HashMap<(String, String), Arc<FollowWatch>>>,
     _task: Option<Task>,
+    /// The watch's stream on a connection to the edge, freed when the entry goes.
+    _stream: Option<Leased>,
 }
 
 /// A one-way "has listed" mark that any number of waiters can wait for.
@@ -95,9 +98,9 @@ impl Flag {
 }
 
 impl NamespaceWatches {
-    pub(super) fn new(client: Option<Client>, followed: Followed, wake: Wake) -> Self {
+    pub(super) fn new(streams: Option<StreamPool>, followed: Followed, wake: Wake) -> Self {
         Self {
-            client,
+            streams,
             followed,
             wake,
             entries: Mutex::new(HashMap::new()),
@@ -112,7 +115,8 @@ impl NamespaceWatches {
         }
         let (secrets, writer) = reflector::store();
         let listed = Arc::new(Flag::default());
-        let task = self.client.as_ref().map(|client| {
+        let stream = self.lease(namespace);
+        let task = stream.as_ref().map(|Leased { client, .. }| {
             let api: Api<PartialObjectMeta<Secret>> = Api::namespaced(client.clone(), namespace);
             let stream = reflector(
                 writer,
@@ -145,8 +149,21 @@ impl NamespaceWatches {
                 listed,
                 follows: Mutex::new(HashMap::new()),
                 _task: task,
+                _stream: stream,
             }),
         );
+    }
+
+    /// A stream for one more watch of this edge; `None` in unit tests, or when no
+    /// connection can be made (said in the log: the namespace then waits unlisted).
+    fn lease(&self, namespace: &str) -> Option<Leased> {
+        match self.streams.as_ref()?.lease() {
+            Ok(leased) => Some(leased),
+            Err(error) => {
+                tracing::warn!(%namespace, %error, "cannot connect to the edge for a watch");
+                None
+            }
+        }
     }
 
     /// Stops the watch of a namespace that went.
@@ -184,7 +201,7 @@ impl NamespaceWatches {
         &self,
         namespace: &str,
         kind: &(String, String),
-        start: impl FnOnce(&Client, Followed, Wake) -> Option<FollowWatch>,
+        start: impl FnOnce(Leased, Followed, Wake) -> Option<FollowWatch>,
     ) -> Option<Arc<FollowWatch>> {
         let entry = self.lock().get(namespace).cloned()?;
         let mut follows = entry.follows.lock().unwrap_or_else(PoisonError::into_inner);
@@ -195,7 +212,7 @@ impl NamespaceWatches {
             return None;
         }
         let watch = Arc::new(start(
-            self.client.as_ref()?,
+            self.lease(namespace)?,
             self.followed.clone(),
             self.wake.clone(),
         )?);
@@ -260,6 +277,7 @@ impl NamespaceWatches {
                 listed,
                 follows: Mutex::new(HashMap::new()),
                 _task: None,
+                _stream: None,
             }),
         );
         writer

@@ -27,7 +27,10 @@ use kube::{
 use providers::installer::{Kind, names};
 use serde::de::DeserializeOwned;
 
-use super::{Cached, EdgeCache, Key, Listed, Own, Seen, Wake, namespaced::NamespaceWatches};
+use super::{
+    Cached, EdgeCache, Key, Listed, Own, Seen, Wake, namespaced::NamespaceWatches,
+    stream_pool::StreamPool,
+};
 use crate::controller::term::Task;
 
 /// Installed releases by `(namespace, release)`, and the Workspace each belongs to.
@@ -52,9 +55,10 @@ pub struct Watches {
 }
 
 impl Watches {
-    /// Starts the watches of `client`'s edge. Changes of the installer's Jobs, and
+    /// Starts the watches of `client`'s edge: the few cluster-wide ones on `client`, those
+    /// per release namespace on streams of `streams`. Changes of the installer's Jobs, and
     /// namespaces that go away, wake their Workspace.
-    pub fn start(client: &Client, wake: Wake) -> Self {
+    pub fn start(client: &Client, streams: StreamPool, wake: Wake) -> Self {
         let managed = watcher::Config::default().labels(&format!(
             "{}={}",
             names::LABEL_MANAGED_BY,
@@ -66,7 +70,7 @@ impl Watches {
         let own = Arc::new(Mutex::new(HashMap::new()));
         let followed: Followed = Arc::new(Mutex::new(HashMap::new()));
         let namespaced = Arc::new(NamespaceWatches::new(
-            Some(client.clone()),
+            Some(streams),
             followed.clone(),
             wake.clone(),
         ));

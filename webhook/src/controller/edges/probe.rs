@@ -21,7 +21,10 @@ use serde_json::json;
 
 use super::Waker;
 use crate::controller::{
-    context::Context, edge_cache::Watches, error::is_transport, metrics::EdgeLabels,
+    context::Context,
+    edge_cache::{StreamPool, Watches},
+    error::is_transport,
+    metrics::EdgeLabels,
 };
 
 /// The clients of one kubeconfig: short timeouts for requests, none for the watches that
@@ -31,6 +34,7 @@ struct Clients {
     request: Client,
     server: String,
     watches: Watches,
+    streams: StreamPool,
 }
 
 pub(super) async fn probe_loop(ctx: Arc<Context>, wake: Waker, name: String, spec: EdgeSpec) {
@@ -49,7 +53,8 @@ pub(super) async fn probe_loop(ctx: Arc<Context>, wake: Waker, name: String, spe
                 let mut refused = None;
                 if clients.as_ref().is_none_or(|c| c.kubeconfig != text) {
                     let allow_exec = ctx.args.allow_edge_kubeconfig_exec;
-                    clients = match connect(&text, allow_exec, &wake).await {
+                    let streams = ctx.args.edge_watch_streams_per_connection;
+                    clients = match connect(&text, allow_exec, streams, &wake).await {
                         Ok(connected) => Some(connected),
                         Err(why) => {
                             tracing::warn!(edge = %name, %why, "cannot use the edge's kubeconfig");
@@ -86,6 +91,10 @@ pub(super) async fn probe_loop(ctx: Arc<Context>, wake: Waker, name: String, spe
                 .edge_follow_watches
                 .get_or_create(&EdgeLabels { edge: name.clone() })
                 .set(connected.watches.cache.follow_watches() as i64);
+            ctx.metrics
+                .edge_watch_connections
+                .get_or_create(&EdgeLabels { edge: name.clone() })
+                .set(connected.streams.connections() as i64);
         }
         let (changed, since) = ctx.edges.record(&name, state.clone(), client);
         let ready = matches!(state, EdgeState::Ready(_));
@@ -167,7 +176,12 @@ async fn kubeconfig_of(ctx: &Context, spec: &EdgeSpec) -> Result<String, String>
     })
 }
 
-async fn connect(text: &str, allow_exec: bool, wake: &Waker) -> Result<Clients, String> {
+async fn connect(
+    text: &str,
+    allow_exec: bool,
+    streams_per_connection: u16,
+    wake: &Waker,
+) -> Result<Clients, String> {
     let kubeconfig = Kubeconfig::from_yaml(text).map_err(|e| e.to_string())?;
     if !allow_exec {
         refuse_programs(&kubeconfig)?;
@@ -187,10 +201,12 @@ async fn connect(text: &str, allow_exec: bool, wake: &Waker) -> Result<Clients, 
     request.read_timeout = Some(Duration::from_secs(30));
     request.reset_reader_on_write = true;
     let request = Client::try_from(request).map_err(|e| e.to_string())?;
+    let streams = StreamPool::new(config.clone(), streams_per_connection);
     let watch = Client::try_from(config).map_err(|e| e.to_string())?;
     let waker = wake.clone();
     let watches = Watches::start(
         &watch,
+        streams.clone(),
         Arc::new(move |workspace: &str| waker.workspace(workspace)),
     );
     Ok(Clients {
@@ -198,6 +214,7 @@ async fn connect(text: &str, allow_exec: bool, wake: &Waker) -> Result<Clients, 
         request,
         server,
         watches,
+        streams,
     })
 }
 
