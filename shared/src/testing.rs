@@ -181,3 +181,19 @@ pub fn plan() -> Plan {
         restores: None,
     }
 }
+
+/// Drift found at the Unix epoch, with `reason` and `message`, naming no revision and no
+/// object, before any automatic repair.
+pub fn drift(reason: &str, message: &str) -> crate::api::Drift {
+    crate::api::Drift {
+        reason: reason.into(),
+        message: message.into(),
+        revision: None,
+        record_uid: None,
+        detected_at: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+        ),
+        objects: Vec::new(),
+        automatic_repair: None,
+    }
+}

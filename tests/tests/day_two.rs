@@ -66,6 +66,35 @@ fn helm_on_edge(kubeconfig: &Path, args: &[&str]) -> anyhow::Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// `kubectl provider install NAME --recipe RECIPE --set greeting=GREETING --wait` as the
+/// user of `kubeconfig`, onto the test edge.
+fn install_with_greeting(
+    kubeconfig: &Path,
+    name: &str,
+    recipe: &str,
+    greeting: &str,
+) -> anyhow::Result<()> {
+    let greeting = format!("greeting={greeting}");
+    plugin::run(
+        kubeconfig,
+        &[
+            "install",
+            name,
+            "--recipe",
+            recipe,
+            "--edge",
+            installer::EDGE,
+            "--set",
+            &greeting,
+            "--wait",
+            "--timeout",
+            "3m",
+        ],
+    )?
+    .ok()?;
+    Ok(())
+}
+
 async fn drifted(hub: &Client, name: &str, reason: &str) -> anyhow::Result<Workspace> {
     wait_workspace(hub, "org-a", name, &format!("drift {reason}"), |ws| {
         has_condition(ws, "Drifted", "True", reason) && has_condition(ws, "Ready", "False", reason)
@@ -84,23 +113,7 @@ async fn drift_on_the_edge_is_reported_and_repaired() -> anyhow::Result<()> {
     let alice = env.hub.kubeconfig(User::Alice);
     let edge_admin = env.edge.kubeconfig(User::Admin);
     let (namespace, release) = ("org-a-drift-hello", "drift-hello");
-    plugin::run(
-        alice,
-        &[
-            "install",
-            "drifty",
-            "--recipe",
-            "drift-hello",
-            "--edge",
-            installer::EDGE,
-            "--set",
-            "greeting=sealed",
-            "--wait",
-            "--timeout",
-            "3m",
-        ],
-    )?
-    .ok()?;
+    install_with_greeting(alice, "drifty", "drift-hello", "sealed")?;
     let ws = system::installed(&hub, "drifty", 1).await?;
     let left = status_of(&ws)
         .release
@@ -344,23 +357,12 @@ async fn values_yaml_would_misread_reach_the_release_unchanged() -> anyhow::Resu
     publish(env, "yaml-hello", "hello", &["0.1.0"]).await?;
     let hub = env.hub_admin().await?;
     let greeting = "h\u{e9}\u{2028}l\u{85}l\u{2029}o";
-    plugin::run(
+    install_with_greeting(
         env.hub.kubeconfig(User::Alice),
-        &[
-            "install",
-            "yaml-safe",
-            "--recipe",
-            "yaml-hello",
-            "--edge",
-            installer::EDGE,
-            "--set",
-            &format!("greeting={greeting}"),
-            "--wait",
-            "--timeout",
-            "3m",
-        ],
-    )?
-    .ok()?;
+        "yaml-safe",
+        "yaml-hello",
+        greeting,
+    )?;
     let ws = system::installed(&hub, "yaml-safe", 1).await?;
     ensure!(
         ws.spec.values == Some(json!({"greeting": greeting})),
@@ -384,23 +386,7 @@ async fn a_hand_edit_or_deletion_of_a_release_object_is_drift_and_repair_restore
     let edge_admin = env.edge.kubeconfig(User::Admin);
     let (namespace, release) = ("org-a-edit-hello", "edit-hello");
     let configmap = format!("{release}-greeting");
-    plugin::run(
-        alice,
-        &[
-            "install",
-            "edited",
-            "--recipe",
-            "edit-hello",
-            "--edge",
-            installer::EDGE,
-            "--set",
-            "greeting=sealed",
-            "--wait",
-            "--timeout",
-            "3m",
-        ],
-    )?
-    .ok()?;
+    install_with_greeting(alice, "edited", "edit-hello", "sealed")?;
     system::installed(&hub, "edited", 1).await?;
     // Writes up to the Job's completion are the install's own (the API server records
     // their times in whole seconds); a person's edit comes later.
@@ -735,23 +721,7 @@ async fn automatic_repair_runs_once_and_stops_on_repeated_drift() -> anyhow::Res
             ],
         )
     };
-    plugin::run(
-        alice,
-        &[
-            "install",
-            "healing",
-            "--recipe",
-            "healing-hello",
-            "--edge",
-            installer::EDGE,
-            "--set",
-            "greeting=sealed",
-            "--wait",
-            "--timeout",
-            "3m",
-        ],
-    )?
-    .ok()?;
+    install_with_greeting(alice, "healing", "healing-hello", "sealed")?;
     system::installed(&hub, "healing", 1).await?;
     tokio::time::sleep(Duration::from_secs(2)).await;
 

@@ -47,13 +47,8 @@ fn drifted(repair: Repair) -> Workspace {
     .expect("create is admitted");
     let mut ws = with_result(created, Some(JobResult::Succeeded));
     ws.status.as_mut().unwrap().drift = Some(Drift {
-        reason: "ObjectChanged".into(),
-        message: "ConfigMap demo/ws-greeting was changed".into(),
-        revision: None,
-        record_uid: None,
         detected_at: Time(now()),
-        objects: Vec::new(),
-        automatic_repair: None,
+        ..crate::testing::drift("ObjectChanged", "ConfigMap demo/ws-greeting was changed")
     });
     ws
 }

@@ -7,7 +7,7 @@ use super::{
     tests::{admit, admit_with, created, raise_retry, recipe, with_result},
 };
 use crate::{
-    api::{AttemptRecord, Cause, Drift, JobResult, KeptPlan, Workspace},
+    api::{AttemptRecord, Cause, JobResult, KeptPlan, Workspace},
     installer::names::ANNOTATION_ROLLBACK_TO,
 };
 
@@ -187,17 +187,8 @@ fn a_raised_retry_repairs_a_drifted_release_with_the_same_plan() {
     let unchanged = admit(Operation::Update, &raise_retry(&old), Some(&old)).unwrap();
     assert_eq!(unchanged.spec.plan, old.spec.plan);
     let mut drifted = old.clone();
-    drifted.status.as_mut().unwrap().drift = Some(Drift {
-        reason: "ReleaseMissing".into(),
-        message: "uninstalled".into(),
-        revision: None,
-        record_uid: None,
-        detected_at: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
-            k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
-        ),
-        objects: Vec::new(),
-        automatic_repair: None,
-    });
+    drifted.status.as_mut().unwrap().drift =
+        Some(crate::testing::drift("ReleaseMissing", "uninstalled"));
     let repaired = admit(Operation::Update, &raise_retry(&drifted), Some(&drifted)).unwrap();
     let plan = &repaired.spec.plan.as_ref().unwrap().plan;
     let original = &old.spec.plan.as_ref().unwrap().plan;

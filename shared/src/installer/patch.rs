@@ -195,22 +195,12 @@ mod tests {
 
     #[test]
     fn a_repair_request_raises_retry_on_the_very_workspace_it_was_decided_for() {
+        use crate::installer::RepairRequest;
         use crate::installer::tests::{plan, workspace};
-        use crate::{api::Drift, installer::RepairRequest};
         let mut ws = workspace(Some(plan(1)), None);
         ws.metadata.resource_version = Some("42".into());
         ws.status = Some(WorkspaceStatus {
-            drift: Some(Drift {
-                reason: "ObjectChanged".into(),
-                message: String::new(),
-                revision: None,
-                record_uid: None,
-                detected_at: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
-                    k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
-                ),
-                objects: Vec::new(),
-                automatic_repair: None,
-            }),
+            drift: Some(crate::testing::drift("ObjectChanged", "")),
             ..Default::default()
         });
         let request = RepairRequest {

@@ -470,6 +470,12 @@ mod objects {
             case.decide()
         }
 
+        /// What the installer did about the drift in `status` on its own.
+        fn repair_state(status: &WorkspaceStatus) -> AutomaticRepairState {
+            let drift = status.drift.as_ref().expect("drift");
+            drift.automatic_repair.as_ref().expect("an answer").state
+        }
+
         fn names(decision: &Decision) -> Vec<&'static str> {
             decision.actions.iter().map(Action::name).collect()
         }
@@ -496,14 +502,7 @@ mod objects {
                 (1, plan.attempt_id.as_str(), 0)
             );
             let status = last_status(&decision);
-            let asked = status
-                .drift
-                .as_ref()
-                .unwrap()
-                .automatic_repair
-                .clone()
-                .unwrap();
-            assert_eq!(asked.state, AutomaticRepairState::Requested);
+            assert_eq!(repair_state(&status), AutomaticRepairState::Requested);
             // Asked already: not again until REQUEST_AGAIN_SECONDS have passed.
             let again = Workspace {
                 status: Some(status.clone()),
@@ -536,14 +535,7 @@ mod objects {
                 ["ReleaseDrifted", "AutomaticRepairStopped"]
             );
             let status = last_status(&decision);
-            let stopped = status
-                .drift
-                .as_ref()
-                .unwrap()
-                .automatic_repair
-                .clone()
-                .unwrap();
-            assert_eq!(stopped.state, AutomaticRepairState::Stopped);
+            assert_eq!(repair_state(&status), AutomaticRepairState::Stopped);
             let (stalled, why) = condition(&status, STALLED);
             assert_eq!((stalled.as_str(), why.as_str()), ("True", REPAIR_LOOP));
             let message = &status.condition(STALLED).unwrap().message;
