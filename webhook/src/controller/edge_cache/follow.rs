@@ -4,7 +4,8 @@
 //! (`providers::installer::release_objects::ObjectTrace`), never its contents.
 //!
 //! A watch starts the first time an installed release of that namespace names the kind,
-//! and stops with the namespace. A kind RBAC does not let the installer list there (the
+//! and stops with the namespace. Secrets are the exception: the namespace's own Secret
+//! watch (`namespaced`) runs anyway, and its events feed their follow. A kind RBAC does not let the installer list there (the
 //! ClusterRole `providers-edge-namespace` names the kinds followed) stays unknown: its
 //! objects are not judged, and the installer says so in its log.
 
@@ -18,8 +19,9 @@ use std::{
 };
 
 use futures::StreamExt;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::{
-    Api, ResourceExt,
+    Resource,
     api::{ApiResource, DynamicObject},
     core::PartialObjectMeta,
     runtime::{WatchStreamExt, watcher},
@@ -31,14 +33,17 @@ use providers::installer::{
 
 use super::{
     Wake,
+    metadata_watch::{Collection, Lists, metadata_watch},
     namespaced::Flag,
     stream_pool::Leased,
     watches::{Followed, wake_release},
 };
 use crate::controller::{edge_grants, term::Task};
 
-/// The label Helm puts on every object it makes.
+/// The label Helm puts on every object it makes, as a selector and as key and value.
 const HELM_MANAGED: &str = "app.kubernetes.io/managed-by=Helm";
+const HELM_MANAGED_KEY: &str = "app.kubernetes.io/managed-by";
+const HELM_MANAGED_VALUE: &str = "Helm";
 /// The annotation Helm puts on every object it makes: the release's name.
 const HELM_RELEASE: &str = "meta.helm.sh/release-name";
 
@@ -48,9 +53,9 @@ pub(super) struct FollowWatch {
     listed: Arc<Flag>,
     /// RBAC refused the last list: what the watch showed is no longer known.
     refused: Arc<AtomicBool>,
-    _task: Task,
-    /// The watch's stream on a connection to the edge, freed when the watch goes.
-    _stream: Leased,
+    /// The watch's task and its stream on a connection to the edge, stopped and freed when
+    /// the watch goes; `None` for a kind followed from a watch that runs anyway.
+    _watch: Option<(Task, Leased)>,
 }
 
 /// How long a watch refused by RBAC waits before it lists again (the platform may add the
@@ -61,40 +66,73 @@ impl FollowWatch {
     /// Starts following the objects of `resource` in `namespace`.
     pub(super) fn start(
         stream: Leased,
+        lists: Lists,
         namespace: &str,
         resource: &ApiResource,
         followed: Followed,
         wake: Wake,
     ) -> Self {
-        let api: Api<PartialObjectMeta<DynamicObject>> =
-            Api::namespaced_with(stream.client.clone(), namespace, resource);
-        let traces = Arc::new(Mutex::new(HashMap::new()));
-        let listed = Arc::new(Flag::default());
-        let refused = Arc::new(AtomicBool::new(false));
-        let target = Target {
-            namespace: namespace.to_owned(),
-            kind: resource.kind.clone(),
-            traces: traces.clone(),
-            listed: listed.clone(),
-            refused: refused.clone(),
+        let client = stream.client.clone();
+        let url = DynamicObject::url_path(resource, Some(namespace));
+        let (mut watch, mut follower) = Self::fed(
+            namespace,
+            &resource.kind,
+            Selected::ByHelmLabel,
             followed,
             wake,
-        };
+        );
         let task = Task::spawn(async move {
             loop {
-                let stream = watcher(api.clone(), watcher::Config::default().labels(HELM_MANAGED))
-                    .default_backoff();
-                drive(stream, &target).await;
+                let collection = Collection {
+                    url: url.clone(),
+                    labels: Some(HELM_MANAGED),
+                };
+                let stream =
+                    metadata_watch::<DynamicObject>(client.clone(), collection, lists.clone())
+                        .default_backoff();
+                drive(stream, &mut follower).await;
                 tokio::time::sleep(REFUSED_PAUSE).await;
             }
         });
-        Self {
-            traces,
-            listed,
-            refused,
-            _task: task,
-            _stream: stream,
-        }
+        watch._watch = Some((task, stream));
+        watch
+    }
+
+    /// Follows the objects of `kind` in `namespace` from the events of a watch that runs
+    /// anyway, which the returned [`Follower`] takes (the namespace's Secret watch: a
+    /// second watch of the same Secrets would cost a stream and its state for nothing).
+    pub(super) fn fed(
+        namespace: &str,
+        kind: &str,
+        selected: Selected,
+        followed: Followed,
+        wake: Wake,
+    ) -> (Self, Follower) {
+        let watch = Self {
+            traces: Arc::default(),
+            listed: Arc::default(),
+            refused: Arc::default(),
+            _watch: None,
+        };
+        let follower = Follower {
+            target: Target {
+                namespace: namespace.to_owned(),
+                kind: kind.to_owned(),
+                traces: watch.traces.clone(),
+                listed: watch.listed.clone(),
+                refused: watch.refused.clone(),
+                followed,
+                wake,
+            },
+            selected,
+            listing: HashMap::new(),
+        };
+        (watch, follower)
+    }
+
+    /// Whether this follow holds a watch of its own (what the follow-watch metric counts).
+    pub(super) fn has_own_watch(&self) -> bool {
+        self._watch.is_some()
     }
 
     /// What the watch shows of `name`.
@@ -114,6 +152,15 @@ impl FollowWatch {
     }
 }
 
+/// Which objects a followed watch brings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Selected {
+    /// Only objects with Helm's label (the API server selects them).
+    ByHelmLabel,
+    /// Every object of the kind: those without Helm's label are passed over here.
+    All,
+}
+
 struct Target {
     namespace: String,
     kind: String,
@@ -130,8 +177,12 @@ impl Target {
     }
 
     /// Wakes the Workspace of the release that made `object` (by Helm's annotation).
-    fn wake_release_of(&self, object: &PartialObjectMeta<DynamicObject>) {
-        let Some(release) = object.annotations().get(HELM_RELEASE) else {
+    fn wake_release_of(&self, object: &ObjectMeta) {
+        let Some(release) = object
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(HELM_RELEASE))
+        else {
             return;
         };
         wake_release(&self.followed, &self.wake, &self.namespace, release);
@@ -154,51 +205,93 @@ impl Target {
     }
 }
 
+/// Keeps what a watch's events say of the followed objects: a trace of each (by name),
+/// replaced whole at every (re)list.
+pub(super) struct Follower {
+    target: Target,
+    selected: Selected,
+    listing: HashMap<String, ObjectTrace>,
+}
+
+impl Follower {
+    pub(super) fn on_event<K>(&mut self, event: &watcher::Event<PartialObjectMeta<K>>) {
+        match event {
+            watcher::Event::Init => self.listing.clear(),
+            watcher::Event::InitApply(object) => {
+                if self.is_release_object(&object.metadata) {
+                    self.listing
+                        .insert(name_of(&object.metadata), trace_of(&object.metadata));
+                }
+            }
+            watcher::Event::InitDone => {
+                *self.target.lock() = std::mem::take(&mut self.listing);
+                self.target.refused.store(false, Ordering::Release);
+                self.target.listed.set();
+                self.target.wake_all();
+            }
+            watcher::Event::Apply(object) => {
+                let name = name_of(&object.metadata);
+                if self.is_release_object(&object.metadata) {
+                    self.target.lock().insert(name, trace_of(&object.metadata));
+                } else if self.target.lock().remove(&name).is_none() {
+                    // Not an object of a release, and never was: nothing to wake.
+                    return;
+                }
+                self.target.wake_release_of(&object.metadata);
+            }
+            watcher::Event::Delete(object) => {
+                self.target.lock().remove(&name_of(&object.metadata));
+                self.target.wake_release_of(&object.metadata);
+            }
+        }
+    }
+
+    /// RBAC refused the watch: its objects are no longer known.
+    fn refused(&self) {
+        self.target.refused.store(true, Ordering::Release);
+        tracing::warn!(
+            namespace = %self.target.namespace,
+            kind = %self.target.kind,
+            "the installer may not list this kind in the release namespace, so its objects are not followed for drift: add it to the ClusterRole providers-edge-namespace on the edge"
+        );
+    }
+
+    /// Whether Helm made `object` (its label; an object that loses it leaves the follow,
+    /// as it leaves a label-selected watch).
+    fn is_release_object(&self, object: &ObjectMeta) -> bool {
+        self.selected == Selected::ByHelmLabel
+            || object
+                .labels
+                .as_ref()
+                .and_then(|labels| labels.get(HELM_MANAGED_KEY))
+                .is_some_and(|value| value == HELM_MANAGED_VALUE)
+    }
+}
+
+fn name_of(object: &ObjectMeta) -> String {
+    object.name.clone().unwrap_or_default()
+}
+
 /// Follows the watch's events until RBAC refuses it (then it pauses: a refused list is
 /// not retried every few seconds for good).
-async fn drive<S>(stream: S, target: &Target)
+async fn drive<S>(stream: S, follower: &mut Follower)
 where
     S: futures::Stream<
             Item = Result<watcher::Event<PartialObjectMeta<DynamicObject>>, watcher::Error>,
         >,
 {
     let mut stream = std::pin::pin!(stream);
-    let mut listing: HashMap<String, ObjectTrace> = HashMap::new();
     while let Some(event) = stream.next().await {
         match event {
-            Ok(watcher::Event::Init) => listing.clear(),
-            Ok(watcher::Event::InitApply(object)) => {
-                listing.insert(object.name_any(), trace_of(&object.metadata));
-            }
-            Ok(watcher::Event::InitDone) => {
-                *target.lock() = std::mem::take(&mut listing);
-                target.refused.store(false, Ordering::Release);
-                target.listed.set();
-                target.wake_all();
-            }
-            Ok(watcher::Event::Apply(object)) => {
-                target
-                    .lock()
-                    .insert(object.name_any(), trace_of(&object.metadata));
-                target.wake_release_of(&object);
-            }
-            Ok(watcher::Event::Delete(object)) => {
-                target.lock().remove(&object.name_any());
-                target.wake_release_of(&object);
-            }
+            Ok(event) => follower.on_event(&event),
             Err(
                 watcher::Error::InitialListFailed(error) | watcher::Error::WatchStartFailed(error),
             ) if edge_grants::is_forbidden(&error) => {
-                target.refused.store(true, Ordering::Release);
-                tracing::warn!(
-                    namespace = %target.namespace,
-                    kind = %target.kind,
-                    "the installer may not list this kind in the release namespace, so its objects are not followed for drift: add it to the ClusterRole providers-edge-namespace on the edge"
-                );
+                follower.refused();
                 return;
             }
             Err(error) => {
-                tracing::debug!(namespace = %target.namespace, kind = %target.kind, %error, "following objects")
+                tracing::debug!(namespace = %follower.target.namespace, kind = %follower.target.kind, %error, "following objects")
             }
         }
     }
@@ -218,4 +311,88 @@ pub(super) fn seen_all(
             (object.clone(), seen)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+
+    use k8s_openapi::api::core::v1::Secret;
+
+    use super::*;
+
+    fn secret(name: &str, helm: bool) -> PartialObjectMeta<Secret> {
+        let labels = if helm {
+            serde_json::json!({ HELM_MANAGED_KEY: HELM_MANAGED_VALUE })
+        } else {
+            serde_json::json!({ "owner": "helm" })
+        };
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "meta.k8s.io/v1",
+            "kind": "PartialObjectMetadata",
+            "metadata": {
+                "name": name,
+                "namespace": "team-a",
+                "labels": labels,
+                "annotations": { HELM_RELEASE: "hello" },
+                "managedFields": [{
+                    "manager": "helm", "operation": "Apply", "apiVersion": "v1",
+                    "time": "2026-12-06T00:00:00Z", "fieldsType": "FieldsV1",
+                    "fieldsV1": { "f:data": { "f:token": {} } }
+                }]
+            }
+        }))
+        .unwrap()
+    }
+
+    fn fed() -> (FollowWatch, Follower, Arc<AtomicUsize>) {
+        let woken = Arc::new(AtomicUsize::new(0));
+        let followed: Followed = Arc::default();
+        followed
+            .lock()
+            .unwrap()
+            .insert(("team-a".into(), "hello".into()), "team-a/hello".into());
+        let counter = woken.clone();
+        let wake: Wake = Arc::new(move |_: &str| {
+            counter.fetch_add(1, Ordering::SeqCst);
+        });
+        let (watch, follower) = FollowWatch::fed("team-a", "Secret", Selected::All, followed, wake);
+        (watch, follower, woken)
+    }
+
+    #[test]
+    fn secrets_fed_from_the_namespace_watch_are_followed_only_with_helms_label() {
+        let (watch, mut follower, woken) = fed();
+        assert_eq!(
+            watch.seen("token"),
+            ObjectSeen::Unknown,
+            "before the first list"
+        );
+        follower.on_event::<Secret>(&watcher::Event::Init);
+        follower.on_event(&watcher::Event::InitApply(secret("token", true)));
+        follower.on_event(&watcher::Event::InitApply(secret(
+            "sh.helm.release.v1.hello.v1",
+            false,
+        )));
+        follower.on_event::<Secret>(&watcher::Event::InitDone);
+        assert!(matches!(watch.seen("token"), ObjectSeen::Present(_)));
+        assert_eq!(
+            watch.seen("sh.helm.release.v1.hello.v1"),
+            ObjectSeen::Missing
+        );
+        assert!(!watch.has_own_watch(), "no watch of its own");
+        let after_list = woken.load(Ordering::SeqCst);
+
+        // A Secret that is not a release object changes: nothing to wake.
+        follower.on_event(&watcher::Event::Apply(secret(
+            "sh.helm.release.v1.hello.v2",
+            false,
+        )));
+        assert_eq!(woken.load(Ordering::SeqCst), after_list);
+
+        // The release's Secret loses Helm's label: it left the follow, and its release wakes.
+        follower.on_event(&watcher::Event::Apply(secret("token", false)));
+        assert_eq!(watch.seen("token"), ObjectSeen::Missing);
+        assert_eq!(woken.load(Ordering::SeqCst), after_list + 1);
+    }
 }

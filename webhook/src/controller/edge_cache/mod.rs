@@ -38,6 +38,7 @@ use providers::installer::{
 };
 
 mod follow;
+mod metadata_watch;
 mod namespaced;
 mod stream_pool;
 mod watches;
@@ -372,9 +373,9 @@ impl EdgeCache {
                 continue;
             }
             self.namespaced
-                .follow(namespace, kind, |stream, followed, wake| {
+                .follow(namespace, kind, |stream, lists, followed, wake| {
                     Some(follow::FollowWatch::start(
-                        stream, namespace, &resource, followed, wake,
+                        stream, lists, namespace, &resource, followed, wake,
                     ))
                 });
         }

@@ -20,7 +20,7 @@ use std::{
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::Secret;
 use kube::{
-    Api, Client, ResourceExt,
+    Client, Resource, ResourceExt,
     core::PartialObjectMeta,
     runtime::{
         WatchStreamExt,
@@ -32,7 +32,8 @@ use tokio::sync::Notify;
 
 use super::{
     SYNC_TIMEOUT, Wake,
-    follow::FollowWatch,
+    follow::{FollowWatch, Selected},
+    metadata_watch::{Collection, Lists, metadata_watch},
     stream_pool::{Leased, StreamPool},
     watches::{Followed, wake_release},
 };
@@ -52,6 +53,8 @@ const BIND_AGAIN: Duration = Duration::from_secs(10);
 pub(super) struct NamespaceWatches {
     /// `None` in unit tests: entries are then filled by hand.
     streams: Option<StreamPool>,
+    /// The permits for this edge's initial lists, shared by every watch of it.
+    lists: Lists,
     followed: Followed,
     wake: Wake,
     entries: Mutex<HashMap<String, Arc<Entry>>>,
@@ -63,6 +66,9 @@ pub(super) struct Entry {
     listed: Arc<Flag>,
     /// The watches of the kinds its installed releases made, by `(apiVersion, kind)`.
     follows: Mutex<HashMap<(String, String), Arc<FollowWatch>>>,
+    /// The follow of the namespace's Secrets, fed by its Secret watch; in `follows` once a
+    /// release there names a Secret the runner may write.
+    secret_follow: Arc<FollowWatch>,
     _task: Option<Task>,
     /// The watch's stream on a connection to the edge, freed when the entry goes.
     _stream: Option<Leased>,
@@ -101,6 +107,7 @@ impl NamespaceWatches {
     pub(super) fn new(streams: Option<StreamPool>, followed: Followed, wake: Wake) -> Self {
         Self {
             streams,
+            lists: Lists::default(),
             followed,
             wake,
             entries: Mutex::new(HashMap::new()),
@@ -115,13 +122,29 @@ impl NamespaceWatches {
         }
         let (secrets, writer) = reflector::store();
         let listed = Arc::new(Flag::default());
+        let (secret_follow, mut secret_follower) = FollowWatch::fed(
+            namespace,
+            "Secret",
+            Selected::All,
+            self.followed.clone(),
+            self.wake.clone(),
+        );
         let stream = self.lease(namespace);
         let task = stream.as_ref().map(|Leased { client, .. }| {
-            let api: Api<PartialObjectMeta<Secret>> = Api::namespaced(client.clone(), namespace);
+            let collection = Collection {
+                url: Secret::url_path(&(), Some(namespace)),
+                labels: None,
+            };
             let stream = reflector(
                 writer,
-                watcher(api, watcher::Config::default())
+                metadata_watch::<Secret>(client.clone(), collection, self.lists.clone())
                     .default_backoff()
+                    // Before managed fields are dropped: the follow reads them.
+                    .inspect(move |event| {
+                        if let Ok(event) = event {
+                            secret_follower.on_event(event);
+                        }
+                    })
                     .modify(|object| {
                         object.managed_fields_mut().clear();
                         // Only the installer's own annotations are read; another's may
@@ -148,6 +171,7 @@ impl NamespaceWatches {
                 secrets,
                 listed,
                 follows: Mutex::new(HashMap::new()),
+                secret_follow: Arc::new(secret_follow),
                 _task: task,
                 _stream: stream,
             }),
@@ -201,7 +225,7 @@ impl NamespaceWatches {
         &self,
         namespace: &str,
         kind: &(String, String),
-        start: impl FnOnce(Leased, Followed, Wake) -> Option<FollowWatch>,
+        start: impl FnOnce(Leased, Lists, Followed, Wake) -> Option<FollowWatch>,
     ) -> Option<Arc<FollowWatch>> {
         let entry = self.lock().get(namespace).cloned()?;
         let mut follows = entry.follows.lock().unwrap_or_else(PoisonError::into_inner);
@@ -211,8 +235,13 @@ impl NamespaceWatches {
         if follows.len() >= MAX_FOLLOWED_KINDS {
             return None;
         }
+        if kind.0 == "v1" && kind.1 == "Secret" {
+            follows.insert(kind.clone(), entry.secret_follow.clone());
+            return Some(entry.secret_follow.clone());
+        }
         let watch = Arc::new(start(
             self.lease(namespace)?,
+            self.lists.clone(),
             self.followed.clone(),
             self.wake.clone(),
         )?);
@@ -231,7 +260,8 @@ impl NamespaceWatches {
         follows.get(kind).cloned()
     }
 
-    /// How many kinds are followed, in every namespace.
+    /// How many watches follow release objects, in every namespace (Secrets are followed
+    /// from the namespace's Secret watch and not counted).
     pub(super) fn follows(&self) -> usize {
         let entries: Vec<Arc<Entry>> = self.lock().values().cloned().collect();
         entries
@@ -240,7 +270,9 @@ impl NamespaceWatches {
                 e.follows
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
-                    .len()
+                    .values()
+                    .filter(|watch| watch.has_own_watch())
+                    .count()
             })
             .sum()
     }
@@ -270,12 +302,20 @@ impl NamespaceWatches {
         let (secrets, writer) = reflector::store();
         let listed = Arc::new(Flag::default());
         listed.set();
+        let (secret_follow, _) = FollowWatch::fed(
+            namespace,
+            "Secret",
+            Selected::All,
+            self.followed.clone(),
+            self.wake.clone(),
+        );
         self.lock().insert(
             namespace.to_owned(),
             Arc::new(Entry {
                 secrets,
                 listed,
                 follows: Mutex::new(HashMap::new()),
+                secret_follow: Arc::new(secret_follow),
                 _task: None,
                 _stream: None,
             }),
