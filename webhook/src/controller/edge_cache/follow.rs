@@ -90,7 +90,8 @@ impl FollowWatch {
                 let stream =
                     metadata_watch::<DynamicObject>(client.clone(), collection, lists.clone())
                         .default_backoff();
-                drive(stream, &mut follower).await;
+                // Boxed, so the idle task does not hold the stream twice (see `namespaced`).
+                drive(Box::pin(stream), &mut follower).await;
                 tokio::time::sleep(REFUSED_PAUSE).await;
             }
         });
@@ -274,13 +275,12 @@ fn name_of(object: &ObjectMeta) -> String {
 
 /// Follows the watch's events until RBAC refuses it (then it pauses: a refused list is
 /// not retried every few seconds for good).
-async fn drive<S>(stream: S, follower: &mut Follower)
+async fn drive<S>(mut stream: S, follower: &mut Follower)
 where
     S: futures::Stream<
             Item = Result<watcher::Event<PartialObjectMeta<DynamicObject>>, watcher::Error>,
-        >,
+        > + Unpin,
 {
-    let mut stream = std::pin::pin!(stream);
     while let Some(event) = stream.next().await {
         match event {
             Ok(event) => follower.on_event(&event),

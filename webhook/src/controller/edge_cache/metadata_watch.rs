@@ -100,7 +100,9 @@ where
     K: Resource + Clone + DeserializeOwned,
 {
     match state {
-        State::Empty => match list::<K>(client, collection, lists).await {
+        // The list and the start of a watch are boxed: a request's future is kilobytes,
+        // and inline it would size every idle watch's task (see the module's comment).
+        State::Empty => match Box::pin(list::<K>(client, collection, lists)).await {
             Ok((objects, version)) => {
                 let mut events = Vec::with_capacity(objects.len() + 2);
                 events.push(Ok(Event::Init));
@@ -114,7 +116,7 @@ where
             version,
             body: None,
             ..
-        } => match start_watch(client, collection, &version).await {
+        } => match Box::pin(start_watch(client, collection, &version)).await {
             Ok(body) => (Vec::new(), watching(version, Some(body))),
             // The version is too old to watch from: list again.
             Err(kube::Error::Api(status)) if status.code == 410 => (

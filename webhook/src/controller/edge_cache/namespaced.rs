@@ -155,8 +155,10 @@ impl NamespaceWatches {
                             .retain(|key, _| key.starts_with(OWN_ANNOTATIONS));
                     }),
             );
+            // The stream is boxed: moved in inline, an async fn holds it twice (argument and
+            // pinned local), and every idle watch's task would be kilobytes larger.
             Task::spawn(drive(
-                stream,
+                Box::pin(stream),
                 Refused {
                     client: client.clone(),
                     namespace: namespace.to_owned(),
@@ -336,14 +338,13 @@ struct Refused {
 }
 
 async fn drive<S>(
-    stream: S,
+    mut stream: S,
     refused: Refused,
     listed: Arc<Flag>,
     mut on_event: impl FnMut(&watcher::Event<PartialObjectMeta<Secret>>),
 ) where
-    S: Stream<Item = Result<watcher::Event<PartialObjectMeta<Secret>>, watcher::Error>>,
+    S: Stream<Item = Result<watcher::Event<PartialObjectMeta<Secret>>, watcher::Error>> + Unpin,
 {
-    let mut stream = std::pin::pin!(stream);
     let mut bound_at: Option<tokio::time::Instant> = None;
     while let Some(event) = stream.next().await {
         match event {
@@ -360,9 +361,13 @@ async fn drive<S>(
             {
                 bound_at = Some(tokio::time::Instant::now());
                 let namespace = refused.namespace.as_str();
-                if let Err(error) =
-                    edge_grants::bind(&refused.client, namespace, edge_grants::NAMESPACE_RIGHTS)
-                        .await
+                // Boxed: inline, this request's future would size the task of every watch.
+                if let Err(error) = Box::pin(edge_grants::bind(
+                    &refused.client,
+                    namespace,
+                    edge_grants::NAMESPACE_RIGHTS,
+                ))
+                .await
                 {
                     tracing::warn!(%namespace, %error, "cannot grant the installer its rights in its namespace");
                 }
