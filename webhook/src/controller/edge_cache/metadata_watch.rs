@@ -156,7 +156,9 @@ where
     // The semaphore is never closed.
     let _permit = lists.0.acquire().await.ok();
     let request = kube::core::Request::new(&collection.url);
-    let mut params = ListParams::default().limit(PAGE);
+    // Any version will do, as with kube's watcher: the API server answers from its watch
+    // cache instead of reading etcd, thousands of times when an installer starts.
+    let mut params = ListParams::default().match_any().limit(PAGE);
     if let Some(labels) = collection.labels {
         params = params.labels(labels);
     }
