@@ -64,7 +64,7 @@ pub struct Metrics {
     /// The namespaces whose Secrets the installer watches on an edge (one watch each).
     pub edge_namespace_watches: Family<EdgeLabels, Gauge>,
     /// The kinds of installed releases' objects followed for drift on an edge, per
-    /// namespace (one watch each).
+    /// namespace, by a watch of their own (Secrets ride on the namespace's Secret watch).
     pub edge_follow_watches: Family<EdgeLabels, Gauge>,
     /// The HTTP/2 connections that carry the per-namespace watches on an edge.
     pub edge_watch_connections: Family<EdgeLabels, Gauge>,
@@ -134,7 +134,7 @@ impl Metrics {
         let edge_follow_watches = Family::<EdgeLabels, Gauge>::default();
         registry.register(
             "edge_follow_watches",
-            "The watches of installed releases' objects (one per release namespace and kind) on the edge",
+            "The watches of installed releases' objects (one per release namespace and kind, Secrets excepted: their namespace's Secret watch follows them) on the edge",
             edge_follow_watches.clone(),
         );
         let edge_watch_connections = Family::<EdgeLabels, Gauge>::default();
