@@ -30,6 +30,7 @@ mod cleanup;
 pub mod conditions;
 pub mod delete;
 pub mod drift;
+pub mod edge_owners;
 pub mod focus;
 mod job;
 mod machine;
