@@ -4,7 +4,7 @@
 //! kinds its releases made, per release namespace), nearly all idle. kube's `watcher`
 //! reads each watch through a line buffer of 8 KB that it never gives back, and keeps the
 //! state of its request stack besides: measured on this machine, about 20 KB per idle
-//! watch against about 1 KB here (docs/performance.md, "Idle watches"). This stream gives
+//! watch against under 1 KB here (ADR 39 and docs/performance.md). This stream gives
 //! the same events as kube's `watcher` (so reflectors, `default_backoff` and the callers'
 //! loops take it unchanged), reads the response body frame by frame, and keeps a partial
 //! line only while one is arriving. Initial lists wait for a permit of the edge's
