@@ -11,7 +11,11 @@
 //! [`Lists`], so starting a thousand watches at once does not hold a thousand list
 //! responses in memory at the same time.
 
-use std::{pin::Pin, sync::Arc};
+use std::{
+    pin::Pin,
+    sync::Arc,
+    time::{Duration, Instant},
+};
 
 use futures::{Stream, StreamExt, stream};
 use hyper::body::Body as _;
@@ -35,6 +39,10 @@ const MAX_EVENT_BYTES: usize = 4 * 1024 * 1024;
 /// How long the API server keeps one watch request open (kube's `watcher` asks for the
 /// same); the watch then resumes from the last version it saw.
 const WATCH_SECONDS: u32 = 290;
+/// A watch that ends sooner than this is treated as failed, so the backoff paces the next
+/// one: a server (or a proxy) that answers every watch and closes it at once would
+/// otherwise keep the installer asking again in a loop.
+const SHORTEST_WATCH: Duration = Duration::from_secs(1);
 
 /// The permits for initial lists on one edge, shared by its watches.
 #[derive(Clone)]
@@ -56,10 +64,12 @@ pub(super) struct Collection {
 enum State {
     /// Lists (again) before watching.
     Empty,
-    /// Listed or watched up to `version`; `body` is the open watch, if any.
+    /// Listed or watched up to `version`; `body` is the open watch, if any, answered at
+    /// `opened`.
     Watching {
         version: String,
         body: Option<Body>,
+        opened: Instant,
         line: Vec<u8>,
     },
 }
@@ -131,8 +141,9 @@ where
         State::Watching {
             version,
             body: Some(body),
+            opened,
             line,
-        } => read_events(body, version, line).await,
+        } => read_events(body, version, opened, line).await,
     }
 }
 
@@ -140,6 +151,7 @@ fn watching(version: String, body: Option<Body>) -> State {
     State::Watching {
         version,
         body,
+        opened: Instant::now(),
         line: Vec::new(),
     }
 }
@@ -239,6 +251,7 @@ async fn next_frame(
 async fn read_events<K>(
     mut body: Body,
     mut version: String,
+    opened: Instant,
     mut line: Vec<u8>,
 ) -> (Vec<Item<K>>, State)
 where
@@ -247,7 +260,19 @@ where
     loop {
         let data = match next_frame(&mut body).await {
             // The API server ended the watch (its timeout): resume from the last version.
-            None => return (Vec::new(), watching(version, None)),
+            None if opened.elapsed() >= SHORTEST_WATCH => {
+                return (Vec::new(), watching(version, None));
+            }
+            None => {
+                let status = Status::failure(
+                    "the edge's API server ended a watch as soon as it answered it",
+                    "WatchEndedAtOnce",
+                );
+                return (
+                    vec![Err(Error::WatchFailed(kube::Error::Api(status.boxed())))],
+                    watching(version, None),
+                );
+            }
             Some(Err(error)) => {
                 return (
                     vec![Err(Error::WatchFailed(error))],
@@ -301,6 +326,7 @@ where
                 State::Watching {
                     version,
                     body: Some(body),
+                    opened,
                     line,
                 },
             );
@@ -374,6 +400,40 @@ mod tests {
             Some(Ok(Event::Delete(_)))
         ));
         assert_eq!(version, "10");
+    }
+
+    #[tokio::test]
+    async fn events_are_read_across_frames_and_a_watch_ended_at_once_is_a_failure() {
+        let added = r#"{"type":"ADDED","object":{"apiVersion":"meta.k8s.io/v1","kind":"PartialObjectMetadata","metadata":{"name":"a","namespace":"n","resourceVersion":"7"}}}"#;
+        let bookmark = r#"{"type":"BOOKMARK","object":{"apiVersion":"meta.k8s.io/v1","kind":"PartialObjectMetadata","metadata":{"resourceVersion":"9"}}}"#;
+        // A line split across the end of the frame stays buffered until its end arrives.
+        let body = Body::from(format!("{added}\n{bookmark}\n{{\"type\":").into_bytes());
+        let (events, state) =
+            read_events::<Secret>(body, "1".to_owned(), Instant::now(), Vec::new()).await;
+        assert!(matches!(events.as_slice(), [Ok(Event::Apply(_))]));
+        let State::Watching {
+            version,
+            body: Some(body),
+            opened,
+            line,
+        } = state
+        else {
+            panic!("still watching");
+        };
+        assert_eq!(version, "9", "the bookmark moved the version");
+        assert_eq!(line, b"{\"type\":", "the partial line is kept");
+
+        // The body ends at once: a failure, so that the backoff paces the next watch.
+        let (events, state) = read_events::<Secret>(body, version, opened, line).await;
+        assert!(matches!(events.as_slice(), [Err(Error::WatchFailed(_))]));
+        assert!(matches!(state, State::Watching { body: None, .. }));
+
+        // A watch that ran its course ends quietly and resumes from its version.
+        let old = Instant::now() - SHORTEST_WATCH;
+        let (events, state) =
+            read_events::<Secret>(Body::empty(), "9".to_owned(), old, Vec::new()).await;
+        assert!(events.is_empty());
+        assert!(matches!(state, State::Watching { version, body: None, .. } if version == "9"));
     }
 
     #[test]
