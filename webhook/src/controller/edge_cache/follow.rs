@@ -127,6 +127,7 @@ impl FollowWatch {
             },
             selected,
             listing: HashMap::new(),
+            releases: HashMap::new(),
         };
         (watch, follower)
     }
@@ -177,15 +178,8 @@ impl Target {
         self.traces.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Wakes the Workspace of the release that made `object` (by Helm's annotation).
-    fn wake_release_of(&self, object: &ObjectMeta) {
-        let Some(release) = object
-            .annotations
-            .as_ref()
-            .and_then(|a| a.get(HELM_RELEASE))
-        else {
-            return;
-        };
+    /// Wakes the Workspace of `release`, if one follows it.
+    fn wake_release(&self, release: &str) {
         wake_release(&self.followed, &self.wake, &self.namespace, release);
     }
 
@@ -212,6 +206,10 @@ pub(super) struct Follower {
     target: Target,
     selected: Selected,
     listing: HashMap<String, ObjectTrace>,
+    /// The release each traced object named when last seen (Helm's annotation), so that
+    /// an edit that strips or changes the annotation, or the label, still wakes the
+    /// release the object belonged to.
+    releases: HashMap<String, String>,
 }
 
 impl Follower {
@@ -220,30 +218,57 @@ impl Follower {
             watcher::Event::Init => self.listing.clear(),
             watcher::Event::InitApply(object) => {
                 if self.is_release_object(&object.metadata) {
+                    let name = name_of(&object.metadata);
                     self.listing
-                        .insert(name_of(&object.metadata), trace_of(&object.metadata));
+                        .insert(name.clone(), trace_of(&object.metadata));
+                    self.remember_release(name, &object.metadata);
                 }
             }
             watcher::Event::InitDone => {
                 *self.target.lock() = std::mem::take(&mut self.listing);
+                let traces = self.target.lock();
+                self.releases.retain(|name, _| traces.contains_key(name));
+                drop(traces);
                 self.target.refused.store(false, Ordering::Release);
                 self.target.listed.set();
                 self.target.wake_all();
             }
             watcher::Event::Apply(object) => {
                 let name = name_of(&object.metadata);
+                let before = self.releases.remove(&name);
                 if self.is_release_object(&object.metadata) {
-                    self.target.lock().insert(name, trace_of(&object.metadata));
+                    self.target
+                        .lock()
+                        .insert(name.clone(), trace_of(&object.metadata));
+                    self.remember_release(name, &object.metadata);
                 } else if self.target.lock().remove(&name).is_none() {
                     // Not an object of a release, and never was: nothing to wake.
                     return;
                 }
-                self.target.wake_release_of(&object.metadata);
+                self.wake(before, &object.metadata);
             }
             watcher::Event::Delete(object) => {
-                self.target.lock().remove(&name_of(&object.metadata));
-                self.target.wake_release_of(&object.metadata);
+                let name = name_of(&object.metadata);
+                self.target.lock().remove(&name);
+                let before = self.releases.remove(&name);
+                self.wake(before, &object.metadata);
             }
+        }
+    }
+
+    fn remember_release(&mut self, name: String, object: &ObjectMeta) {
+        if let Some(release) = release_of(object) {
+            self.releases.insert(name, release.to_owned());
+        }
+    }
+
+    /// Wakes the release the object named before this event, and the one it names now.
+    fn wake(&self, before: Option<String>, object: &ObjectMeta) {
+        if let Some(before) = &before {
+            self.target.wake_release(before);
+        }
+        if let Some(now) = release_of(object).filter(|now| before.as_deref() != Some(*now)) {
+            self.target.wake_release(now);
         }
     }
 
@@ -267,6 +292,15 @@ impl Follower {
                 .and_then(|labels| labels.get(HELM_MANAGED_KEY))
                 .is_some_and(|value| value == HELM_MANAGED_VALUE)
     }
+}
+
+/// The release that made `object`, by Helm's annotation.
+fn release_of(object: &ObjectMeta) -> Option<&str> {
+    object
+        .annotations
+        .as_ref()
+        .and_then(|annotations| annotations.get(HELM_RELEASE))
+        .map(String::as_str)
 }
 
 fn name_of(object: &ObjectMeta) -> String {
@@ -394,5 +428,14 @@ mod tests {
         follower.on_event(&watcher::Event::Apply(secret("token", false)));
         assert_eq!(watch.seen("token"), ObjectSeen::Missing);
         assert_eq!(woken.load(Ordering::SeqCst), after_list + 1);
+
+        // Back, then edited with both Helm's label and its release annotation removed in
+        // one write: the release it belonged to still wakes.
+        follower.on_event(&watcher::Event::Apply(secret("token", true)));
+        let mut stripped = secret("token", false);
+        stripped.metadata.annotations = None;
+        follower.on_event(&watcher::Event::Apply(stripped));
+        assert_eq!(watch.seen("token"), ObjectSeen::Missing);
+        assert_eq!(woken.load(Ordering::SeqCst), after_list + 3);
     }
 }

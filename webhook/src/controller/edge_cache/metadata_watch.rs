@@ -33,9 +33,12 @@ use tokio::sync::Semaphore;
 const LISTS_AT_ONCE: usize = 8;
 /// Objects per page of an initial list.
 const PAGE: u32 = 500;
-/// The longest watch event accepted: a metadata object is a few KB; a line longer than
-/// this is a broken or hostile server, and the watch lists again instead of growing.
-const MAX_EVENT_BYTES: usize = 4 * 1024 * 1024;
+/// The longest watch event accepted. The API server stores objects of up to about 1.5 MB,
+/// and its JSON escapes some characters sixfold (`<` as `\u003c`), so a legitimate event
+/// stays under 10 MB; a line longer than this is a broken server, and the watch lists
+/// again instead of growing. (At 4 MiB, a Secret with a long owner name could be written
+/// past the cap by anyone in the namespace, and every write of it forced a relist.)
+const MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
 /// How long the API server keeps one watch request open (kube's `watcher` asks for the
 /// same); the watch then resumes from the last version it saw.
 const WATCH_SECONDS: u32 = 290;
@@ -176,13 +179,19 @@ where
     }
     let mut objects = Vec::new();
     loop {
-        let page: ObjectList<PartialObjectMeta<K>> = client
-            .request(
+        // Read as text and decoded here: kube's `request` logs a body it cannot decode
+        // whole, and this one holds other writers' annotations (a Secret's last applied
+        // configuration among them) that the installer must not keep, in logs or elsewhere.
+        let text = client
+            .request_text(
                 request
                     .list_metadata(&params)
                     .map_err(kube::Error::BuildRequest)?,
             )
             .await?;
+        let page: ObjectList<PartialObjectMeta<K>> =
+            serde_json::from_str(&text).map_err(kube::Error::SerdeError)?;
+        drop(text);
         objects.extend(page.items);
         match page.metadata.continue_.filter(|token| !token.is_empty()) {
             Some(token) => params = params.continue_token(&token),

@@ -41,6 +41,9 @@ use crate::controller::{edge_grants, term::Task};
 
 /// The prefix of the annotations the installer reads on its own objects.
 const OWN_ANNOTATIONS: &str = "providers.platform.dev/";
+/// The longest value of such an annotation kept: the installer writes names and digests;
+/// anyone who may write Secrets in the namespace could write megabytes under the prefix.
+const MAX_OWN_ANNOTATION: usize = 1024;
 
 /// The most kinds followed in one namespace (a runner's rules name at most 16 rules of
 /// 16 resources; charts make a handful).
@@ -150,9 +153,16 @@ impl NamespaceWatches {
                         // Only the installer's own annotations are read; another's may
                         // hold a Secret's whole data (`kubectl apply`'s last applied
                         // configuration), which the hub must not keep.
-                        object
-                            .annotations_mut()
-                            .retain(|key, _| key.starts_with(OWN_ANNOTATIONS));
+                        object.annotations_mut().retain(|key, value| {
+                            key.starts_with(OWN_ANNOTATIONS) && value.len() <= MAX_OWN_ANNOTATION
+                        });
+                        // Of owner references only the owners' UIDs are read; their names
+                        // are not validated by the API server and can be megabytes.
+                        for owner in object.owner_references_mut() {
+                            owner.name.clear();
+                            owner.kind.clear();
+                            owner.api_version.clear();
+                        }
                     }),
             );
             // The stream is boxed: moved in inline, an async fn holds it twice (argument and
