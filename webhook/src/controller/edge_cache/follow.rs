@@ -5,9 +5,10 @@
 //!
 //! A watch starts the first time an installed release of that namespace names the kind,
 //! and stops with the namespace. Secrets are the exception: the namespace's own Secret
-//! watch (`namespaced`) runs anyway, and its events feed their follow. A kind RBAC does not let the installer list there (the
-//! ClusterRole `providers-edge-namespace` names the kinds followed) stays unknown: its
-//! objects are not judged, and the installer says so in its log.
+//! watch (`namespaced`) runs anyway, and its events feed their follow. A kind RBAC does
+//! not let the installer list there (the ClusterRole `providers-edge-namespace` names the
+//! kinds followed) stays unknown: its objects are not judged, and the installer says so
+//! in its log.
 
 use std::{
     collections::HashMap,
@@ -225,10 +226,9 @@ impl Follower {
                 }
             }
             watcher::Event::InitDone => {
+                let listing = &self.listing;
+                self.releases.retain(|name, _| listing.contains_key(name));
                 *self.target.lock() = std::mem::take(&mut self.listing);
-                let traces = self.target.lock();
-                self.releases.retain(|name, _| traces.contains_key(name));
-                drop(traces);
                 self.target.refused.store(false, Ordering::Release);
                 self.target.listed.set();
                 self.target.wake_all();

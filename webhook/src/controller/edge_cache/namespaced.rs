@@ -32,7 +32,7 @@ use tokio::sync::Notify;
 
 use super::{
     SYNC_TIMEOUT, Wake,
-    follow::{FollowWatch, Selected},
+    follow::{FollowWatch, Follower, Selected},
     metadata_watch::{Collection, Lists, metadata_watch},
     stream_pool::{Leased, StreamPool},
     watches::{Followed, wake_release},
@@ -125,13 +125,7 @@ impl NamespaceWatches {
         }
         let (secrets, writer) = reflector::store();
         let listed = Arc::new(Flag::default());
-        let (secret_follow, mut secret_follower) = FollowWatch::fed(
-            namespace,
-            "Secret",
-            Selected::All,
-            self.followed.clone(),
-            self.wake.clone(),
-        );
+        let (secret_follow, mut secret_follower) = self.secret_follow(namespace);
         let stream = self.lease(namespace);
         let task = stream.as_ref().map(|Leased { client, .. }| {
             let collection = Collection {
@@ -188,6 +182,17 @@ impl NamespaceWatches {
                 _stream: stream,
             }),
         );
+    }
+
+    /// The follow of `namespace`'s Secrets, and the follower its Secret watch feeds.
+    fn secret_follow(&self, namespace: &str) -> (FollowWatch, Follower) {
+        FollowWatch::fed(
+            namespace,
+            "Secret",
+            Selected::All,
+            self.followed.clone(),
+            self.wake.clone(),
+        )
     }
 
     /// A stream for one more watch of this edge; `None` in unit tests, or when no
@@ -314,13 +319,7 @@ impl NamespaceWatches {
         let (secrets, writer) = reflector::store();
         let listed = Arc::new(Flag::default());
         listed.set();
-        let (secret_follow, _) = FollowWatch::fed(
-            namespace,
-            "Secret",
-            Selected::All,
-            self.followed.clone(),
-            self.wake.clone(),
-        );
+        let (secret_follow, _) = self.secret_follow(namespace);
         self.lock().insert(
             namespace.to_owned(),
             Arc::new(Entry {
