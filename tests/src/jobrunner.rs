@@ -54,7 +54,7 @@ use k8s_openapi::{
 };
 use kube::{
     Api, Client, ResourceExt,
-    api::{Patch, PatchParams, PostParams},
+    api::{ListParams, Patch, PatchParams, PostParams},
     runtime::{WatchStreamExt, watcher},
 };
 use serde_json::json;
@@ -183,34 +183,65 @@ impl Drop for JobRunner {
     }
 }
 
+/// Runs the Jobs the watch brings, and those a list every few seconds finds not yet
+/// started: a job controller resyncs too, so a watch event that never arrives (seen
+/// rarely under load: a Job left without status for minutes) delays a Job, never loses it.
 async fn watch(inner: Arc<Inner>) {
     let api: Api<Job> = Api::all(inner.admin.clone());
-    let mut events = watcher(api, watcher::Config::default().labels(SELECTOR))
+    let mut events = watcher(api.clone(), watcher::Config::default().labels(SELECTOR))
         .default_backoff()
         .applied_objects()
         .boxed();
-    while let Some(event) = events.next().await {
-        let Ok(job) = event else { continue };
-        if job.metadata.deletion_timestamp.is_some() || terminal(&job) {
-            continue;
-        }
-        let uid = job.uid().unwrap_or_default();
-        let k = key(&job.namespace().unwrap_or_default(), &job.name_any());
-        {
-            let mut registry = inner
-                .registry
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
-            if registry.started.contains(&uid) {
-                continue;
+    let mut resync = tokio::time::interval(RESYNC);
+    resync.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            event = events.next() => match event {
+                Some(Ok(job)) => consider(&inner, job, "watch"),
+                Some(Err(error)) => eprintln!("jobrunner: watching Jobs: {error}"),
+                None => return,
+            },
+            _ = resync.tick() => {
+                match api.list(&ListParams::default().labels(SELECTOR)).await {
+                    Ok(jobs) => {
+                        for job in jobs.items {
+                            consider(&inner, job, "resync");
+                        }
+                    }
+                    Err(error) => eprintln!("jobrunner: listing Jobs: {error}"),
+                }
             }
-            if registry.holds.contains(&job.name_any()) {
-                registry.held.insert(k, job);
-                continue;
-            }
         }
-        start(inner.clone(), job);
     }
+}
+
+/// How often the runner lists the Jobs besides watching them.
+const RESYNC: Duration = Duration::from_secs(3);
+
+/// Starts `job` unless it ended, is going, was started or is held.
+fn consider(inner: &Arc<Inner>, job: Job, seen_by: &str) {
+    if job.metadata.deletion_timestamp.is_some() || terminal(&job) {
+        return;
+    }
+    let uid = job.uid().unwrap_or_default();
+    let k = key(&job.namespace().unwrap_or_default(), &job.name_any());
+    {
+        let mut registry = inner
+            .registry
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if registry.started.contains(&uid) || registry.held.contains_key(&k) {
+            return;
+        }
+        if registry.holds.contains(&job.name_any()) {
+            registry.held.insert(k, job);
+            return;
+        }
+    }
+    if seen_by == "resync" {
+        eprintln!("jobrunner: Job {k} was found by a list, not by the watch");
+    }
+    start(inner.clone(), job);
 }
 
 fn terminal(job: &Job) -> bool {

@@ -8,11 +8,14 @@
 
 use std::path::Path;
 
+use k8s_openapi::api::batch::v1::Job;
 use kube::{
-    Api,
-    api::{Patch, PatchParams},
+    Api, ResourceExt,
+    api::{ListParams, Patch, PatchParams},
 };
-use providers::api::{ChartRef, Recipe, RecipeSpec, ValueField, ValueType, WorkspaceIdentity};
+use providers::api::{
+    ChartRef, Recipe, RecipeSpec, ValueField, ValueType, Workspace, WorkspaceIdentity,
+};
 use serde_json::json;
 use tokio::sync::OnceCell;
 
@@ -25,7 +28,43 @@ use crate::{
 pub struct System {
     pub env: &'static Environment,
     _webhook: Webhook,
-    _controller: ControllerProcess,
+    controller: ControllerProcess,
+}
+
+impl System {
+    /// What the system shows of a Workspace's attempt, for a failure message: its status
+    /// on the hub, its Jobs on the edge with what the job runner did, and the installer's
+    /// last log lines. A failing wait then says which part stopped.
+    pub async fn diagnose(&self, namespace: &str, name: &str) -> String {
+        let mut out = String::new();
+        let status = match self.env.hub_admin().await {
+            Ok(hub) => match Api::<Workspace>::namespaced(hub, namespace)
+                .get_opt(name)
+                .await
+            {
+                Ok(ws) => serde_json::to_string_pretty(&ws.map(|w| w.status)).unwrap_or_default(),
+                Err(error) => format!("cannot read it: {error}"),
+            },
+            Err(error) => format!("no hub client: {error}"),
+        };
+        out.push_str(&format!("Workspace {namespace}/{name} status: {status}\n"));
+        if let Ok(edge) = self.env.edge_admin().await {
+            let jobs = Api::<Job>::all(edge)
+                .list(&ListParams::default().labels(crate::jobrunner::SELECTOR))
+                .await;
+            for job in jobs.map(|l| l.items).unwrap_or_default() {
+                let (ns, job_name) = (job.namespace().unwrap_or_default(), job.name_any());
+                let run = self.env.runner.run(&ns, &job_name);
+                out.push_str(&format!(
+                    "Job {ns}/{job_name}: status {}; runner: {run:?}\n",
+                    serde_json::to_string(&job.status).unwrap_or_default(),
+                ));
+            }
+        }
+        out.push_str("installer log:\n");
+        out.push_str(&self.controller.log_tail());
+        out
+    }
 }
 
 /// The system of this test binary, started on first use: the installer environment with
@@ -59,7 +98,7 @@ pub async fn shared(controlplane: &Path) -> anyhow::Result<&'static System> {
             Ok(System {
                 env,
                 _webhook: webhook,
-                _controller: controller,
+                controller,
             })
         })
         .await

@@ -11,7 +11,7 @@
 
 use std::{net::SocketAddr, path::Path, time::Duration};
 
-use anyhow::{Context, ensure};
+use anyhow::{Context, bail, ensure};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::{
     Api, Client, ResourceExt,
@@ -47,11 +47,15 @@ async fn greeting(edge: &Client, namespace: &str, release: &str) -> anyhow::Resu
 /// values, and deleting one leaves the other.
 #[tokio::test]
 async fn two_organizations_install_the_same_recipe_on_one_edge() -> anyhow::Result<()> {
-    let System { env, .. } = system().await?;
+    let system = system().await?;
+    let env = system.env;
     let edge = env.edge_admin().await?;
     publish(env, "hello-shared", "hello", &["0.1.0"]).await?;
-    for (user, value) in [(User::Alice, "from org-a"), (User::Bob, "from org-b")] {
-        plugin::run(
+    for (user, org, value) in [
+        (User::Alice, "org-a", "from org-a"),
+        (User::Bob, "org-b", "from org-b"),
+    ] {
+        let installed = plugin::run(
             kubeconfig(env, user),
             &[
                 "install",
@@ -66,8 +70,10 @@ async fn two_organizations_install_the_same_recipe_on_one_edge() -> anyhow::Resu
                 "--timeout",
                 "120s",
             ],
-        )?
-        .ok()?;
+        )?;
+        if let Err(error) = installed.ok() {
+            bail!("{error:#}\n{}", system.diagnose(org, "shared").await);
+        }
     }
     let release = "hello-shared";
     ensure!(
