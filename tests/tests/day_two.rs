@@ -506,6 +506,169 @@ async fn a_hand_edit_or_deletion_of_a_release_object_is_drift_and_repair_restore
     Ok(())
 }
 
+/// `fieldsV1` nested `depth` levels deep: deeper than a JSON decoder with the usual depth
+/// limit (128) reads, and stored as it is by the API server.
+fn deep_fields(depth: usize) -> serde_json::Value {
+    let mut fields = json!({});
+    for level in 0..depth {
+        fields = json!({ format!("f:x{level}"): fields });
+    }
+    fields
+}
+
+/// Managed fields nobody can decode do not hide drift: an object in the release namespace,
+/// labelled as Helm's, whose `managedFields` are nested 200 levels deep (any writer there
+/// can store one) is in the list the installer's watch of ConfigMaps starts from (which
+/// then failed whole, and the drift below went unseen), and a hand edit of the
+/// chart's ConfigMap beside it is still seen; the chart's ConfigMap given such managed
+/// fields itself is drift, named as changed by a manager the installer cannot read.
+#[tokio::test]
+async fn managed_fields_nobody_can_decode_hide_no_drift() -> anyhow::Result<()> {
+    let System { env, .. } = system().await?;
+    publish(env, "deep-hello", "hello", &["0.1.0"]).await?;
+    let hub = env.hub_admin().await?;
+    let alice = env.hub.kubeconfig(User::Alice);
+    let edge_admin = env.edge.kubeconfig(User::Admin);
+    let (namespace, release) = ("org-a-deep-hello", "deep-hello");
+    let configmap = format!("{release}-greeting");
+
+    // The namespace is prepared and the Job held; the deep object goes in before helm runs,
+    // so the installer's first list of the namespace's ConfigMaps holds it.
+    let job = system::first_job("org-a", "deep", release);
+    env.runner.hold(&job);
+    plugin::run(
+        alice,
+        &[
+            "install",
+            "deep",
+            "--recipe",
+            "deep-hello",
+            "--edge",
+            installer::EDGE,
+            "--set",
+            "greeting=sealed",
+        ],
+    )?
+    .ok()?;
+    for _ in 0..300 {
+        if env.runner.is_held(namespace, &job) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    ensure!(
+        env.runner.is_held(namespace, &job),
+        "the Job {job} was made"
+    );
+    let noise = json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {
+            "name": "deep-noise", "namespace": namespace,
+            // Labelled as Helm's, so the label-selected watch of the release's kind lists it.
+            "labels": {"app.kubernetes.io/managed-by": "Helm"},
+            "managedFields": [{
+                "manager": "someone", "operation": "Update", "apiVersion": "v1",
+                "fieldsType": "FieldsV1", "fieldsV1": deep_fields(200),
+            }],
+        },
+        "data": {"a": "b"},
+    });
+    let file = tempfile::Builder::new().suffix(".json").tempfile()?;
+    std::fs::write(file.path(), serde_json::to_vec(&noise)?)?;
+    let path = file.path().display().to_string();
+    testbed::kubectl::ok(
+        edge_admin,
+        &[
+            "create",
+            "--raw",
+            &format!("/api/v1/namespaces/{namespace}/configmaps"),
+            "-f",
+            &path,
+        ],
+    )?;
+    env.runner.release(&job);
+    system::installed(&hub, "deep", 1).await?;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    // A hand edit beside the deep object is seen.
+    testbed::kubectl::ok(
+        edge_admin,
+        &[
+            "-n",
+            namespace,
+            "patch",
+            "configmap",
+            &configmap,
+            "--type=merge",
+            "-p",
+            r#"{"data":{"greeting":"by-hand"}}"#,
+        ],
+    )?;
+    let ws = drifted(&hub, "deep", "ObjectChanged").await?;
+    let drift = status_of(&ws).drift.context("status.drift")?;
+    ensure!(
+        drift
+            .objects
+            .iter()
+            .any(|o| o.name == configmap && o.manager.as_deref() == Some("kubectl-patch")),
+        "{drift:?}"
+    );
+
+    // The chart's own ConfigMap with managed fields nobody can decode: drift, not silence.
+    let deep = json!({"metadata": {"managedFields": [{
+        "manager": "someone", "operation": "Update", "apiVersion": "v1",
+        "fieldsType": "FieldsV1", "fieldsV1": deep_fields(200),
+    }]}});
+    std::fs::write(file.path(), serde_json::to_vec(&deep)?)?;
+    testbed::kubectl::ok(
+        edge_admin,
+        &[
+            "-n",
+            namespace,
+            "patch",
+            "configmap",
+            &configmap,
+            "--type=merge",
+            "--patch-file",
+            &path,
+        ],
+    )?;
+    wait_workspace(
+        &hub,
+        "org-a",
+        "deep",
+        "drift by an unreadable manager",
+        |ws| {
+            status_of(ws).drift.is_some_and(|d| {
+                d.objects.iter().any(|o| {
+                    o.name == configmap
+                        && o.manager.as_deref()
+                            == Some("(managed fields the installer cannot read)")
+                })
+            })
+        },
+    )
+    .await?;
+    // Read with kubectl: this test's own client refuses the object as the installer once did.
+    let greeting = testbed::kubectl::ok(
+        edge_admin,
+        &[
+            "-n",
+            namespace,
+            "get",
+            "configmap",
+            &configmap,
+            "-o",
+            "jsonpath={.data.greeting}",
+        ],
+    )?;
+    ensure!(
+        greeting == "by-hand",
+        "nothing is corrected behind anyone's back: {greeting:?}"
+    );
+    Ok(())
+}
+
 /// The edge runs no controllers: writes a Deployment's status as its controller would once
 /// its Pods are ready, so that helm's wait sees it ready.
 fn deployment_ready_when_made(

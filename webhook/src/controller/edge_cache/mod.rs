@@ -38,6 +38,7 @@ use providers::installer::{
 };
 
 mod follow;
+mod metadata_decode;
 mod metadata_watch;
 mod namespaced;
 mod stream_pool;
