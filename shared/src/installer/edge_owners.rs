@@ -47,6 +47,60 @@ pub fn owned_by<'a>(member: &str, edges: &'a [String], members: &[String]) -> Ve
         .collect()
 }
 
+/// The longest Kubernetes object name (a DNS subdomain).
+const MAX_NAME: usize = 253;
+
+/// `<base>-<role>-<name>`, or, when that is longer than an object name may be, its first
+/// part and a digest of the whole (distinct names stay distinct).
+fn lease_name(base: &str, role: &str, name: &str) -> String {
+    let full = format!("{base}-{role}-{name}");
+    if full.len() <= MAX_NAME {
+        return full;
+    }
+    let digest = hex::encode(&Sha256::digest(full.as_bytes())[..8]);
+    let keep = MAX_NAME - digest.len() - 1;
+    let mut cut = full[..keep].to_owned();
+    while cut.ends_with(['-', '.']) {
+        cut.pop();
+    }
+    format!("{cut}-{digest}")
+}
+
+/// The membership Lease of replica `identity`, beside the leader Lease `base`.
+pub fn member_lease(base: &str, identity: &str) -> String {
+    lease_name(base, MEMBER, &dns_safe(identity))
+}
+
+/// The fencing Lease of `edge`, beside the leader Lease `base`.
+pub fn edge_lease(base: &str, edge: &str) -> String {
+    lease_name(base, "edge", edge)
+}
+
+/// The role word of membership Leases: `<base>-member-<identity>`.
+pub const MEMBER: &str = "member";
+
+/// The identity of a membership Lease of `base`, from its name: `None` for other Leases.
+pub fn member_of_lease<'a>(base: &str, lease: &'a str) -> Option<&'a str> {
+    lease
+        .strip_prefix(base)?
+        .strip_prefix('-')?
+        .strip_prefix(MEMBER)?
+        .strip_prefix('-')
+        .filter(|identity| !identity.is_empty())
+}
+
+/// An identity as an object name part: lower case, other characters as `-`.
+fn dns_safe(identity: &str) -> String {
+    identity
+        .chars()
+        .map(|c| match c {
+            'a'..='z' | '0'..='9' | '-' | '.' => c,
+            'A'..='Z' => c.to_ascii_lowercase(),
+            _ => '-',
+        })
+        .collect()
+}
+
 /// One membership Lease as a replica saw it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MemberSeen {
@@ -107,6 +161,34 @@ pub fn edge_step(edge: &str, me: &str, members: &[String], held: bool) -> EdgeSt
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lease_names_are_object_names_and_stay_distinct() {
+        assert_eq!(
+            member_lease("providers-installer", "Pod_1"),
+            "providers-installer-member-pod-1"
+        );
+        assert_eq!(
+            member_of_lease("providers-installer", "providers-installer-member-pod-1"),
+            Some("pod-1")
+        );
+        assert_eq!(
+            member_of_lease("providers-installer", "providers-installer-edge-a"),
+            None
+        );
+        assert_eq!(
+            member_of_lease("providers-installer", "providers-installer"),
+            None
+        );
+        assert_eq!(
+            edge_lease("providers-installer", "edge-1"),
+            "providers-installer-edge-edge-1"
+        );
+        let long_a = edge_lease("providers-installer", &format!("{}a", "e".repeat(250)));
+        let long_b = edge_lease("providers-installer", &format!("{}b", "e".repeat(250)));
+        assert!(long_a.len() <= 253 && long_b.len() <= 253);
+        assert_ne!(long_a, long_b);
+    }
 
     fn names(prefix: &str, n: usize) -> Vec<String> {
         (0..n).map(|i| format!("{prefix}-{i}")).collect()
