@@ -243,7 +243,7 @@ impl Environment {
             // installer still runs them (the webhook's tests run the digest path).
             values_digest: None,
             values: Some(values),
-            edge_name: EDGE.into(),
+            edge_name: spec.edge.clone(),
             cluster: CLUSTER.into(),
             edge_workspace_uuid: EDGE_WORKSPACE.into(),
             execution: spec.execution.clone(),
@@ -282,7 +282,7 @@ impl Environment {
             &spec.name,
             WorkspaceSpec {
                 recipe: spec.chart.clone(),
-                edge: EDGE.into(),
+                edge: spec.edge.clone(),
                 version: None,
                 values: None,
                 retry: None,
@@ -420,6 +420,8 @@ pub struct PlanSpec {
     pub values: Value,
     pub execution: Vec<ExecutionRule>,
     pub runtime_credential: Option<RuntimeCredential>,
+    /// The Edge the plan targets ([`EDGE`] unless a test registered others).
+    pub edge: String,
 }
 
 impl PlanSpec {
@@ -437,6 +439,7 @@ impl PlanSpec {
             values: json!({"greeting": format!("hello from {name}")}),
             execution: vec![rule("", "configmaps")],
             runtime_credential: None,
+            edge: EDGE.into(),
         }
     }
 }
@@ -469,6 +472,9 @@ pub struct ControllerOptions {
     pub lease: String,
     /// Actions after which the process exits (`PROVIDERS_FAULT_EXIT_AFTER`).
     pub exit_after: Option<String>,
+    /// Actions after which the process stops itself, once (`PROVIDERS_FAULT_FREEZE_AFTER`);
+    /// SIGCONT resumes it.
+    pub freeze_after: Option<String>,
     /// More arguments.
     pub args: Vec<String>,
     /// Run under `providers-controlplane supervise`, which kills the controller when this
@@ -485,6 +491,7 @@ impl ControllerOptions {
             identity: identity.into(),
             lease: lease.into(),
             exit_after: None,
+            freeze_after: None,
             args: Vec::new(),
             supervised: false,
         }
@@ -580,6 +587,9 @@ impl ControllerProcess {
         }
         if let Some(actions) = &options.exit_after {
             command.env(FAULT, actions);
+        }
+        if let Some(actions) = &options.freeze_after {
+            command.env("PROVIDERS_FAULT_FREEZE_AFTER", actions);
         }
         let child = command
             .spawn()

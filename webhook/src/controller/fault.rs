@@ -1,25 +1,39 @@
 //! Crash points for tests: `PROVIDERS_FAULT_EXIT_AFTER=<action>[,<action>...]` makes the
 //! process exit (code 86) right after one of the named actions succeeds, the way a kill at
-//! the worst moment would. Unset in production; the action names are those of
+//! the worst moment would; `PROVIDERS_FAULT_FREEZE_AFTER=<action>[,...]` makes it stop
+//! itself (SIGSTOP, once) right there, the way a paused VM or a long stall would, until
+//! the test sends SIGCONT. Unset in production; the action names are those of
 //! `providers::installer::Action::name`.
 
-use std::sync::OnceLock;
+use std::sync::{
+    OnceLock,
+    atomic::{AtomicBool, Ordering},
+};
 
 /// The variable that arms the crash points.
 pub const VARIABLE: &str = "PROVIDERS_FAULT_EXIT_AFTER";
+/// The variable that arms the freeze points.
+pub const FREEZE: &str = "PROVIDERS_FAULT_FREEZE_AFTER";
+
+fn actions(variable: &str) -> Vec<String> {
+    std::env::var(variable)
+        .map(|v| {
+            v.split(',')
+                .map(|s| s.trim().to_owned())
+                .filter(|s| !s.is_empty())
+                .collect()
+        })
+        .unwrap_or_default()
+}
 
 fn armed() -> &'static [String] {
     static ARMED: OnceLock<Vec<String>> = OnceLock::new();
-    ARMED.get_or_init(|| {
-        std::env::var(VARIABLE)
-            .map(|v| {
-                v.split(',')
-                    .map(|s| s.trim().to_owned())
-                    .filter(|s| !s.is_empty())
-                    .collect()
-            })
-            .unwrap_or_default()
-    })
+    ARMED.get_or_init(|| actions(VARIABLE))
+}
+
+fn freezes() -> &'static [String] {
+    static FREEZES: OnceLock<Vec<String>> = OnceLock::new();
+    FREEZES.get_or_init(|| actions(FREEZE))
 }
 
 /// Called after each successful action.
@@ -27,5 +41,18 @@ pub fn after(action: &str) {
     if armed().iter().any(|a| a == action) {
         tracing::error!(action, "{VARIABLE}: exiting right after {action}");
         std::process::exit(86);
+    }
+    static FROZEN: AtomicBool = AtomicBool::new(false);
+    if freezes().iter().any(|a| a == action) && !FROZEN.swap(true, Ordering::SeqCst) {
+        tracing::error!(
+            action,
+            "{FREEZE}: stopping this process right after {action}"
+        );
+        // `kill` returns once the signal is sent, so the whole process is stopped before
+        // this thread goes on (it blocks the thread meanwhile, as a stall would).
+        let _ = std::process::Command::new("kill")
+            .args(["-STOP", &std::process::id().to_string()])
+            .status();
+        tracing::warn!(action, "{FREEZE}: running again");
     }
 }

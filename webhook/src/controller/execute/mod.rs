@@ -48,6 +48,21 @@ pub async fn execute(ctx: &Context, observation: &Observation, actions: &[Action
     let mut status = observation.workspace.status.clone().unwrap_or_default();
     let mut written = None;
     for action in actions {
+        // Fencing: checked before every write, so a replica that was paused past its
+        // renew deadline stops here instead of writing after another took the edge over.
+        if !ctx.shards.may_write(&observation.edge_name) {
+            return Executed {
+                written,
+                result: Err(Error::EdgeNotHeld {
+                    edge: observation.edge_name.clone(),
+                }),
+            };
+        }
+        tracing::debug!(
+            workspace = %key(&observation.workspace),
+            action = action.name(),
+            "sending"
+        );
         match run(ctx, observation, action, &mut status).await {
             Ok(Some(workspace)) => written = Some(workspace),
             Ok(None) => {}
