@@ -127,6 +127,11 @@ pub struct ControllerArgs {
     /// How often to try to acquire or renew the Lease, in seconds.
     #[arg(long, default_value_t = 2)]
     pub retry_period: u64,
+    /// Share the edges out over every replica (ADR 40): each holds a membership Lease and
+    /// works the edges rendezvous hashing gives it, each under the edge's fencing Lease;
+    /// the leader Lease then only elects who runs hub-wide duties (the PlanValues sweep).
+    #[arg(long)]
+    pub shard_edges: bool,
     /// This replica's name in the Lease (default: the host name and process ID).
     #[arg(long, env = "POD_NAME")]
     pub identity: Option<String>,

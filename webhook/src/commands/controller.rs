@@ -9,7 +9,9 @@ use providers::installer::Settings;
 
 use crate::{
     cli::ControllerArgs,
-    controller::{Context, Elector, LeaseConfig, credential, metrics::Metrics, term},
+    controller::{
+        Context, Elector, LeaseConfig, credential, metrics::Metrics, shards, term, term::Task,
+    },
     runtime::{admin, shutdown_signal},
 };
 
@@ -58,6 +60,9 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         context.readiness.clone(),
     )
     .await?;
+    if context.shards.is_sharded() {
+        return run_sharded(hub, context, metrics, identity).await;
+    }
     let mut elector = Elector::new(
         hub,
         LeaseConfig {
@@ -107,6 +112,44 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
             return Ok(());
         }
     }
+}
+
+/// With `--shard-edges` (ADR 40): every replica works, from the start, the edges whose
+/// Leases it takes; on the way out it gives them back so the others take them at once.
+async fn run_sharded(
+    hub: Client,
+    context: Arc<Context>,
+    metrics: Arc<Metrics>,
+    identity: String,
+) -> anyhow::Result<()> {
+    tracing::info!(%identity, "installer controller started; sharing the edges with the other replicas");
+    let sharing = Task::spawn(shards::run(
+        hub.clone(),
+        context.shards.clone(),
+        metrics.clone(),
+    ));
+    context.readiness.set_leading(true);
+    let term = tokio::spawn(term::run(context.clone()));
+    let abort = term.abort_handle();
+    let shutdown = shutdown_signal();
+    let outcome = tokio::select! {
+        ended = term => {
+            match ended {
+                Ok(Ok(())) => tracing::error!("the term ended on its own"),
+                Ok(Err(error)) => tracing::error!(error = format!("{error:#}"), "the term failed"),
+                Err(error) => tracing::error!(%error, "the term panicked"),
+            }
+            Err(anyhow::anyhow!("the term ended unexpectedly; exiting so the Pod restarts"))
+        }
+        () = shutdown => Ok(()),
+    };
+    abort.abort();
+    context.readiness.set_leading(false);
+    // Stopped first, so that no fence renews a Lease once it is given back.
+    drop(sharing);
+    shards::leave(&hub, &context.shards).await;
+    tracing::info!("gave back this replica's edges and membership; exiting");
+    outcome
 }
 
 /// This replica's name in the Lease when none is given: the host name and process ID.

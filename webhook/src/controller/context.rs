@@ -12,6 +12,11 @@ use kube::{
 use providers::installer::Settings;
 
 use super::{
+    lease::LeaseConfig,
+    shards::{ShardConfig, Shards},
+};
+
+use super::{
     credential::HubEndpoint, edges::Edges, metrics::Metrics, published_keys::Keys,
     readiness::ControllerReadiness,
 };
@@ -28,6 +33,8 @@ pub struct Context {
     /// What `/readyz` says: standby, or leading with its caches synced and edges probed.
     pub readiness: Arc<ControllerReadiness>,
     pub recorder: Recorder,
+    /// Which edges this replica may write to (every edge, without `--shard-edges`).
+    pub shards: Arc<Shards>,
     /// Consecutive backoffs per Workspace (`namespace/name`).
     backoff: Mutex<HashMap<String, u32>>,
     /// The resourceVersion of each Workspace as the installer's last write of it left it,
@@ -44,6 +51,13 @@ impl Context {
         identity: String,
         endpoint: HubEndpoint,
     ) -> Self {
+        let shards = if args.shard_edges {
+            Shards::sharded(ShardConfig {
+                leader: leader_lease(&args, &identity),
+            })
+        } else {
+            Shards::single()
+        };
         let recorder = Recorder::new(
             hub.clone(),
             Reporter {
@@ -62,6 +76,7 @@ impl Context {
             metrics,
             endpoint,
             recorder,
+            shards: Arc::new(shards),
             backoff: Mutex::new(HashMap::new()),
             written: Mutex::new(HashMap::new()),
         }
@@ -111,5 +126,17 @@ impl Context {
         if let Ok(mut map) = self.backoff.lock() {
             map.remove(key);
         }
+    }
+}
+
+/// The leader Lease's settings from the command line.
+pub fn leader_lease(args: &ControllerArgs, identity: &str) -> LeaseConfig {
+    LeaseConfig {
+        namespace: args.namespace.clone(),
+        name: args.lease_name.clone(),
+        identity: identity.to_owned(),
+        duration: std::time::Duration::from_secs(args.lease_duration),
+        renew_deadline: std::time::Duration::from_secs(args.renew_deadline),
+        retry_period: std::time::Duration::from_secs(args.retry_period),
     }
 }

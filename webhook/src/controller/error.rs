@@ -23,6 +23,10 @@ pub enum Error {
         action: &'static str,
         message: String,
     },
+    /// This replica may no longer write for the Workspace's edge (its fencing Lease is
+    /// another's, or was not renewed in time): stop, write nothing more.
+    #[error("edge {edge} is not this replica's to write to")]
+    EdgeNotHeld { edge: String },
     /// A Helm release record could not be read or rewritten.
     #[error("Helm release record {secret}: {message}")]
     ReleaseRecord { secret: String, message: String },
@@ -43,6 +47,7 @@ impl Error {
             Error::Edge { .. } => "edge",
             Error::EdgeUnreachable { .. } => "edge_unreachable",
             Error::Interrupted { .. } => "interrupted",
+            Error::EdgeNotHeld { .. } => "edge_not_held",
             Error::ReleaseRecord { .. } => "release_record",
             Error::Serialize { .. } => "serialize",
         }

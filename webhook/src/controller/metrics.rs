@@ -59,6 +59,12 @@ pub struct Metrics {
     pub workspace_reads: Counter,
     /// 1 while this replica leads.
     pub leader: Gauge,
+    /// With `--shard-edges`: the edges whose fencing Lease this replica holds.
+    pub edges_held: Gauge,
+    /// With `--shard-edges`: the live installer replicas this one sees.
+    pub installer_members: Gauge,
+    /// With `--shard-edges`, on the hub leader: the Edges no replica holds the Lease of.
+    pub edges_without_owner: Gauge,
     /// 1 while an edge answered its last probe.
     pub edge_ready: Family<EdgeLabels, Gauge>,
     /// The namespaces whose Secrets the installer watches on an edge (one watch each).
@@ -119,6 +125,24 @@ impl Metrics {
         );
         let leader = Gauge::default();
         registry.register("leader", "1 while this replica leads", leader.clone());
+        let edges_held = Gauge::default();
+        registry.register(
+            "edges_held",
+            "With --shard-edges: the edges whose fencing Lease this replica holds",
+            edges_held.clone(),
+        );
+        let edges_without_owner = Gauge::default();
+        registry.register(
+            "edges_without_owner",
+            "With --shard-edges, on the hub leader: the Edges no replica holds the Lease of",
+            edges_without_owner.clone(),
+        );
+        let installer_members = Gauge::default();
+        registry.register(
+            "members",
+            "With --shard-edges: the live installer replicas this one sees",
+            installer_members.clone(),
+        );
         let edge_ready = Family::<EdgeLabels, Gauge>::default();
         registry.register(
             "edge_ready",
@@ -167,6 +191,9 @@ impl Metrics {
             actions,
             workspace_reads,
             leader,
+            edges_held,
+            installer_members,
+            edges_without_owner,
             edge_ready,
             edge_namespace_watches,
             edge_follow_watches,

@@ -21,6 +21,7 @@ mod published_keys;
 mod readiness;
 mod reconcile;
 mod runner_log;
+pub mod shards;
 mod sweep;
 pub mod term;
 mod values_sweep;

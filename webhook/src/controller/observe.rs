@@ -62,12 +62,11 @@ impl Observation {
     }
 }
 
-pub async fn observe(ctx: &Context, workspace: Workspace) -> Result<Observation> {
-    let seal = ctx.keys.check(&workspace);
-    let focus = installer::focus(&workspace);
-    let edge_name = focus
-        .as_ref()
-        .map(|f| f.edge.clone())
+/// The edge a reconcile of `workspace` works on: that of its current attempt or cleanup,
+/// else of its sealed plan, else the one it asks for.
+pub fn edge_of(workspace: &Workspace) -> String {
+    installer::focus(workspace)
+        .map(|f| f.edge)
         .or_else(|| {
             workspace
                 .spec
@@ -75,7 +74,13 @@ pub async fn observe(ctx: &Context, workspace: Workspace) -> Result<Observation>
                 .as_ref()
                 .map(|p| p.plan.edge_name.clone())
         })
-        .unwrap_or_else(|| workspace.spec.edge.clone());
+        .unwrap_or_else(|| workspace.spec.edge.clone())
+}
+
+pub async fn observe(ctx: &Context, workspace: Workspace) -> Result<Observation> {
+    let seal = ctx.keys.check(&workspace);
+    let focus = installer::focus(&workspace);
+    let edge_name = edge_of(&workspace);
     let EdgeView {
         state: mut edge,
         client,

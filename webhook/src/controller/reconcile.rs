@@ -36,6 +36,11 @@ async fn passes(cached: &Workspace, ctx: &Context) -> Result<Requeue> {
     let name = cached.name_any();
     let key = providers::text::object_key(&namespace, &name);
     let api: Api<Workspace> = Api::namespaced(ctx.hub.clone(), &namespace);
+    // With `--shard-edges`, another replica works this edge: nothing to do here until the
+    // edge is this replica's (taking it wakes its Workspaces).
+    if !ctx.shards.may_write(&super::observe::edge_of(cached)) {
+        return Ok(Requeue::await_change());
+    }
     let resync = Requeue::requeue(Duration::from_secs(ctx.args.resync.max(1)));
     let live = || async {
         ctx.metrics.workspace_reads.inc();
@@ -101,6 +106,10 @@ async fn passes(cached: &Workspace, ctx: &Context) -> Result<Requeue> {
                         cache.set_unreachable(Some(message));
                     }
                     continue;
+                }
+                Err(Error::EdgeNotHeld { edge }) => {
+                    tracing::info!(workspace = %key, %edge, "the edge is no longer this replica's; stopping");
+                    break 'passes Ok(Requeue::await_change());
                 }
                 Err(other) => break 'passes Err(other),
             }

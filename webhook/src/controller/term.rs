@@ -25,6 +25,13 @@ impl Task {
     }
 }
 
+impl Task {
+    /// Whether the task has ended (its future returned).
+    pub fn is_finished(&self) -> bool {
+        self.0.is_finished()
+    }
+}
+
 impl Drop for Task {
     fn drop(&mut self) {
         self.0.abort();
@@ -70,7 +77,14 @@ pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
     let (trigger, triggered) = futures::channel::mpsc::unbounded();
     let _edges = Task::spawn(edges::run(ctx.clone(), controller.store(), trigger));
     let _sweep = Task::spawn(sweep::run(ctx.clone()));
-    let _values_sweep = Task::spawn(values_sweep::run(ctx.clone(), controller.store()));
+    let _values_sweep = match ctx.shards.config().cloned() {
+        Some(config) => Task::spawn(lead_hub_duties(
+            ctx.clone(),
+            controller.store(),
+            config.leader,
+        )),
+        None => Task::spawn(values_sweep::run(ctx.clone(), controller.store())),
+    };
     controller
         .reconcile_on(triggered)
         .reconcile_all_on(keys_read)
@@ -82,4 +96,41 @@ pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
         })
         .await;
     Ok(())
+}
+
+/// With `--shard-edges`, every replica runs a term, and the leader Lease only elects who
+/// runs the hub-wide duties (the PlanValues sweep, and the Workspaces of edges that do
+/// not exist).
+async fn lead_hub_duties(
+    ctx: Arc<Context>,
+    store: reflector::Store<Workspace>,
+    lease: super::LeaseConfig,
+) {
+    let mut elector = super::Elector::new(ctx.hub.clone(), lease);
+    loop {
+        elector.acquire().await;
+        tracing::info!("leading the hub-wide duties");
+        ctx.metrics.leader.set(1);
+        ctx.shards.set_leading(Some(tokio::time::Instant::now()));
+        let shards = ctx.shards.clone();
+        let config = ctx.shards.config().cloned();
+        let count = async {
+            if let Some(config) = config {
+                super::shards::count_edges_without_owner(
+                    ctx.hub.clone(),
+                    config,
+                    ctx.metrics.clone(),
+                )
+                .await;
+            }
+        };
+        tokio::select! {
+            () = elector.hold_reporting(|at| shards.set_leading(Some(at))) => {}
+            () = values_sweep::run(ctx.clone(), store.clone()) => {}
+            () = count => {}
+        }
+        ctx.shards.set_leading(None);
+        ctx.metrics.leader.set(0);
+        tracing::warn!("no longer leading the hub-wide duties");
+    }
 }

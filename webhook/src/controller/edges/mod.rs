@@ -27,7 +27,8 @@ mod registry;
 use probe::probe_loop;
 pub use registry::{EdgeView, Edges};
 
-/// Follows the Edges until the term ends.
+/// Follows the Edges until the term ends. With `--shard-edges`, only the edges whose Lease
+/// this replica holds are worked; others start and stop as their Leases come and go.
 pub async fn run(
     ctx: Arc<Context>,
     store: Store<Workspace>,
@@ -38,9 +39,23 @@ pub async fn run(
         .default_backoff()
         .boxed();
     let mut workers: HashMap<String, (EdgeSpec, Task)> = HashMap::new();
+    let mut known: HashMap<String, Edge> = HashMap::new();
     let mut listed: HashSet<String> = HashSet::new();
+    let mut held_changes = ctx.shards.subscribe();
     let wake = Waker { store, trigger };
-    while let Some(event) = events.next().await {
+    loop {
+        let event = tokio::select! {
+            event = events.next() => match event {
+                Some(event) => event,
+                None => return,
+            },
+            changed = held_changes.changed() => {
+                if changed.is_ok() {
+                    follow_held(&ctx, &wake, &mut workers, &known);
+                }
+                continue;
+            }
+        };
         let event = match event {
             Ok(event) => event,
             Err(error) => {
@@ -52,9 +67,11 @@ pub async fn run(
             watcher::Event::Init => listed.clear(),
             watcher::Event::InitApply(edge) => {
                 listed.insert(edge.name_any());
-                start(&ctx, &wake, &mut workers, edge);
+                known.insert(edge.name_any(), edge.clone());
+                start_if_held(&ctx, &wake, &mut workers, edge);
             }
             watcher::Event::InitDone => {
+                known.retain(|name, _| listed.contains(name));
                 let gone: Vec<String> = workers
                     .keys()
                     .filter(|n| !listed.contains(*n))
@@ -67,8 +84,49 @@ pub async fn run(
                 // Workspaces of edges that do not exist learn it now.
                 wake.all();
             }
-            watcher::Event::Apply(edge) => start(&ctx, &wake, &mut workers, edge),
-            watcher::Event::Delete(edge) => stop(&ctx, &wake, &mut workers, &edge.name_any()),
+            watcher::Event::Apply(edge) => {
+                known.insert(edge.name_any(), edge.clone());
+                start_if_held(&ctx, &wake, &mut workers, edge);
+            }
+            watcher::Event::Delete(edge) => {
+                known.remove(&edge.name_any());
+                stop(&ctx, &wake, &mut workers, &edge.name_any());
+            }
+        }
+    }
+}
+
+/// Starts the edge's worker when this replica may work it; stops one it may no longer.
+fn start_if_held(
+    ctx: &Arc<Context>,
+    wake: &Waker,
+    workers: &mut HashMap<String, (EdgeSpec, Task)>,
+    edge: Edge,
+) {
+    let name = edge.name_any();
+    if ctx.shards.may_write(&name) {
+        start(ctx, wake, workers, edge);
+    } else if workers.contains_key(&name) {
+        stop(ctx, wake, workers, &name);
+    }
+}
+
+/// The edges held changed: start the workers of those taken, stop those of those lost,
+/// and wake the Workspaces of both (a taken edge's pending attempts resume now).
+fn follow_held(
+    ctx: &Arc<Context>,
+    wake: &Waker,
+    workers: &mut HashMap<String, (EdgeSpec, Task)>,
+    known: &HashMap<String, Edge>,
+) {
+    for (name, edge) in known {
+        let held = ctx.shards.may_write(name);
+        let running = workers.contains_key(name);
+        if held && !running {
+            start(ctx, wake, workers, edge.clone());
+            wake.edge(name);
+        } else if !held && running {
+            stop(ctx, wake, workers, name);
         }
     }
 }

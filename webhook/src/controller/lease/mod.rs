@@ -70,6 +70,12 @@ impl Elector {
     /// Renews the Lease until it cannot within the renew deadline, or another replica
     /// holds it; then returns.
     pub async fn hold(&mut self) {
+        self.hold_reporting(|_| {}).await;
+    }
+
+    /// [`Self::hold`], telling `on_renewed` the local time of every renewal (the fencing
+    /// of an edge counts its renew deadline from it).
+    pub async fn hold_reporting(&mut self, mut on_renewed: impl FnMut(Instant)) {
         let mut renewed = Instant::now();
         loop {
             sleep(self.config.retry_period).await;
@@ -92,7 +98,10 @@ impl Elector {
                 Instant::now(),
                 self.config.renew_deadline,
             ) {
-                Renewal::Holding { renewed: at } => renewed = at,
+                Renewal::Holding { renewed: at } => {
+                    renewed = at;
+                    on_renewed(at);
+                }
                 Renewal::Lost(Loss::Taken) => {
                     tracing::warn!("another replica holds the Lease");
                     return;

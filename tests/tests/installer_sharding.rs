@@ -1,0 +1,340 @@
+//! Edges shared out over installer replicas with `--shard-edges` (ADR 40), against the real
+//! API servers: every replica works the edges rendezvous hashing gives it, each under the
+//! edge's fencing Lease; a killed replica's edges are taken over and their attempts run; a
+//! replica frozen (SIGSTOP) past its Lease writes nothing once it runs again until it has
+//! taken an edge back.
+//!
+//! Five Edges point at the one edge API server (as edge-1 and edge-2 do in the demo); each
+//! Workspace has a release namespace of its own there. The tests run one at a time.
+
+use std::{
+    path::Path,
+    process::Command,
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context, bail, ensure};
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::{Api, Client};
+use providers::installer::edge_owners::{edge_lease, owner_of};
+use testbed::{
+    installer::{
+        self, CLUSTER, ControllerOptions, ControllerProcess, EDGE_WORKSPACE, Environment, Options,
+        PlanSpec, SYSTEM, eventually, has_condition, status_of, wait_workspace,
+    },
+    platform,
+};
+use tokio::sync::Mutex;
+
+const WAIT: Duration = Duration::from_secs(90);
+
+/// One test at a time: they kill and freeze replicas.
+static SERIAL: Mutex<()> = Mutex::const_new(());
+
+const EDGES: [&str; 4] = ["shard-a", "shard-b", "shard-c", "shard-d"];
+
+async fn env() -> anyhow::Result<&'static Environment> {
+    let env = installer::environment(
+        Path::new(env!("CARGO_BIN_EXE_providers-controlplane")),
+        Options::default(),
+    )
+    .await?;
+    // The extra Edges, once per test binary.
+    static REGISTERED: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
+    REGISTERED
+        .get_or_try_init(|| async {
+            let admin = env.hub_admin().await?;
+            for edge in EDGES {
+                installer::register_edge(&env.hub, &env.edge, edge, CLUSTER, EDGE_WORKSPACE, None)
+                    .await?;
+                platform::grant_install(&admin, "alice", edge).await?;
+            }
+            anyhow::Ok(())
+        })
+        .await?;
+    Ok(env)
+}
+
+async fn holder(hub: &Client, lease: &str) -> anyhow::Result<Option<String>> {
+    Ok(Api::<Lease>::namespaced(hub.clone(), SYSTEM)
+        .get_opt(lease)
+        .await?
+        .and_then(|l| l.spec)
+        .and_then(|s| s.holder_identity))
+}
+
+/// A sharded replica of `case`, named `identity`, with `lease` as the base of its Leases.
+async fn replica(
+    env: &Environment,
+    case: &str,
+    identity: &str,
+    lease: &str,
+) -> anyhow::Result<ControllerProcess> {
+    let mut options = ControllerOptions::new(case, identity, lease);
+    options.args = vec!["--shard-edges".into()];
+    env.controller(options).await
+}
+
+/// Every edge (edge-1 and the test's) held by the replica rendezvous hashing names among
+/// `members`.
+async fn held_as_hashed(hub: &Client, lease: &str, members: &[String]) -> anyhow::Result<()> {
+    let every = std::iter::once(installer::EDGE).chain(EDGES);
+    eventually("every edge held by its owner", WAIT, || async {
+        for edge in every.clone() {
+            let owner = owner_of(edge, members).context("an owner")?;
+            if holder(hub, &edge_lease(lease, edge)).await?.as_deref() != Some(owner) {
+                return Ok(None);
+            }
+        }
+        Ok(Some(()))
+    })
+    .await
+}
+
+fn hello_on(case: &str, name: &str, edge: &str) -> PlanSpec {
+    PlanSpec {
+        edge: edge.into(),
+        ..PlanSpec::hello(case, "org-b", name, &format!("{case}-{name}"))
+    }
+}
+
+/// The value of an unlabelled gauge in a scrape (0 when absent).
+fn metric(scrape: &str, name: &str) -> i64 {
+    scrape
+        .lines()
+        .find_map(|line| {
+            line.strip_prefix(name)?
+                .strip_prefix(' ')?
+                .trim()
+                .parse()
+                .ok()
+        })
+        .unwrap_or(0)
+}
+
+fn signal(process: &ControllerProcess, signal: &str) -> anyhow::Result<()> {
+    let pid = process.pid().context("the replica's pid")?;
+    let status = Command::new("kill")
+        .args([&format!("-{signal}"), &pid.to_string()])
+        .status()?;
+    if !status.success() {
+        bail!("kill -{signal} {pid} failed");
+    }
+    Ok(())
+}
+
+/// Two replicas share the five edges as the hash says, each writing only its own; one is
+/// killed: the other takes its edges within the Leases' time, and an attempt on one of
+/// them runs.
+#[tokio::test]
+async fn edges_are_shared_over_replicas_and_a_dead_replicas_edges_are_taken_over()
+-> anyhow::Result<()> {
+    let _serial = SERIAL.lock().await;
+    let case = "shared";
+    let lease = format!("lease-{case}");
+    let env = env().await?;
+    let hub = env.hub_admin().await?;
+    let mut one = replica(env, case, "replica-1", &lease).await?;
+    let two = replica(env, case, "replica-2", &lease).await?;
+    let members = vec!["replica-1".to_owned(), "replica-2".to_owned()];
+    held_as_hashed(&hub, &lease, &members).await?;
+    let mine = |who: &str| -> Vec<&str> {
+        EDGES
+            .into_iter()
+            .filter(|edge| owner_of(edge, &members) == Some(who))
+            .collect()
+    };
+    ensure!(
+        !mine("replica-1").is_empty() && !mine("replica-2").is_empty(),
+        "both replicas own edges: {:?} / {:?}",
+        mine("replica-1"),
+        mine("replica-2")
+    );
+
+    // One Workspace per edge, each installed by its edge's owner.
+    for edge in EDGES {
+        let spec = hello_on(case, edge, edge);
+        env.create_workspace(&hub, &spec, env.plan(&spec, 1, ""))
+            .await?;
+    }
+    for edge in EDGES {
+        wait_workspace(&hub, "org-b", edge, "installed", |ws| {
+            has_condition(ws, "Ready", "True", "Installed")
+        })
+        .await?;
+    }
+    for (process, who) in [(&one, "replica-1"), (&two, "replica-2")] {
+        let metrics = process.scrape().await?;
+        let held = mine(who).len() + usize::from(owner_of(installer::EDGE, &members) == Some(who));
+        ensure!(
+            metrics.contains(&format!("providers_installer_edges_held {held}")),
+            "{who} holds {held} edges:\n{metrics}"
+        );
+        // A replica writes only its own edges' Workspaces.
+        let log = process.log_text();
+        for edge in EDGES.into_iter().filter(|e| !mine(who).contains(e)) {
+            ensure!(
+                !log.contains(&format!("done workspace=org-b/{edge} ")),
+                "{who} wrote for {edge}, another replica's edge"
+            );
+        }
+    }
+
+    // replica-1 dies: replica-2 takes every edge.
+    one.kill();
+    let killed = Instant::now();
+    held_as_hashed(&hub, &lease, &["replica-2".to_owned()]).await?;
+    let takeover = killed.elapsed();
+    eprintln!("replica-2 held every edge {takeover:?} after replica-1 was killed (Leases of 6 s)");
+    // Membership seen silent for a lease duration (6 s), the edge Lease expired (6 s,
+    // counted from when replica-2 first reads it), a retry period each: within 20 s.
+    ensure!(
+        takeover <= Duration::from_secs(20),
+        "took over after {takeover:?}"
+    );
+    let moved = mine("replica-1")[0];
+    let spec = hello_on(case, &format!("{moved}-after"), moved);
+    env.create_workspace(&hub, &spec, env.plan(&spec, 1, ""))
+        .await?;
+    wait_workspace(&hub, "org-b", &spec.name, "installed by replica-2", |ws| {
+        has_condition(ws, "Ready", "True", "Installed")
+    })
+    .await?;
+    eventually("replica-2 leads, every edge owned", WAIT, || async {
+        let scrape = two.scrape().await?;
+        Ok((metric(&scrape, "providers_installer_leader") == 1
+            && metric(&scrape, "providers_installer_edges_without_owner") == 0
+            && metric(&scrape, "providers_installer_members") == 1)
+            .then_some(()))
+    })
+    .await?;
+    Ok(())
+}
+
+/// Never two writers of an edge: the owner of an edge stops (SIGSTOP, as a paused VM would)
+/// in the middle of an attempt, right after creating its namespace on the edge; the other
+/// replica takes the edge once the Leases lapse (the hub leader meanwhile counts it without
+/// an owner) and installs; thawed, the stopped replica sends nothing for that Workspace,
+/// not even the next action of the reconcile it was in, until it has taken the edge's Lease
+/// back.
+#[tokio::test]
+async fn a_replica_frozen_past_its_lease_sends_nothing_once_another_took_its_edge()
+-> anyhow::Result<()> {
+    let _serial = SERIAL.lock().await;
+    let case = "frozen";
+    let lease = format!("lease-{case}");
+    let env = env().await?;
+    let hub = env.hub_admin().await?;
+    let members = vec!["replica-1".to_owned(), "replica-2".to_owned()];
+    // replica-2 leads the hub-wide duties (it starts first), so it counts the edges
+    // without an owner while replica-1 is stopped.
+    let two = replica(env, case, "replica-2", &lease).await?;
+    eventually("replica-2 to lead", WAIT, || async {
+        Ok((holder(&hub, &lease).await?.as_deref() == Some("replica-2")).then_some(()))
+    })
+    .await?;
+    let mut options = ControllerOptions::new(case, "replica-1", &lease);
+    options.args = vec!["--shard-edges".into()];
+    options.freeze_after = Some("create-namespace".into());
+    let one = env.controller(options).await?;
+    held_as_hashed(&hub, &lease, &members).await?;
+    let edge = EDGES
+        .into_iter()
+        .find(|edge| owner_of(edge, &members) == Some("replica-1"))
+        .context("an edge of replica-1's")?;
+    // Every edge owned, as the leader counts them (once a second), before the freeze.
+    eventually("every edge owned, as the leader counts", WAIT, || async {
+        Ok((metric(
+            &two.scrape().await?,
+            "providers_installer_edges_without_owner",
+        ) == 0)
+            .then_some(()))
+    })
+    .await?;
+
+    let spec = hello_on(case, "frozen-demo", edge);
+    env.create_workspace(&hub, &spec, env.plan(&spec, 1, ""))
+        .await?;
+    eventually(
+        "replica-1 to stop after creating the namespace",
+        WAIT,
+        || async {
+            Ok(one
+                .log_text()
+                .contains("stopping this process right after create-namespace")
+                .then_some(()))
+        },
+    )
+    .await?;
+    let frozen = Instant::now();
+    eventually("an edge without an owner in the metrics", WAIT, || async {
+        Ok((metric(
+            &two.scrape().await?,
+            "providers_installer_edges_without_owner",
+        ) >= 1)
+            .then_some(()))
+    })
+    .await?;
+    eprintln!(
+        "the leader counted an edge without an owner {:?} after replica-1 stopped",
+        frozen.elapsed()
+    );
+    eventually(
+        "replica-2 to hold the stopped replica's edge",
+        WAIT,
+        || async {
+            Ok(
+                (holder(&hub, &edge_lease(&lease, edge)).await?.as_deref() == Some("replica-2"))
+                    .then_some(()),
+            )
+        },
+    )
+    .await?;
+    eprintln!(
+        "replica-2 held {edge} {:?} after replica-1 stopped",
+        frozen.elapsed()
+    );
+    wait_workspace(
+        &hub,
+        "org-b",
+        "frozen-demo",
+        "installed by replica-2",
+        |ws| has_condition(ws, "Ready", "True", "Installed"),
+    )
+    .await?;
+    eventually("no edge without an owner", WAIT, || async {
+        Ok((metric(
+            &two.scrape().await?,
+            "providers_installer_edges_without_owner",
+        ) == 0)
+            .then_some(()))
+    })
+    .await?;
+
+    let before = one.log_text().len();
+    signal(&one, "CONT")?;
+    // Thawed, its reconcile goes on to the next action, and its watches bring what it
+    // missed; its renew deadline has long passed. By the hash the edge is its own again
+    // once its membership is seen: it may send only after taking the edge's Lease back.
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    let after = one.log_text();
+    let after = &after[before.min(after.len())..];
+    ensure!(
+        after.contains("running again"),
+        "replica-1 resumed:\n{after}"
+    );
+    let sent = after.find("sending workspace=org-b/frozen-demo ");
+    let retook = after.find(&format!("holding the edge's Lease: working it edge={edge}"));
+    match (sent, retook) {
+        (None, _) => {}
+        (Some(sent), Some(retook)) if retook < sent => {}
+        _ => bail!("replica-1 sent a write before taking {edge} back:\n{after}"),
+    }
+    let ws = installer::workspace(&hub, "org-b", "frozen-demo").await?;
+    ensure!(
+        status_of(&ws).attempts.len() == 1 && has_condition(&ws, "Ready", "True", "Installed"),
+        "one attempt, installed: {:?}",
+        ws.status
+    );
+    Ok(())
+}

@@ -1,0 +1,338 @@
+//! Edges shared out over installer replicas (ADR 40), with `--shard-edges`.
+//!
+//! Every replica holds a membership Lease (`<lease>-member-<identity>`) and works; each
+//! edge belongs to one live member by rendezvous hashing
+//! (`providers::installer::edge_owners`), and is worked only under its fencing Lease
+//! (`<lease>-edge-<edge>`), taken with the leader election's rules. [`Shards`] says which
+//! edges this replica may write to now: those whose Lease it renewed within the renew
+//! deadline, which ends before the Lease can expire, so a replica frozen past it writes
+//! nothing once it runs again. Without `--shard-edges` the leader writes to every edge, as
+//! before.
+
+mod membership;
+
+use std::{
+    collections::{BTreeSet, HashMap},
+    sync::{Arc, Mutex, PoisonError},
+    time::Duration,
+};
+
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::{Api, Client, ResourceExt, api::ListParams};
+use providers::{
+    api::Edge,
+    installer::edge_owners::{EdgeStep, edge_lease, edge_step, member_lease, member_of_lease},
+};
+use tokio::{sync::watch, time::Instant};
+
+use super::{
+    lease::{Elector, LeaseConfig},
+    metrics::Metrics,
+    term::Task,
+};
+
+/// The leases of sharding: the leader Lease's settings, whose name is the base of the
+/// membership and edge Leases.
+#[derive(Clone, Debug)]
+pub struct ShardConfig {
+    pub leader: LeaseConfig,
+}
+
+impl ShardConfig {
+    fn lease(&self, name: String) -> LeaseConfig {
+        LeaseConfig {
+            name,
+            ..self.leader.clone()
+        }
+    }
+
+    /// This replica's name among the members (its identity as an object name part).
+    fn me(&self) -> String {
+        let lease = member_lease(&self.leader.name, &self.leader.identity);
+        member_of_lease(&self.leader.name, &lease)
+            .unwrap_or_default()
+            .to_owned()
+    }
+}
+
+/// Which edges this replica may write to.
+pub struct Shards {
+    config: Option<ShardConfig>,
+    /// Edges whose fencing Lease this replica holds, and when it last renewed each.
+    held: Mutex<HashMap<String, Instant>>,
+    /// The Edges that exist, once listed: a Workspace of an edge that does not is the hub
+    /// leader's to answer (there is no edge Lease to hold).
+    existing: Mutex<Option<BTreeSet<String>>>,
+    /// When this replica last renewed the leader Lease, while it leads.
+    leading: Mutex<Option<Instant>>,
+    changed: watch::Sender<u64>,
+}
+
+impl Shards {
+    /// One leader for every edge (no sharding): every edge may be written while leading.
+    pub fn single() -> Self {
+        Self {
+            config: None,
+            held: Mutex::default(),
+            existing: Mutex::default(),
+            leading: Mutex::default(),
+            changed: watch::Sender::new(0),
+        }
+    }
+
+    /// Edges shared out with `config`'s Leases.
+    pub fn sharded(config: ShardConfig) -> Self {
+        Self {
+            config: Some(config),
+            ..Self::single()
+        }
+    }
+
+    pub fn config(&self) -> Option<&ShardConfig> {
+        self.config.as_ref()
+    }
+
+    pub fn is_sharded(&self) -> bool {
+        self.config.is_some()
+    }
+
+    /// Whether this replica may write to `edge` (or to the status of a Workspace of it)
+    /// now: always without sharding; with it, while it renewed the edge's Lease within the
+    /// renew deadline.
+    /// A Workspace of an edge that does not exist is written by the hub leader.
+    pub fn may_write(&self, edge: &str) -> bool {
+        let Some(config) = &self.config else {
+            return true;
+        };
+        let deadline = config.leader.renew_deadline;
+        if self
+            .lock()
+            .get(edge)
+            .is_some_and(|renewed| renewed.elapsed() < deadline)
+        {
+            return true;
+        }
+        let missing = self
+            .existing
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .is_some_and(|existing| !existing.contains(edge));
+        missing
+            && self
+                .leading
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .is_some_and(|renewed| renewed.elapsed() < deadline)
+    }
+
+    /// This replica renewed the leader Lease at `at` (`None`: it no longer leads).
+    pub fn set_leading(&self, at: Option<Instant>) {
+        *self.leading.lock().unwrap_or_else(PoisonError::into_inner) = at;
+    }
+
+    /// The edges this replica may write to now (every edge without sharding: `None`).
+    pub fn held(&self) -> Option<BTreeSet<String>> {
+        let deadline = self.config.as_ref()?.leader.renew_deadline;
+        Some(
+            self.lock()
+                .iter()
+                .filter(|(_, renewed)| renewed.elapsed() < deadline)
+                .map(|(edge, _)| edge.clone())
+                .collect(),
+        )
+    }
+
+    /// Tells when the edges held change.
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.changed.subscribe()
+    }
+
+    fn renewed(&self, edge: &str, at: Instant) {
+        let new = self.lock().insert(edge.to_owned(), at).is_none();
+        if new {
+            self.changed.send_modify(|n| *n += 1);
+        }
+    }
+
+    fn dropped(&self, edge: &str) {
+        if self.lock().remove(edge).is_some() {
+            self.changed.send_modify(|n| *n += 1);
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Instant>> {
+        // Nothing panics while holding the lock, so a poisoned map is still whole.
+        self.held.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Keeps this replica's membership Lease, and takes and gives back edges' Leases as the
+/// membership says, until the process ends.
+pub async fn run(hub: Client, shards: Arc<Shards>, metrics: Arc<Metrics>) {
+    let Some(config) = shards.config().cloned() else {
+        return;
+    };
+    let me = config.me();
+    let base = config.leader.name.clone();
+    let _membership = Task::spawn(keep_membership(
+        hub.clone(),
+        config.lease(member_lease(&base, &config.leader.identity)),
+    ));
+    let leases: Api<Lease> = Api::namespaced(hub.clone(), &config.leader.namespace);
+    let edges: Api<Edge> = Api::all(hub.clone());
+    let mut members = membership::Members::default();
+    let mut fences: HashMap<String, Task> = HashMap::new();
+    tracing::info!(member = %me, "sharing edges with the other installer replicas");
+    loop {
+        tokio::time::sleep(config.leader.retry_period).await;
+        let all = ListParams::default();
+        let (listed_leases, listed_edges) =
+            match tokio::try_join!(leases.list(&all), edges.list_metadata(&all),) {
+                Ok(listed) => listed,
+                Err(error) => {
+                    tracing::warn!(%error, "cannot list the installer's Leases or the Edges");
+                    continue;
+                }
+            };
+        let live = members.observe(&base, &listed_leases.items, Instant::now());
+        let names: BTreeSet<String> = listed_edges.items.iter().map(|e| e.name_any()).collect();
+        *shards
+            .existing
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(names.clone());
+        // A fence whose Lease was lost ends; the edge may be taken again below.
+        fences.retain(|_, task| !task.is_finished());
+        let gone: Vec<String> = fences
+            .keys()
+            .filter(|edge| !names.contains(*edge))
+            .cloned()
+            .collect();
+        for edge in gone {
+            give_back(&hub, &config, &shards, &mut fences, &edge).await;
+        }
+        for edge in &names {
+            match edge_step(edge, &me, &live, fences.contains_key(edge)) {
+                EdgeStep::Acquire => {
+                    tracing::info!(%edge, members = live.len(), "the edge is this replica's: taking its Lease");
+                    fences.insert(
+                        edge.clone(),
+                        Task::spawn(fence(
+                            hub.clone(),
+                            config.lease(edge_lease(&base, edge)),
+                            shards.clone(),
+                            edge.clone(),
+                        )),
+                    );
+                }
+                EdgeStep::Release => {
+                    tracing::info!(%edge, members = live.len(), "the edge is another replica's now: giving its Lease back");
+                    give_back(&hub, &config, &shards, &mut fences, edge).await;
+                }
+                EdgeStep::Keep | EdgeStep::Leave => {}
+            }
+        }
+        metrics
+            .edges_held
+            .set(shards.held().map_or(0, |held| held.len()) as i64);
+        metrics.installer_members.set(live.len() as i64);
+    }
+}
+
+/// Stops working `edge` (its writes are fenced from this moment), then releases its Lease
+/// so the new owner takes it at once.
+async fn give_back(
+    hub: &Client,
+    config: &ShardConfig,
+    shards: &Shards,
+    fences: &mut HashMap<String, Task>,
+    edge: &str,
+) {
+    fences.remove(edge);
+    shards.dropped(edge);
+    Elector::new(
+        hub.clone(),
+        config.lease(edge_lease(&config.leader.name, edge)),
+    )
+    .release()
+    .await;
+}
+
+/// Takes the edge's Lease (once free, released or expired), then holds it, telling
+/// `shards` of every renewal, until it is lost.
+async fn fence(hub: Client, lease: LeaseConfig, shards: Arc<Shards>, edge: String) {
+    let mut elector = Elector::new(hub, lease);
+    elector.acquire().await;
+    shards.renewed(&edge, Instant::now());
+    tracing::info!(%edge, "holding the edge's Lease: working it");
+    elector.hold_reporting(|at| shards.renewed(&edge, at)).await;
+    shards.dropped(&edge);
+    tracing::warn!(%edge, "lost the edge's Lease: no longer working it");
+}
+
+/// Holds this replica's membership Lease for as long as the process runs: taken again
+/// whenever a renewal fails past the renew deadline.
+async fn keep_membership(hub: Client, lease: LeaseConfig) {
+    let mut elector = Elector::new(hub, lease);
+    loop {
+        elector.acquire().await;
+        elector.hold().await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Gives back every edge Lease this replica holds and its membership, so that the others
+/// take its edges at once (a rolling restart), instead of after the Leases expire.
+pub async fn leave(hub: &Client, shards: &Shards) {
+    let Some(config) = shards.config() else {
+        return;
+    };
+    let held: Vec<String> = shards.lock().keys().cloned().collect();
+    for edge in held {
+        shards.dropped(&edge);
+        Elector::new(
+            hub.clone(),
+            config.lease(edge_lease(&config.leader.name, &edge)),
+        )
+        .release()
+        .await;
+    }
+    Elector::new(
+        hub.clone(),
+        config.lease(member_lease(&config.leader.name, &config.leader.identity)),
+    )
+    .release()
+    .await;
+}
+
+/// The hub leader's watch over the edges' owners: every retry period, how many Edges have
+/// no replica holding their fencing Lease, as `providers_installer_edges_without_owner`
+/// (the `ProvidersEdgeWithoutInstaller` alert fires on it).
+pub async fn count_edges_without_owner(hub: Client, config: ShardConfig, metrics: Arc<Metrics>) {
+    let leases: Api<Lease> = Api::namespaced(hub.clone(), &config.leader.namespace);
+    let edges: Api<Edge> = Api::all(hub);
+    let mut owners = membership::Owners::default();
+    loop {
+        let all = ListParams::default();
+        match tokio::try_join!(leases.list(&all), edges.list_metadata(&all)) {
+            Ok((listed_leases, listed_edges)) => {
+                let names: Vec<String> = listed_edges.items.iter().map(|e| e.name_any()).collect();
+                let by_edge: HashMap<String, Lease> = names
+                    .iter()
+                    .filter_map(|edge| {
+                        let name = edge_lease(&config.leader.name, edge);
+                        listed_leases
+                            .items
+                            .iter()
+                            .find(|lease| lease.name_any() == name)
+                            .map(|lease| (edge.clone(), lease.clone()))
+                    })
+                    .collect();
+                let without = owners.without_owner(&names, &by_edge, Instant::now());
+                metrics.edges_without_owner.set(without as i64);
+            }
+            Err(error) => tracing::warn!(%error, "cannot list the Edges' Leases"),
+        }
+        tokio::time::sleep(config.leader.retry_period).await;
+    }
+}
