@@ -59,7 +59,7 @@ pub fn edge_json(name: &str, ready: bool) -> Value {
             "workspaceUUID": "0b6f0f4e-7c1a-4d55-9d1e-3b8f6f1d2a10",
             "kubeconfigSecretRef": { "namespace": "providers-edges", "name": format!("{name}-kubeconfig") }
         },
-        "status": { "ready": ready, "server": "https://10.0.0.7:6443" }
+        "status": { "ready": ready, "server": "https://10.0.0.7:6443", "installer": "installer-7" }
     })
 }
 

@@ -18,11 +18,12 @@ use k8s_openapi::api::coordination::v1::Lease;
 use kube::{Api, Client};
 use providers::installer::edge_owners::{edge_lease, owner_of};
 use testbed::{
+    User,
     installer::{
         self, CLUSTER, ControllerOptions, ControllerProcess, EDGE_WORKSPACE, Environment, Options,
         PlanSpec, SYSTEM, eventually, has_condition, status_of, wait_workspace,
     },
-    platform,
+    platform, plugin,
 };
 use tokio::sync::Mutex;
 
@@ -91,6 +92,29 @@ async fn held_as_hashed(hub: &Client, lease: &str, members: &[String]) -> anyhow
     .await
 }
 
+/// `kubectl provider edges` (the platform's view) names each edge's installer as `owner`
+/// says.
+async fn edges_view_names(env: &Environment, owner: impl Fn(&str) -> String) -> anyhow::Result<()> {
+    let admin = env.hub.kubeconfig(User::PlatformAdmin);
+    eventually(
+        "kubectl provider edges to name the owners",
+        WAIT,
+        || async {
+            let out = plugin::run(admin, &["edges"])?;
+            let out = out.ok()?;
+            let right = std::iter::once(installer::EDGE).chain(EDGES).all(|edge| {
+                out.lines().any(|line| {
+                    let words: Vec<&str> = line.split_whitespace().collect();
+                    words.first() == Some(&edge)
+                        && words.get(4).copied() == Some(owner(edge).as_str())
+                })
+            });
+            Ok(right.then_some(()))
+        },
+    )
+    .await
+}
+
 fn hello_on(case: &str, name: &str, edge: &str) -> PlanSpec {
     PlanSpec {
         edge: edge.into(),
@@ -151,6 +175,11 @@ async fn edges_are_shared_over_replicas_and_a_dead_replicas_edges_are_taken_over
         mine("replica-2")
     );
 
+    edges_view_names(env, |edge| {
+        owner_of(edge, &members).unwrap_or_default().to_owned()
+    })
+    .await?;
+
     // One Workspace per edge, each installed by its edge's owner.
     for edge in EDGES {
         let spec = hello_on(case, edge, edge);
@@ -192,6 +221,7 @@ async fn edges_are_shared_over_replicas_and_a_dead_replicas_edges_are_taken_over
         takeover <= Duration::from_secs(20),
         "took over after {takeover:?}"
     );
+    edges_view_names(env, |_| "replica-2".to_owned()).await?;
     let moved = mine("replica-1")[0];
     let spec = hello_on(case, &format!("{moved}-after"), moved);
     env.create_workspace(&hub, &spec, env.plan(&spec, 1, ""))

@@ -1,4 +1,5 @@
-//! `kubectl provider edges`: each edge and whether you may install onto it.
+//! `kubectl provider edges`: each edge, whether you may install onto it, and which
+//! installer replica works it.
 
 use kube::{Resource, ResourceExt};
 use providers::api::Edge;
@@ -20,6 +21,7 @@ pub fn edge_list(edges: &[(Fetched<Edge>, Access)]) -> Rendered {
         col("CLUSTER"),
         col("READY"),
         col("INSTALL"),
+        col("INSTALLER"),
         wide("WORKSPACE UUID"),
         wide("SERVER"),
     ]);
@@ -30,6 +32,7 @@ pub fn edge_list(edges: &[(Fetched<Edge>, Access)]) -> Rendered {
             edge.spec.cluster_id.clone(),
             status.ready.to_string(),
             access.word().to_owned(),
+            status.installer.clone().unwrap_or_else(|| "-".to_owned()),
             edge.spec.workspace_uuid.clone(),
             status.server.unwrap_or_else(|| "-".to_owned()),
         ]);
@@ -90,10 +93,10 @@ mod tests {
         assert_eq!(
             rendered.table,
             "\
-NAME     CLUSTER          READY   INSTALL
-edge-1   cluster-edge-1   true    yes
-edge-2   cluster-edge-2   false   no
-edge-3   cluster-edge-3   true    unknown
+NAME     CLUSTER          READY   INSTALL   INSTALLER
+edge-1   cluster-edge-1   true    yes       installer-7
+edge-2   cluster-edge-2   false   no        installer-7
+edge-3   cluster-edge-3   true    unknown   installer-7
 "
         );
         assert!(rendered.wide.contains("https://10.0.0.7:6443"));

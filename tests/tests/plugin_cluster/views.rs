@@ -69,7 +69,7 @@ fn edges_show_each_user_s_own_install_permission() -> anyhow::Result<()> {
     let one = plugin::run(plane.kubeconfig(User::Bob), &["edges", "edge-2"])?;
     assert_eq!(
         one.ok()?,
-        "NAME     CLUSTER          READY   INSTALL\nedge-2   cluster-edge-2   true    yes\n"
+        "NAME     CLUSTER          READY   INSTALL   INSTALLER\nedge-2   cluster-edge-2   true    yes       -\n"
     );
     Ok(())
 }

@@ -35,6 +35,8 @@ pub struct Context {
     pub recorder: Recorder,
     /// Which edges this replica may write to (every edge, without `--shard-edges`).
     pub shards: Arc<Shards>,
+    /// This replica's name (in its Leases, Events and the Edges' status).
+    pub identity: String,
     /// Consecutive backoffs per Workspace (`namespace/name`).
     backoff: Mutex<HashMap<String, u32>>,
     /// The resourceVersion of each Workspace as the installer's last write of it left it,
@@ -62,7 +64,7 @@ impl Context {
             hub.clone(),
             Reporter {
                 controller: "providers-installer".into(),
-                instance: Some(identity),
+                instance: Some(identity.clone()),
             },
         );
         let edges = Edges::default();
@@ -77,6 +79,7 @@ impl Context {
             endpoint,
             recorder,
             shards: Arc::new(shards),
+            identity,
             backoff: Mutex::new(HashMap::new()),
             written: Mutex::new(HashMap::new()),
         }

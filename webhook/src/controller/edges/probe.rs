@@ -259,6 +259,11 @@ async fn probe(client: &Client, spec: &EdgeSpec, server: &str) -> EdgeState {
 }
 
 async fn write_status(ctx: &Context, name: &str, state: &EdgeState, since: Timestamp) {
+    // Fenced like every write for an edge: a replica that lost the edge's Lease (or was
+    // paused past its renew deadline) does not overwrite the new owner's status.
+    if !ctx.shards.may_write(name) {
+        return;
+    }
     let (ready, reason, message, server) = match state {
         EdgeState::Ready(route) => (
             true,
@@ -273,6 +278,7 @@ async fn write_status(ctx: &Context, name: &str, state: &EdgeState, since: Times
     let mut status = json!({
         "ready": ready,
         "lastProbeTime": Time(Timestamp::now()),
+        "installer": ctx.identity,
         "conditions": [{
             "type": "Ready",
             "status": if ready { "True" } else { "False" },
