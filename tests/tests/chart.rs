@@ -1237,3 +1237,62 @@ fn the_api_server_takes_the_chart() {
         "{names}"
     );
 }
+
+/// `controller.shardEdges` renders what the shard-edges component does: `--shard-edges`
+/// and a PodDisruptionBudget of one for the installer (replicas are the chart's value).
+#[test]
+fn shard_edges_matches_the_component() {
+    let root = binaries::workspace_root().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let status = Command::new("cp")
+        .arg("-r")
+        .arg(root.join("manifests"))
+        .arg(dir.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let overlay = dir.path().join("sharded");
+    std::fs::create_dir_all(&overlay).unwrap();
+    std::fs::write(
+        overlay.join("kustomization.yaml"),
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ../manifests\ncomponents:\n  - ../manifests/components/shard-edges\n",
+    )
+    .unwrap();
+    let kustomized = documents(&kustomize(&overlay));
+    let helm = Helm::new();
+    let chart = documents(&helm.template(
+        "providers-system",
+        &[
+            "--set",
+            "webhook.allowUnauthenticatedCallers=true",
+            "--set",
+            "controller.shardEdges=true",
+            "--set",
+            "controller.replicas=3",
+        ],
+    ));
+    let (expected, actual) = (
+        find(&kustomized, "Deployment", "providers-controller"),
+        find(&chart, "Deployment", "providers-controller"),
+    );
+    assert_eq!(args(expected), args(actual));
+    assert!(args(actual).contains(&"--shard-edges".to_owned()));
+    assert_eq!(expected["spec"]["replicas"], actual["spec"]["replicas"]);
+    let (expected, actual) = (
+        find(&kustomized, "PodDisruptionBudget", "providers-controller"),
+        find(&chart, "PodDisruptionBudget", "providers-controller"),
+    );
+    assert_eq!(
+        expected["spec"]["maxUnavailable"],
+        actual["spec"]["maxUnavailable"]
+    );
+    let default = documents(&helm.template(
+        "providers-system",
+        &["--set", "webhook.allowUnauthenticatedCallers=true"],
+    ));
+    assert!(!has(
+        &default,
+        "PodDisruptionBudget",
+        "providers-controller"
+    ));
+}

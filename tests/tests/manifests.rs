@@ -368,6 +368,61 @@ rm sealing.pem"#,
     assert_eq!(secret, "kubernetes.io/tls");
 }
 
+/// The shard-edges component runs three installer replicas with `--shard-edges` and a
+/// PodDisruptionBudget of one, and the API server accepts it; the shipped alert reads the
+/// metric the installer exports for edges without an owner.
+#[test]
+fn the_shard_edges_component_runs_three_sharing_replicas() {
+    let (_dir, root) = checkout();
+    let overlay = root.join("sharded");
+    std::fs::create_dir_all(&overlay).unwrap();
+    std::fs::write(
+        overlay.join("kustomization.yaml"),
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ../manifests/controller\ncomponents:\n  - ../manifests/components/shard-edges\n",
+    )
+    .unwrap();
+    let rendered = render(&overlay);
+    let docs: Vec<serde_json::Value> = serde_norway::Deserializer::from_str(&rendered)
+        .map(|doc| serde::Deserialize::deserialize(doc).unwrap())
+        .collect();
+    let deployment = docs
+        .iter()
+        .find(|d| d["kind"] == "Deployment")
+        .expect("the Deployment");
+    assert_eq!(deployment["spec"]["replicas"], 3, "{deployment}");
+    let args = &deployment["spec"]["template"]["spec"]["containers"][0]["args"];
+    assert!(
+        args.as_array()
+            .is_some_and(|a| a.iter().any(|x| x == "--shard-edges")),
+        "{args}"
+    );
+    let budget = docs
+        .iter()
+        .find(|d| d["kind"] == "PodDisruptionBudget")
+        .expect("the PodDisruptionBudget");
+    assert_eq!(budget["spec"]["maxUnavailable"], 1);
+    let plane = supervised::shared(Path::new(env!("CARGO_BIN_EXE_providers-controlplane")));
+    let admin = plane.kubeconfig(User::Admin);
+    sh(
+        &root,
+        admin,
+        "kubectl apply --server-side -k manifests/namespace",
+    );
+    let out = sh(
+        &root,
+        admin,
+        "kubectl apply --server-side --dry-run=server -f manifests/components/shard-edges/pdb.yaml",
+    );
+    assert!(
+        out.contains("poddisruptionbudget.policy/providers-controller serverside-applied"),
+        "{out}"
+    );
+    let rule =
+        std::fs::read_to_string(root.join("manifests/monitoring/prometheusrule.yaml")).unwrap();
+    // The name installer_sharding scrapes from a running replica.
+    assert!(rule.contains("max(providers_installer_edges_without_owner) > 0"));
+}
+
 /// The webhook answers only the API server's client certificate by default; the component
 /// for clusters whose API server cannot present one switches that off explicitly, and the
 /// NetworkPolicy component admits only the API server's addresses to the webhook's port.
