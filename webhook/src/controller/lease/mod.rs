@@ -21,7 +21,8 @@ use k8s_openapi::{
 use kube::{Api, Client, api::PostParams};
 use tokio::time::{Instant, sleep, timeout};
 
-use self::decide::{Attempt, Decision, Loss, Observation, Renewal};
+pub use self::decide::Observation;
+use self::decide::{Attempt, Decision, Loss, Renewal};
 
 #[derive(Clone, Debug)]
 pub struct LeaseConfig {
@@ -42,10 +43,21 @@ pub struct Elector {
 
 impl Elector {
     pub fn new(client: Client, config: LeaseConfig) -> Self {
+        Self::with_observed(client, config, None)
+    }
+
+    /// An elector that has already watched the Lease: `observed` says since when (on this
+    /// replica's clock) it has looked as it does, so an expired Lease is taken at once
+    /// rather than after a further lease duration of watching it.
+    pub fn with_observed(
+        client: Client,
+        config: LeaseConfig,
+        observed: Option<Observation>,
+    ) -> Self {
         Self {
             api: Api::namespaced(client, &config.namespace),
             config,
-            observed: None,
+            observed,
         }
     }
 

@@ -26,7 +26,7 @@ use providers::{
 use tokio::{sync::watch, time::Instant};
 
 use super::{
-    lease::{Elector, LeaseConfig},
+    lease::{Elector, LeaseConfig, Observation},
     metrics::Metrics,
     term::Task,
 };
@@ -183,6 +183,10 @@ pub async fn run(hub: Client, shards: Arc<Shards>, metrics: Arc<Metrics>) {
     let edges: Api<Edge> = Api::all(hub.clone());
     let mut members = membership::Members::default();
     let mut fences: HashMap<String, Task> = HashMap::new();
+    // Each edge's Lease as last listed, and since when it looked so: an edge taken over
+    // from a replica that died is taken as soon as its Lease has expired as seen here,
+    // not after a further lease duration of watching it.
+    let mut edge_leases: HashMap<String, Observation> = HashMap::new();
     tracing::info!(member = %me, "sharing edges with the other installer replicas");
     loop {
         tokio::time::sleep(config.leader.retry_period).await;
@@ -195,7 +199,27 @@ pub async fn run(hub: Client, shards: Arc<Shards>, metrics: Arc<Metrics>) {
                     continue;
                 }
             };
-        let live = members.observe(&base, &listed_leases.items, Instant::now());
+        let now = Instant::now();
+        let live = members.observe(&base, &listed_leases.items, now);
+        edge_leases = listed_leases
+            .items
+            .iter()
+            .map(|lease| {
+                let spec = lease.spec.clone().unwrap_or_default();
+                let holder = spec.holder_identity.unwrap_or_default();
+                let name = lease.name_any();
+                let since = edge_leases
+                    .get(&name)
+                    .filter(|seen| seen.holder == holder && seen.renew_time == spec.renew_time)
+                    .map_or(now, |seen| seen.since);
+                let seen = Observation {
+                    holder,
+                    renew_time: spec.renew_time,
+                    since,
+                };
+                (name, seen)
+            })
+            .collect();
         let names: BTreeSet<String> = listed_edges.items.iter().map(|e| e.name_any()).collect();
         *shards
             .existing
@@ -218,8 +242,11 @@ pub async fn run(hub: Client, shards: Arc<Shards>, metrics: Arc<Metrics>) {
                     fences.insert(
                         edge.clone(),
                         Task::spawn(fence(
-                            hub.clone(),
-                            config.lease(edge_lease(&base, edge)),
+                            Elector::with_observed(
+                                hub.clone(),
+                                config.lease(edge_lease(&base, edge)),
+                                edge_leases.get(&edge_lease(&base, edge)).cloned(),
+                            ),
                             shards.clone(),
                             edge.clone(),
                         )),
@@ -260,8 +287,7 @@ async fn give_back(
 
 /// Takes the edge's Lease (once free, released or expired), then holds it, telling
 /// `shards` of every renewal, until it is lost.
-async fn fence(hub: Client, lease: LeaseConfig, shards: Arc<Shards>, edge: String) {
-    let mut elector = Elector::new(hub, lease);
+async fn fence(mut elector: Elector, shards: Arc<Shards>, edge: String) {
     elector.acquire().await;
     shards.renewed(&edge, Instant::now());
     tracing::info!(%edge, "holding the edge's Lease: working it");
