@@ -34,6 +34,9 @@ pub(super) const UNREADABLE_MANAGER: &str = "(managed fields the installer canno
 const READ_ANNOTATIONS: [&str; 2] = ["providers.platform.dev/", "meta.helm.sh/"];
 /// The longest annotation value kept; the installer's and Helm's are short.
 const MAX_ANNOTATION_BYTES: usize = 1024;
+/// The longest `fieldsV1` of one managed-fields entry that is decoded. A trace keeps at
+/// most 8 field paths per write; a ConfigMap of 5,000 keys owns about 100 KB of them.
+const MAX_FIELDS_V1_BYTES: usize = 256 * 1024;
 
 /// One page of a list: its items, decoded and trimmed, those that could not be decoded
 /// at all counted, and the list's metadata (continue token and version).
@@ -140,7 +143,7 @@ where
     let mut meta: ObjectMeta = serde_json::from_str(&rest).ok()?;
     meta.annotations = annotations;
     meta.managed_fields = managed_fields.and_then(|raw| {
-        serde_json::from_str::<Option<Vec<ManagedFieldsEntry>>>(raw.get()).unwrap_or_else(|_| {
+        read_managed_fields(raw).unwrap_or_else(|| {
             Some(vec![ManagedFieldsEntry {
                 manager: Some(UNREADABLE_MANAGER.to_owned()),
                 operation: Some("Update".to_owned()),
@@ -149,6 +152,30 @@ where
         })
     });
     Some(meta.into_response_partial::<K>())
+}
+
+/// The managed fields, each entry decoded alone; an entry's `fieldsV1` longer than
+/// [`MAX_FIELDS_V1_BYTES`] is left out (the write is still there, by its manager and time,
+/// without the fields it owns), so a writer cannot make every event of its object cost a
+/// decode of a megabyte of field names. `None` when an entry cannot be decoded.
+fn read_managed_fields(raw: &RawValue) -> Option<Option<Vec<ManagedFieldsEntry>>> {
+    let entries: Option<Vec<BTreeMap<Cow<'_, str>, &RawValue>>> =
+        serde_json::from_str(raw.get()).ok()?;
+    let Some(entries) = entries else {
+        return Some(None);
+    };
+    let mut decoded = Vec::with_capacity(entries.len());
+    for mut entry in entries {
+        if entry
+            .get("fieldsV1")
+            .is_some_and(|fields| fields.get().len() > MAX_FIELDS_V1_BYTES)
+        {
+            entry.remove("fieldsV1");
+        }
+        let text = serde_json::to_string(&entry).ok()?;
+        decoded.push(serde_json::from_str::<ManagedFieldsEntry>(&text).ok()?);
+    }
+    Some(Some(decoded))
 }
 
 #[derive(Deserialize)]
@@ -234,6 +261,27 @@ mod tests {
         assert_eq!(
             page.items[1].metadata.resource_version.as_deref(),
             Some("5")
+        );
+    }
+
+    #[test]
+    fn a_huge_fields_entry_keeps_its_write_without_its_fields() {
+        let keys: Vec<String> = (0..30_000).map(|i| format!("\"f:k{i}\":{{}}")).collect();
+        let huge = format!("{{\"f:data\":{{{}}}}}", keys.join(","));
+        assert!(huge.len() > MAX_FIELDS_V1_BYTES);
+        let decoded = object::<ConfigMap>(&item("a", &huge)).expect("decoded");
+        let entries = decoded.metadata.managed_fields.expect("managed fields");
+        assert_eq!(entries.len(), 1);
+        assert_eq!(entries[0].manager.as_deref(), Some("kubectl-edit"));
+        assert_eq!(entries[0].operation.as_deref(), Some("Update"));
+        assert!(entries[0].fields_v1.is_none());
+        // A small one keeps its fields.
+        let small =
+            object::<ConfigMap>(&item("b", r#"{"f:data":{"f:greeting":{}}}"#)).expect("decoded");
+        assert!(
+            small.metadata.managed_fields.expect("managed fields")[0]
+                .fields_v1
+                .is_some()
         );
     }
 
