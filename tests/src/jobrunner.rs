@@ -215,6 +215,9 @@ async fn watch(inner: Arc<Inner>) {
     }
 }
 
+/// The longest a request of a run may take before it is tried again.
+const REQUEST: Duration = Duration::from_secs(15);
+
 /// How often the runner lists the Jobs besides watching them.
 const RESYNC: Duration = Duration::from_secs(3);
 
@@ -285,16 +288,41 @@ async fn run_job(inner: &Arc<Inner>, job: Job) -> anyhow::Result<()> {
     let namespace = job.namespace().unwrap_or_default();
     let name = job.name_any();
     let uid = job.uid().unwrap_or_default();
-    let jobs: Api<Job> = Api::namespaced(inner.admin.clone(), &namespace);
+    // A client of its own per run, with every request bounded: two CI runs left a Job
+    // without a run record for minutes, once before its start time was written and once
+    // after, with no error: a request of the shared client that never came back. One
+    // stuck connection now costs one run a retry, not every later run.
+    let admin = inner
+        .edge
+        .client(User::Admin)
+        .await
+        .context("a client for the run")?;
+    let jobs: Api<Job> = Api::namespaced(admin.clone(), &namespace);
     let started_at = Timestamp::now();
     let started = Instant::now();
-    jobs.patch_status(
-        &name,
-        &PatchParams::default(),
-        &Patch::Merge(json!({"status": {"startTime": Time(started_at), "active": 1}})),
-    )
-    .await
-    .context("setting startTime")?;
+    let start = Patch::Merge(json!({"status": {"startTime": Time(started_at), "active": 1}}));
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        match tokio::time::timeout(
+            REQUEST,
+            jobs.patch_status(&name, &PatchParams::default(), &start),
+        )
+        .await
+        {
+            Ok(Ok(_)) => break,
+            Ok(Err(error)) if tries >= 3 => return Err(error).context("setting startTime"),
+            Err(_) if tries >= 3 => {
+                bail!("setting startTime: no answer in {REQUEST:?}, {tries} times")
+            }
+            Ok(Err(error)) => {
+                eprintln!("jobrunner: Job {namespace}/{name}: setting startTime: {error}; again")
+            }
+            Err(_) => eprintln!(
+                "jobrunner: Job {namespace}/{name}: setting startTime: no answer in {REQUEST:?}; again"
+            ),
+        }
+    }
     let spec = job.spec.clone().context("the Job has no spec")?;
     let deadline = spec
         .active_deadline_seconds
@@ -476,7 +504,7 @@ async fn prepare(
         );
     }
     // The ServiceAccount's token, as the kubelet would project it.
-    let accounts: Api<ServiceAccount> = Api::namespaced(inner.admin.clone(), namespace);
+    let accounts: Api<ServiceAccount> = Api::namespaced(jobs.clone().into_client(), namespace);
     let request = TokenRequest {
         spec: Some(TokenRequestSpec {
             expiration_seconds: Some(3600),
@@ -485,10 +513,17 @@ async fn prepare(
         ..Default::default()
     };
     let token = loop {
-        match accounts
-            .create_token_request(account, &PostParams::default(), &request)
-            .await
-        {
+        let answer = tokio::time::timeout(
+            REQUEST,
+            accounts.create_token_request(account, &PostParams::default(), &request),
+        )
+        .await
+        .unwrap_or_else(|_| {
+            Err(kube::Error::Service(
+                format!("no answer in {REQUEST:?}").into(),
+            ))
+        });
+        match answer {
             Ok(answer) => break answer.status.and_then(|s| s.token).unwrap_or_default(),
             Err(error) => {
                 if !still_there(jobs, name, uid).await {
@@ -533,7 +568,7 @@ async fn prepare(
         std::fs::create_dir_all(&target)?;
         if let Some(source) = &volume.secret {
             let secret_name = source.secret_name.clone().unwrap_or_default();
-            let secrets: Api<Secret> = Api::namespaced(inner.admin.clone(), namespace);
+            let secrets: Api<Secret> = Api::namespaced(jobs.clone().into_client(), namespace);
             let secret = loop {
                 match secrets.get_opt(&secret_name).await? {
                     Some(secret) => break secret,
