@@ -99,8 +99,9 @@ pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
 }
 
 /// With `--shard-edges`, every replica runs a term, and the leader Lease only elects who
-/// runs the hub-wide duties (the PlanValues sweep, and the Workspaces of edges that do
-/// not exist).
+/// runs the hub-wide duties (the PlanValues sweep, the Workspaces of edges that do not
+/// exist, and the count of edges without an owner, which `shards::run` takes while this
+/// replica leads).
 async fn lead_hub_duties(
     ctx: Arc<Context>,
     store: reflector::Store<Workspace>,
@@ -113,21 +114,9 @@ async fn lead_hub_duties(
         ctx.metrics.leader.set(1);
         ctx.shards.set_leading(Some(tokio::time::Instant::now()));
         let shards = ctx.shards.clone();
-        let config = ctx.shards.config().cloned();
-        let count = async {
-            if let Some(config) = config {
-                super::shards::count_edges_without_owner(
-                    ctx.hub.clone(),
-                    config,
-                    ctx.metrics.clone(),
-                )
-                .await;
-            }
-        };
         tokio::select! {
             () = elector.hold_reporting(|at| shards.set_leading(Some(at))) => {}
             () = values_sweep::run(ctx.clone(), store.clone()) => {}
-            () = count => {}
         }
         ctx.shards.set_leading(None);
         ctx.metrics.leader.set(0);

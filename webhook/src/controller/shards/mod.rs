@@ -126,6 +126,17 @@ impl Shards {
                 .is_some_and(|renewed| renewed.elapsed() < deadline)
     }
 
+    /// Whether this replica leads the hub-wide duties now (renewed within the deadline).
+    fn leads(&self) -> bool {
+        let Some(config) = &self.config else {
+            return false;
+        };
+        self.leading
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some_and(|renewed| renewed.elapsed() < config.leader.renew_deadline)
+    }
+
     /// This replica renewed the leader Lease at `at` (`None`: it no longer leads).
     pub fn set_leading(&self, at: Option<Instant>) {
         *self.leading.lock().unwrap_or_else(PoisonError::into_inner) = at;
@@ -182,6 +193,7 @@ pub async fn run(hub: Client, shards: Arc<Shards>, metrics: Arc<Metrics>) {
     let leases: Api<Lease> = Api::namespaced(hub.clone(), &config.leader.namespace);
     let edges: Api<Edge> = Api::all(hub.clone());
     let mut members = membership::Members::default();
+    let mut owners = membership::Owners::default();
     let mut fences: HashMap<String, Task> = HashMap::new();
     // Each edge's Lease as last listed, and since when it looked so: an edge taken over
     // from a replica that died is taken as soon as its Lease has expired as seen here,
@@ -263,6 +275,24 @@ pub async fn run(hub: Client, shards: Arc<Shards>, metrics: Arc<Metrics>) {
             .edges_held
             .set(shards.held().map_or(0, |held| held.len()) as i64);
         metrics.installer_members.set(live.len() as i64);
+        // The hub leader counts the Edges no replica holds the Lease of, from this same
+        // listing (the ProvidersEdgeWithoutInstaller alert fires on it).
+        if shards.leads() {
+            let names: Vec<String> = names.into_iter().collect();
+            let by_edge: HashMap<String, Lease> = names
+                .iter()
+                .filter_map(|edge| {
+                    let name = edge_lease(&base, edge);
+                    listed_leases
+                        .items
+                        .iter()
+                        .find(|lease| lease.name_any() == name)
+                        .map(|lease| (edge.clone(), lease.clone()))
+                })
+                .collect();
+            let without = owners.without_owner(&names, &by_edge, now);
+            metrics.edges_without_owner.set(without as i64);
+        }
     }
 }
 
@@ -329,36 +359,4 @@ pub async fn leave(hub: &Client, shards: &Shards) {
     )
     .release()
     .await;
-}
-
-/// The hub leader's watch over the edges' owners: every retry period, how many Edges have
-/// no replica holding their fencing Lease, as `providers_installer_edges_without_owner`
-/// (the `ProvidersEdgeWithoutInstaller` alert fires on it).
-pub async fn count_edges_without_owner(hub: Client, config: ShardConfig, metrics: Arc<Metrics>) {
-    let leases: Api<Lease> = Api::namespaced(hub.clone(), &config.leader.namespace);
-    let edges: Api<Edge> = Api::all(hub);
-    let mut owners = membership::Owners::default();
-    loop {
-        let all = ListParams::default();
-        match tokio::try_join!(leases.list(&all), edges.list_metadata(&all)) {
-            Ok((listed_leases, listed_edges)) => {
-                let names: Vec<String> = listed_edges.items.iter().map(|e| e.name_any()).collect();
-                let by_edge: HashMap<String, Lease> = names
-                    .iter()
-                    .filter_map(|edge| {
-                        let name = edge_lease(&config.leader.name, edge);
-                        listed_leases
-                            .items
-                            .iter()
-                            .find(|lease| lease.name_any() == name)
-                            .map(|lease| (edge.clone(), lease.clone()))
-                    })
-                    .collect();
-                let without = owners.without_owner(&names, &by_edge, Instant::now());
-                metrics.edges_without_owner.set(without as i64);
-            }
-            Err(error) => tracing::warn!(%error, "cannot list the Edges' Leases"),
-        }
-        tokio::time::sleep(config.leader.retry_period).await;
-    }
 }
