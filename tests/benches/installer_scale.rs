@@ -40,26 +40,23 @@ use std::{
 
 use anyhow::{Context, ensure};
 use futures::{StreamExt, TryStreamExt, stream};
-use k8s_openapi::{
-    api::{
-        batch::v1::Job,
-        core::v1::{Namespace, Secret},
-    },
-    apimachinery::pkg::apis::meta::v1::Time,
-    jiff::Timestamp,
+use k8s_openapi::api::{
+    batch::v1::Job,
+    core::v1::{Namespace, Secret},
 };
 use kube::{
     Api, Client, ResourceExt,
     api::{ListParams, Patch, PatchParams, PostParams},
 };
 use providers::{
-    api::{ChartRef, Edge, Owner, Plan, PlanValues, Workspace, WorkspaceIdentity, WorkspaceSpec},
+    api::{Edge, PlanValues, Workspace},
     seal::Sealer,
 };
 use serde_json::json;
 use testbed::{
     Supervised, User,
     apimetrics::{OwnRequests, RequestCounts},
+    bench::{self, BenchEdge},
     installer::{self, CASE_LABEL, ControllerOptions, ControllerProcess},
     platform, webhook,
 };
@@ -71,12 +68,7 @@ const IN_FLIGHT: usize = 32;
 static OWN: OwnRequests = OwnRequests::new();
 
 fn edge_name(i: usize) -> String {
-    format!("edge-{}", i + 1)
-}
-
-/// The workspace UUID edge `i` is registered with.
-fn edge_uuid(i: usize) -> String {
-    format!("00000000-0000-4000-8000-{i:012x}")
+    BenchEdge::numbered(i).name
 }
 
 #[tokio::main]
@@ -126,8 +118,8 @@ async fn main() -> anyhow::Result<()> {
             &hub,
             edge,
             &edge_name(i),
-            &format!("cluster-{}", i + 1),
-            &edge_uuid(i),
+            &BenchEdge::numbered(i).cluster,
+            &BenchEdge::numbered(i).workspace_uuid,
             None,
         )
         .await?;
@@ -181,7 +173,15 @@ async fn main() -> anyhow::Result<()> {
     .with_context(|| controller.log_tail())?;
 
     let workspaces: Vec<Workspace> = (0..count)
-        .map(|i| workspace(&sealer, i, edge_count))
+        .map(|i| {
+            bench::workspace(
+                &sealer,
+                "scale",
+                i,
+                ORGS,
+                &BenchEdge::numbered(i % edge_count),
+            )
+        })
         .collect::<anyhow::Result<_>>()?;
     // Each plan's values, stored as the webhook stores them when it seals.
     stream::iter(&workspaces)
@@ -190,7 +190,7 @@ async fn main() -> anyhow::Result<()> {
             async move {
                 let org = ws.namespace().unwrap_or_default();
                 Api::<PlanValues>::namespaced(admin, &org)
-                    .create(&PostParams::default(), &plan_values(ws)?)
+                    .create(&PostParams::default(), &bench::plan_values(ws)?)
                     .await?;
                 anyhow::Ok(())
             }
@@ -216,7 +216,10 @@ async fn main() -> anyhow::Result<()> {
         .collect();
     let requests_before = RequestCounts::scrape_all(&plane_clients).await?;
     let own_before = (OWN.reads(), OWN.writes());
-    let cpu_before = (cpu_seconds(pid), planes_cpu_seconds(&plane_dirs));
+    let cpu_before = (
+        bench::cpu_seconds(pid),
+        bench::planes_cpu_seconds(&plane_dirs),
+    );
     let t0 = Instant::now();
     stream::iter(workspaces)
         .map(|ws| {
@@ -294,9 +297,9 @@ async fn main() -> anyhow::Result<()> {
 
     eprintln!(
         "CPU time: controller {:.1} s; the {} kube-apiservers and etcds {:.1} s; wall {:.1} s since the first create",
-        cpu_seconds(pid),
+        bench::cpu_seconds(pid),
         edge_count + 1,
-        planes_cpu_seconds(&plane_dirs),
+        bench::planes_cpu_seconds(&plane_dirs),
         t0.elapsed().as_secs_f64()
     );
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
@@ -345,10 +348,10 @@ async fn main() -> anyhow::Result<()> {
         .delta(&requests_before);
     let own = (OWN.reads() - own_before.0, OWN.writes() - own_before.1);
     let cpu = (
-        cpu_seconds(pid) - cpu_before.0,
-        planes_cpu_seconds(&plane_dirs) - cpu_before.1,
+        bench::cpu_seconds(pid) - cpu_before.0,
+        bench::planes_cpu_seconds(&plane_dirs) - cpu_before.1,
     );
-    let rss_mb = status_kb(pid, "VmHWM:") as f64 / 1024.0;
+    let rss_mb = bench::status_kb(pid, "VmHWM:") as f64 / 1024.0;
     eprintln!(
         "API requests to the hub and the edges from the first create to the end: {} reads and {} writes ({} of the writes failed), of which the benchmark's own {} and {}; by verb and resource (the benchmark's own included):\n{requests}",
         requests.reads(),
@@ -395,7 +398,7 @@ async fn main() -> anyhow::Result<()> {
     };
     let namespace_watches = gauge("providers_installer_edge_namespace_watches{");
     let follow_watches = gauge("providers_installer_edge_follow_watches{");
-    let rss_now_mb = status_kb(pid, "VmRSS:") as f64 / 1024.0;
+    let rss_now_mb = bench::status_kb(pid, "VmRSS:") as f64 / 1024.0;
     // One object of a release edited by hand: how long until the Workspace says so.
     let first = list_first(&admin).await?;
     let plan = first.spec.plan.as_ref().context("sealed")?.plan.clone();
@@ -491,93 +494,6 @@ fn scale() -> ListParams {
     ListParams::default().labels(&format!("{CASE_LABEL}=scale"))
 }
 
-/// The values of the Workspace `name`'s plan.
-fn greeting(name: &str) -> serde_json::Value {
-    json!({"greeting": name})
-}
-
-/// The PlanValues object the webhook would have stored for `ws`'s plan.
-fn plan_values(ws: &Workspace) -> anyhow::Result<PlanValues> {
-    let name = ws.name_any();
-    let spec = providers::plan_values::encode(&greeting(&name))?;
-    let mut object = PlanValues::new(
-        &providers::plan_values::object_name(&name, &spec.digest),
-        spec,
-    );
-    object.metadata.annotations = Some(
-        [(
-            providers::plan_values::ANNOTATION_WORKSPACE.to_owned(),
-            name,
-        )]
-        .into(),
-    );
-    Ok(object)
-}
-
-fn workspace(sealer: &Sealer, i: usize, edges: usize) -> anyhow::Result<Workspace> {
-    let edge = i % edges;
-    let org = format!("org-scale-{}", i % ORGS);
-    let name = format!("ws-{i:04}");
-    let identity = WorkspaceIdentity {
-        namespace: org.clone(),
-        name: name.clone(),
-        uid: String::new(),
-    };
-    let plan = Plan {
-        drift: None,
-        attempt: 1,
-        attempt_id: format!("scale-{i:04}"),
-        retry: 0,
-        job: providers::plan::job_name(&identity, "hello", 1),
-        workspace: identity,
-        org: org.clone(),
-        provider: "hello".into(),
-        owner: Owner {
-            username: "alice".into(),
-            ..Default::default()
-        },
-        chart: ChartRef {
-            repository: "http://127.0.0.1:1/charts".into(),
-            name: "hello".into(),
-        },
-        version: "0.1.0".into(),
-        release: "hello".into(),
-        namespace: format!("scale-{i:04}"),
-        values_digest: Some(providers::plan_values::digest_of(&greeting(&name))),
-        values: None,
-        edge_name: edge_name(edge),
-        cluster: format!("cluster-{}", edge + 1),
-        edge_workspace_uuid: edge_uuid(edge),
-        execution: vec![
-            installer::rule("", "configmaps"),
-            installer::rule("", "serviceaccounts"),
-        ],
-        runtime_credential: None,
-        sealed_at: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
-            k8s_openapi::jiff::Timestamp::now(),
-        )),
-        dry_run: false,
-        cause: None,
-        restores: None,
-    };
-    let mut ws = Workspace::new(
-        &name,
-        WorkspaceSpec {
-            recipe: "hello".into(),
-            edge: edge_name(edge),
-            version: None,
-            values: None,
-            retry: None,
-            plan: Some(sealer.seal(plan)?),
-        },
-    );
-    ws.metadata.namespace = Some(org);
-    ws.metadata.labels = Some([(CASE_LABEL.to_owned(), "scale".to_owned())].into());
-    // As the mutating webhook leaves a create it sealed: with the installer's finalizer.
-    ws.metadata.finalizers = Some(vec![providers::installer::names::FINALIZER.to_owned()]);
-    Ok(ws)
-}
-
 async fn count_jobs(edges: &[Client]) -> anyhow::Result<usize> {
     let mut total = 0;
     for client in edges {
@@ -591,25 +507,11 @@ async fn count_jobs(edges: &[Client]) -> anyhow::Result<usize> {
 }
 
 async fn complete(client: &Client, job: &Job, with_record: bool) -> anyhow::Result<()> {
-    let now = Time(Timestamp::now());
     if with_record {
         leave_release_record(client, job).await?;
     }
-    let condition = |kind: &str| {
-        json!({"type": kind, "status": "True", "reason": "CompletionsReached",
-               "message": "Reached expected number of succeeded pods",
-               "lastProbeTime": now, "lastTransitionTime": now})
-    };
     OWN.write();
-    Api::<Job>::namespaced(client.clone(), &job.namespace().unwrap_or_default())
-        .patch_status(
-            &job.name_any(),
-            &PatchParams::default(),
-            &Patch::Merge(json!({"status": {"startTime": now, "active": 0, "succeeded": 1,
-                "completionTime": now, "conditions": [condition("SuccessCriteriaMet"), condition("Complete")]}})),
-        )
-        .await?;
-    Ok(())
+    bench::set_complete(client, job).await
 }
 
 /// The objects the release of each Workspace made, as helm would have: three kinds, so
@@ -685,53 +587,6 @@ async fn leave_release_record(client: &Client, job: &Job) -> anyhow::Result<()> 
         Err(kube::Error::Api(status)) if status.is_already_exists() => Ok(()),
         Err(e) => Err(e.into()),
     }
-}
-
-/// A field of /proc/<pid>/status in kB (`VmHWM:`, `VmRSS:`).
-fn status_kb(pid: u32, field: &str) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|v| v.split_whitespace().next().and_then(|n| n.parse().ok()))
-        .unwrap_or(0)
-}
-
-/// User and system CPU time of a process, in seconds (from /proc, at 100 ticks a second).
-fn cpu_seconds(pid: u32) -> f64 {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return 0.0;
-    };
-    // Fields after the command name, which is in parentheses and may hold spaces.
-    let rest = stat.rsplit_once(") ").map(|(_, r)| r).unwrap_or_default();
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
-    (ticks(11) + ticks(12)) / 100.0
-}
-
-/// CPU time of the etcd and kube-apiserver processes whose command line names one of the
-/// control planes' folders.
-fn planes_cpu_seconds(dirs: &[String]) -> f64 {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return 0.0;
-    };
-    entries
-        .filter_map(Result::ok)
-        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()))
-        .filter(|pid| {
-            let cmdline =
-                std::fs::read_to_string(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            (cmdline.contains("kube-apiserver") || cmdline.contains("etcd"))
-                && dirs.iter().any(|d| cmdline.contains(d.as_str()))
-        })
-        .map(cpu_seconds)
-        .sum()
 }
 
 /// The JSON size of one stored Workspace, and of its parts.

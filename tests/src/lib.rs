@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 pub mod apimetrics;
+pub mod bench;
 pub mod binaries;
 pub mod chartrepo;
 pub mod controlplane;
