@@ -912,6 +912,7 @@ fn unauthenticated_callers_and_the_network_policy_match_the_components() {
             "controller",
             "--metrics-listen=0.0.0.0:8080",
             "--log-format=json",
+            "--shard-edges",
             "--edge-credentials-namespace=edge-secrets",
             "--helm-image=registry.example/helm:3",
         ]
@@ -1024,6 +1025,7 @@ fn the_api_server_takes_the_chart() {
             ("Service", "providers-webhook"),
             ("Service", "providers-controller-metrics"),
             ("PodDisruptionBudget", "providers-webhook"),
+            ("PodDisruptionBudget", "providers-controller"),
             ("ConfigMap", "providers-config"),
             ("Role", "providers-controller"),
         ] {
@@ -1238,11 +1240,58 @@ fn the_api_server_takes_the_chart() {
     );
 }
 
-/// `controller.shardEdges` renders what the shard-edges component does: `--shard-edges`
-/// and a PodDisruptionBudget of one for the installer (replicas are the chart's value).
+/// The chart's installer defaults to what manifests/ ships (ADR 40): three replicas with
+/// `--shard-edges`, spread over nodes but never kept off one, and a PodDisruptionBudget
+/// of one that never waits on a replica that is not Ready. One replica stays sharded with
+/// the same budget (a drain may evict it); `controller.shardEdges=false` with two
+/// replicas renders what the leader-standby component does; the budget can be left out.
 #[test]
-fn shard_edges_matches_the_component() {
+fn the_installer_defaults_to_three_sharing_replicas_with_a_disruption_budget() {
     let root = binaries::workspace_root().unwrap();
+    let helm = Helm::new();
+    let render = |values: &[&str]| {
+        let mut all = vec!["--set", "webhook.allowUnauthenticatedCallers=true"];
+        for value in values {
+            all.extend(["--set", value]);
+        }
+        documents(&helm.template("providers-system", &all))
+    };
+    let default = render(&[]);
+    let deployment = find(&default, "Deployment", "providers-controller");
+    assert_eq!(deployment["spec"]["replicas"], 3, "{deployment}");
+    assert!(args(deployment).contains(&"--shard-edges".to_owned()));
+    let pod = &deployment["spec"]["template"]["spec"];
+    assert!(
+        pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+            .is_null(),
+        "{pod}"
+    );
+    let spread = pod["topologySpreadConstraints"]
+        .as_array()
+        .expect("the replicas are spread over nodes");
+    assert_eq!(spread.len(), 1, "{pod}");
+    assert_eq!(spread[0]["topologyKey"], "kubernetes.io/hostname");
+    assert_eq!(spread[0]["whenUnsatisfiable"], "ScheduleAnyway");
+    assert_eq!(
+        spread[0]["labelSelector"]["matchLabels"],
+        deployment["spec"]["selector"]["matchLabels"]
+    );
+    let budget = find(&default, "PodDisruptionBudget", "providers-controller");
+    assert_eq!(budget["spec"]["maxUnavailable"], 1, "{budget}");
+    assert_eq!(budget["spec"]["unhealthyPodEvictionPolicy"], "AlwaysAllow");
+    assert!(budget["spec"]["minAvailable"].is_null(), "{budget}");
+    assert_eq!(budget["spec"]["selector"], deployment["spec"]["selector"]);
+
+    let one = render(&["controller.replicas=1"]);
+    let single = find(&one, "Deployment", "providers-controller");
+    assert_eq!(single["spec"]["replicas"], 1);
+    assert!(args(single).contains(&"--shard-edges".to_owned()));
+    assert_eq!(
+        find(&one, "PodDisruptionBudget", "providers-controller")["spec"],
+        budget["spec"]
+    );
+
+    // The leader-standby component of the kustomize build, and the chart's values for it.
     let dir = tempfile::tempdir().unwrap();
     let status = Command::new("cp")
         .arg("-r")
@@ -1251,48 +1300,37 @@ fn shard_edges_matches_the_component() {
         .status()
         .unwrap();
     assert!(status.success());
-    let overlay = dir.path().join("sharded");
+    let overlay = dir.path().join("standby");
     std::fs::create_dir_all(&overlay).unwrap();
     std::fs::write(
         overlay.join("kustomization.yaml"),
-        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ../manifests\ncomponents:\n  - ../manifests/components/shard-edges\n",
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ../manifests\ncomponents:\n  - ../manifests/components/leader-standby\n",
     )
     .unwrap();
     let kustomized = documents(&kustomize(&overlay));
-    let helm = Helm::new();
-    let chart = documents(&helm.template(
-        "providers-system",
-        &[
-            "--set",
-            "webhook.allowUnauthenticatedCallers=true",
-            "--set",
-            "controller.shardEdges=true",
-            "--set",
-            "controller.replicas=3",
-        ],
-    ));
+    let chart = render(&["controller.shardEdges=false", "controller.replicas=2"]);
     let (expected, actual) = (
         find(&kustomized, "Deployment", "providers-controller"),
         find(&chart, "Deployment", "providers-controller"),
     );
     assert_eq!(args(expected), args(actual));
-    assert!(args(actual).contains(&"--shard-edges".to_owned()));
+    assert!(!args(actual).contains(&"--shard-edges".to_owned()));
+    assert_eq!(expected["spec"]["replicas"], 2);
     assert_eq!(expected["spec"]["replicas"], actual["spec"]["replicas"]);
-    let (expected, actual) = (
-        find(&kustomized, "PodDisruptionBudget", "providers-controller"),
-        find(&chart, "PodDisruptionBudget", "providers-controller"),
-    );
     assert_eq!(
-        expected["spec"]["maxUnavailable"],
-        actual["spec"]["maxUnavailable"]
+        find(&kustomized, "PodDisruptionBudget", "providers-controller")["spec"],
+        find(&chart, "PodDisruptionBudget", "providers-controller")["spec"]
     );
-    let default = documents(&helm.template(
-        "providers-system",
-        &["--set", "webhook.allowUnauthenticatedCallers=true"],
-    ));
+
+    // `helm upgrade --reuse-values` renders with the values of the chart it upgrades,
+    // which may have no controller.pdb: the budget is rendered all the same.
+    let older = render(&["controller.pdb=null"]);
+    assert!(has(&older, "PodDisruptionBudget", "providers-controller"));
+    let without = render(&["controller.pdb.enabled=false"]);
     assert!(!has(
-        &default,
+        &without,
         "PodDisruptionBudget",
         "providers-controller"
     ));
+    assert!(has(&without, "PodDisruptionBudget", "providers-webhook"));
 }

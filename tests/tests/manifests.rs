@@ -7,6 +7,7 @@ use std::{
     process::Command,
 };
 
+use serde_json::Value;
 use testbed::{User, binaries, kubectl, supervised};
 
 /// A copy of manifests/ in a temporary folder, since generate.sh writes the caBundle into
@@ -368,39 +369,111 @@ rm sealing.pem"#,
     assert_eq!(secret, "kubernetes.io/tls");
 }
 
-/// The shard-edges component runs three installer replicas with `--shard-edges` and a
-/// PodDisruptionBudget of one, and the API server accepts it; the shipped alert reads the
-/// metric the installer exports for edges without an owner.
-#[test]
-fn the_shard_edges_component_runs_three_sharing_replicas() {
-    let (_dir, root) = checkout();
-    let overlay = root.join("sharded");
+/// Renders `kustomization`, written into `folder` beside manifests/, and returns its
+/// installer Deployment and the installer's PodDisruptionBudget (if any).
+fn installer_of(root: &Path, folder: &str, kustomization: &str) -> (Value, Option<Value>) {
+    let overlay = root.join(folder);
     std::fs::create_dir_all(&overlay).unwrap();
-    std::fs::write(
-        overlay.join("kustomization.yaml"),
-        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ../manifests/controller\ncomponents:\n  - ../manifests/components/shard-edges\n",
-    )
-    .unwrap();
+    std::fs::write(overlay.join("kustomization.yaml"), kustomization).unwrap();
     let rendered = render(&overlay);
-    let docs: Vec<serde_json::Value> = serde_norway::Deserializer::from_str(&rendered)
+    let docs: Vec<Value> = serde_norway::Deserializer::from_str(&rendered)
         .map(|doc| serde::Deserialize::deserialize(doc).unwrap())
         .collect();
     let deployment = docs
         .iter()
-        .find(|d| d["kind"] == "Deployment")
-        .expect("the Deployment");
-    assert_eq!(deployment["spec"]["replicas"], 3, "{deployment}");
-    let args = &deployment["spec"]["template"]["spec"]["containers"][0]["args"];
-    assert!(
-        args.as_array()
-            .is_some_and(|a| a.iter().any(|x| x == "--shard-edges")),
-        "{args}"
-    );
+        .find(|d| d["kind"] == "Deployment" && d["metadata"]["name"] == "providers-controller")
+        .expect("the installer's Deployment")
+        .clone();
     let budget = docs
         .iter()
-        .find(|d| d["kind"] == "PodDisruptionBudget")
-        .expect("the PodDisruptionBudget");
-    assert_eq!(budget["spec"]["maxUnavailable"], 1);
+        .find(|d| {
+            d["kind"] == "PodDisruptionBudget" && d["metadata"]["name"] == "providers-controller"
+        })
+        .cloned();
+    (deployment, budget)
+}
+
+fn shards_edges(deployment: &Value) -> bool {
+    deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+        .as_array()
+        .expect("the installer's args")
+        .iter()
+        .any(|arg| arg == "--shard-edges")
+}
+
+/// What manifests/ ships (ADR 40): three installer replicas, every one working a share of
+/// the edges (`--shard-edges`), spread over nodes where there are several but never kept
+/// off one (ScheduleAnyway, no required anti-affinity), and a PodDisruptionBudget that
+/// lets a drain stop one at a time and never waits on a replica that is not Ready. One
+/// replica is valid (it holds every edge) and the leader-standby component goes back to
+/// one leader and a standby; the API server accepts them, the switch from leader and
+/// standby works as docs/operations.md writes it, and the shipped alert reads the metric
+/// the installer exports for edges without an owner.
+#[test]
+fn the_installer_runs_three_sharing_replicas_with_a_disruption_budget() {
+    let (_dir, root) = checkout();
+    let (deployment, budget) = installer_of(
+        &root,
+        "default",
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ../manifests\n",
+    );
+    assert_eq!(deployment["spec"]["replicas"], 3, "{deployment}");
+    assert!(shards_edges(&deployment), "{deployment}");
+    let pod = &deployment["spec"]["template"]["spec"];
+    assert!(
+        pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+            .is_null(),
+        "{pod}"
+    );
+    let spread = pod["topologySpreadConstraints"]
+        .as_array()
+        .expect("the replicas are spread over nodes");
+    assert_eq!(spread.len(), 1, "{pod}");
+    assert_eq!(spread[0]["topologyKey"], "kubernetes.io/hostname");
+    assert_eq!(spread[0]["whenUnsatisfiable"], "ScheduleAnyway");
+    assert_eq!(
+        spread[0]["labelSelector"]["matchLabels"],
+        deployment["spec"]["selector"]["matchLabels"]
+    );
+    let budget = budget.expect("the installer's PodDisruptionBudget");
+    assert_eq!(budget["spec"]["maxUnavailable"], 1, "{budget}");
+    assert_eq!(budget["spec"]["unhealthyPodEvictionPolicy"], "AlwaysAllow");
+    assert!(budget["spec"]["minAvailable"].is_null(), "{budget}");
+    assert_eq!(
+        budget["spec"]["selector"], deployment["spec"]["selector"],
+        "the budget counts the installer's Pods"
+    );
+
+    // One replica, with kustomize's own field: still sharded (it holds every edge), and
+    // the budget lets a drain evict it.
+    let (one, one_budget) = installer_of(
+        &root,
+        "one",
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ../manifests/controller\nreplicas:\n  - name: providers-controller\n    count: 1\n",
+    );
+    assert_eq!(one["spec"]["replicas"], 1, "{one}");
+    assert!(shards_edges(&one), "{one}");
+    assert_eq!(one_budget.expect("the budget")["spec"]["maxUnavailable"], 1);
+
+    // Back to one leader and a standby: two replicas, no --shard-edges, the same budget.
+    let (standby, standby_budget) = installer_of(
+        &root,
+        "standby",
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ../manifests/controller\ncomponents:\n  - ../manifests/components/leader-standby\n",
+    );
+    assert_eq!(standby["spec"]["replicas"], 2, "{standby}");
+    assert!(!shards_edges(&standby), "{standby}");
+    let mut without = deployment["spec"]["template"]["spec"]["containers"][0]["args"].clone();
+    without
+        .as_array_mut()
+        .unwrap()
+        .retain(|arg| arg != "--shard-edges");
+    assert_eq!(
+        standby["spec"]["template"]["spec"]["containers"][0]["args"], without,
+        "the component takes away --shard-edges and nothing else"
+    );
+    assert_eq!(standby_budget, Some(budget));
+
     let plane = supervised::shared(Path::new(env!("CARGO_BIN_EXE_providers-controlplane")));
     let admin = plane.kubeconfig(User::Admin);
     sh(
@@ -408,14 +481,46 @@ fn the_shard_edges_component_runs_three_sharing_replicas() {
         admin,
         "kubectl apply --server-side -k manifests/namespace",
     );
-    let out = sh(
+    for overlay in ["one", "standby"] {
+        let out = sh(
+            &root,
+            admin,
+            &format!("kubectl apply --server-side --dry-run=server -k {overlay}"),
+        );
+        for object in [
+            "deployment.apps/providers-controller serverside-applied (server dry run)",
+            "poddisruptionbudget.policy/providers-controller serverside-applied (server dry run)",
+        ] {
+            assert!(out.contains(object), "{overlay}: {object} not in:\n{out}");
+        }
+    }
+    // docs/operations.md, "Never run the two modes side by side": from one leader and a
+    // standby to the default, the old replicas stopped first (the build of manifests/
+    // less what needs cert-manager).
+    sh(&root, admin, "kubectl apply --server-side -k standby");
+    sh(
         &root,
         admin,
-        "kubectl apply --server-side --dry-run=server -f manifests/components/shard-edges/pdb.yaml",
+        "kubectl -n providers-system scale deployment/providers-controller --replicas=0
+kubectl -n providers-system wait --for=delete pod -l app.kubernetes.io/name=providers-controller --timeout=120s
+kubectl apply --server-side -k manifests/controller",
     );
+    let applied = kubectl::ok(
+        admin,
+        &[
+            "-n",
+            "providers-system",
+            "get",
+            "deployment",
+            "providers-controller",
+            "-o",
+            "jsonpath={.spec.replicas} {.spec.template.spec.containers[0].args}",
+        ],
+    )
+    .unwrap();
     assert!(
-        out.contains("poddisruptionbudget.policy/providers-controller serverside-applied"),
-        "{out}"
+        applied.starts_with("3 ") && applied.contains("--shard-edges"),
+        "{applied}"
     );
     let rule =
         std::fs::read_to_string(root.join("manifests/monitoring/prometheusrule.yaml")).unwrap();
