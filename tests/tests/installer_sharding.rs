@@ -20,7 +20,7 @@ use kube::{
     Api, Client,
     api::{Patch, PatchParams},
 };
-use providers::installer::edge_owners::{edge_lease, owner_of};
+use providers::installer::edge_owners::{edge_lease, member_lease, owner_of};
 use serde_json::json;
 use testbed::{
     User,
@@ -393,5 +393,135 @@ async fn a_replica_frozen_past_its_lease_sends_nothing_once_another_took_its_edg
         "one attempt, installed: {:?}",
         ws.status
     );
+    Ok(())
+}
+
+/// Every edge's fencing Lease held by nobody live, as the Lease reads (released: no
+/// holder).
+async fn no_edge_held(hub: &Client, lease: &str) -> anyhow::Result<bool> {
+    for edge in std::iter::once(installer::EDGE).chain(EDGES) {
+        if holder(hub, &edge_lease(lease, edge))
+            .await?
+            .is_some_and(|h| !h.is_empty())
+        {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Rolling updates between the modes. From leader and standby to sharing: a leader without
+/// `--shard-edges` works every edge without their Leases, so a replica with the flag
+/// started beside it takes no edge while it runs (the leader installs); once the leader is
+/// gone, the sharded replica takes every edge and installs. Back: a leader without the
+/// flag starting while a killed sharded replica's Leases are still held waits until they
+/// lapse before it works.
+#[tokio::test]
+async fn a_sharded_replica_works_no_edge_while_a_leader_without_the_flag_runs() -> anyhow::Result<()>
+{
+    let _serial = SERIAL.lock().await;
+    let case = "switch";
+    let lease = format!("lease-{case}");
+    let env = env().await?;
+    let hub = env.hub_admin().await?;
+    let mut leader = env
+        .controller(ControllerOptions::new(case, "leader", &lease))
+        .await?;
+    eventually("the leader without the flag to lead", WAIT, || async {
+        Ok(holder(&hub, &lease)
+            .await?
+            .is_some_and(|h| h == "leader")
+            .then_some(()))
+    })
+    .await?;
+    // The rollout's new Pod, with the flag.
+    let sharded = replica(env, case, "replica-1", &lease).await?;
+    eventually("the sharded replica a member", WAIT, || async {
+        Ok(holder(&hub, &member_lease(&lease, "replica-1"))
+            .await?
+            .is_some_and(|h| h == "replica-1")
+            .then_some(()))
+    })
+    .await?;
+    // A few of its rounds later (a round every second here) it holds no edge, and says
+    // why; the leader installs.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    ensure!(
+        no_edge_held(&hub, &lease).await?,
+        "the sharded replica took an edge while the leader without the flag runs:\n{}",
+        sharded.log_tail()
+    );
+    ensure!(
+        sharded
+            .log_text()
+            .contains("a leader without --shard-edges works every edge"),
+        "the sharded replica did not say why it works no edge:\n{}",
+        sharded.log_tail()
+    );
+    let spec = hello_on(case, "by-leader", EDGES[0]);
+    env.create_workspace(&hub, &spec, env.plan(&spec, 1, ""))
+        .await?;
+    wait_workspace(&hub, "org-b", &spec.name, "installed by the leader", |ws| {
+        has_condition(ws, "Ready", "True", "Installed")
+    })
+    .await?;
+    ensure!(
+        no_edge_held(&hub, &lease).await?,
+        "the sharded replica took an edge while the leader without the flag runs"
+    );
+    // The old Pod goes (SIGTERM: it gives the leader Lease back).
+    signal(&leader, "TERM")?;
+    leader.exited(WAIT).await?;
+    held_as_hashed(&hub, &lease, &["replica-1".to_owned()]).await?;
+    let spec = hello_on(case, "by-replica", EDGES[1]);
+    env.create_workspace(&hub, &spec, env.plan(&spec, 1, ""))
+        .await?;
+    wait_workspace(
+        &hub,
+        "org-b",
+        &spec.name,
+        "installed by the sharded replica",
+        |ws| has_condition(ws, "Ready", "True", "Installed"),
+    )
+    .await?;
+    // The other way: the sharded replica is killed (its Leases stay held until they
+    // lapse) and a leader without the flag starts. It takes the leader Lease, then waits
+    // until no edge or membership Lease is live before it works, and installs.
+    let mut sharded = sharded;
+    sharded.kill();
+    let leader = env
+        .controller(ControllerOptions::new(case, "leader-2", &lease))
+        .await?;
+    eventually(
+        "the second leader without the flag to work",
+        WAIT,
+        || async {
+            Ok(leader
+                .log_text()
+                .contains("leading: starting the term")
+                .then_some(()))
+        },
+    )
+    .await?;
+    let log = leader.log_text();
+    let waited = log
+        .find("replicas with --shard-edges still hold edges")
+        .context("the leader without the flag did not wait for the sharded replica's Leases")?;
+    ensure!(
+        waited < log.find("leading: starting the term").unwrap_or(0),
+        "it worked before the sharded replica's Leases lapsed:\n{}",
+        leader.log_tail()
+    );
+    let spec = hello_on(case, "by-leader-2", EDGES[2]);
+    env.create_workspace(&hub, &spec, env.plan(&spec, 1, ""))
+        .await?;
+    wait_workspace(
+        &hub,
+        "org-b",
+        &spec.name,
+        "installed by the second leader",
+        |ws| has_condition(ws, "Ready", "True", "Installed"),
+    )
+    .await?;
     Ok(())
 }

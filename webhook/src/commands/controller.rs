@@ -63,17 +63,15 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
     if context.shards.is_sharded() {
         return run_sharded(hub, context, metrics, identity).await;
     }
-    let mut elector = Elector::new(
-        hub,
-        LeaseConfig {
-            namespace: args.namespace.clone(),
-            name: args.lease_name.clone(),
-            identity: identity.clone(),
-            duration: Duration::from_secs(args.lease_duration),
-            renew_deadline: Duration::from_secs(args.renew_deadline),
-            retry_period: Duration::from_secs(args.retry_period),
-        },
-    );
+    let lease = LeaseConfig {
+        namespace: args.namespace.clone(),
+        name: args.lease_name.clone(),
+        identity: identity.clone(),
+        duration: Duration::from_secs(args.lease_duration),
+        renew_deadline: Duration::from_secs(args.renew_deadline),
+        retry_period: Duration::from_secs(args.retry_period),
+    };
+    let mut elector = Elector::new(hub.clone(), lease.clone());
     let shutdown = shutdown_signal();
     tokio::pin!(shutdown);
     tracing::info!(%identity, lease = %args.lease_name, "installer controller started; waiting to lead");
@@ -81,6 +79,20 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         tokio::select! {
             () = elector.acquire() => {}
             () = &mut shutdown => return Ok(()),
+        }
+        // Replicas with --shard-edges (a rolling update between the modes) give their
+        // edges back when they see this leader; it works none before they have.
+        let lost = tokio::select! {
+            () = elector.hold() => true,
+            () = shards::until_no_sharded_replica(hub.clone(), lease.clone()) => false,
+            () = &mut shutdown => {
+                elector.release().await;
+                return Ok(());
+            }
+        };
+        if lost {
+            tracing::warn!(%identity, "lost the lease before leading");
+            continue;
         }
         tracing::info!(%identity, "leading: starting the term");
         metrics.leader.set(1);

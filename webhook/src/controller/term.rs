@@ -109,6 +109,9 @@ async fn lead_hub_duties(
 ) {
     let mut elector = super::Elector::new(ctx.hub.clone(), lease);
     loop {
+        // A member first: the other replicas take a leader without a membership Lease for
+        // one without --shard-edges, and give back their edges.
+        ctx.shards.until_member().await;
         elector.acquire().await;
         tracing::info!("leading the hub-wide duties");
         ctx.metrics.leader.set(1);

@@ -9,7 +9,7 @@
 //! nothing once it runs again. Without `--shard-edges` the leader writes to every edge, as
 //! before.
 
-mod membership;
+mod lease_clock;
 
 use std::{
     collections::{BTreeSet, HashMap},
@@ -21,12 +21,16 @@ use k8s_openapi::api::coordination::v1::Lease;
 use kube::{Api, Client, ResourceExt, api::ListParams};
 use providers::{
     api::Edge,
-    installer::edge_owners::{EdgeStep, edge_lease, edge_step, member_lease, member_of_lease},
+    installer::edge_owners::{
+        EdgeStep, edge_lease, edge_step, leader_outside_membership, member_lease, member_of_lease,
+        sharded_replicas_live,
+    },
 };
 use tokio::{sync::watch, time::Instant};
 
+use self::lease_clock::LeaseClock;
 use super::{
-    lease::{Elector, LeaseConfig, Observation},
+    lease::{Elector, LeaseConfig},
     metrics::Metrics,
     term::Task,
 };
@@ -66,6 +70,9 @@ pub struct Shards {
     /// When this replica last renewed the leader Lease, while it leads.
     leading: Mutex<Option<Instant>>,
     changed: watch::Sender<u64>,
+    /// Whether this replica holds its membership Lease: it runs for the leader Lease only
+    /// then, so that the others never see a leader outside the membership in it.
+    member: watch::Sender<bool>,
 }
 
 impl Shards {
@@ -77,6 +84,7 @@ impl Shards {
             existing: Mutex::default(),
             leading: Mutex::default(),
             changed: watch::Sender::new(0),
+            member: watch::Sender::new(false),
         }
     }
 
@@ -154,6 +162,13 @@ impl Shards {
         )
     }
 
+    /// Returns once this replica holds its membership Lease.
+    pub async fn until_member(&self) {
+        let mut member = self.member.subscribe();
+        // The sender lives as long as `self`, so the wait ends only when it is a member.
+        let _ = member.wait_for(|held| *held).await;
+    }
+
     /// Tells when the edges held change.
     pub fn subscribe(&self) -> watch::Receiver<u64> {
         self.changed.subscribe()
@@ -189,16 +204,16 @@ pub async fn run(hub: Client, shards: Arc<Shards>, metrics: Arc<Metrics>) {
     let _membership = Task::spawn(keep_membership(
         hub.clone(),
         config.lease(member_lease(&base, &config.leader.identity)),
+        shards.clone(),
     ));
     let leases: Api<Lease> = Api::namespaced(hub.clone(), &config.leader.namespace);
     let edges: Api<Edge> = Api::all(hub.clone());
-    let mut members = membership::Members::default();
-    let mut owners = membership::Owners::default();
+    // Every Lease as last listed, and since when it looked so: members are live, and an
+    // edge taken over from a replica that died is taken, as soon as its Lease has expired
+    // as seen here, not after a further lease duration of watching it.
+    let mut clock = LeaseClock::default();
     let mut fences: HashMap<String, Task> = HashMap::new();
-    // Each edge's Lease as last listed, and since when it looked so: an edge taken over
-    // from a replica that died is taken as soon as its Lease has expired as seen here,
-    // not after a further lease duration of watching it.
-    let mut edge_leases: HashMap<String, Observation> = HashMap::new();
+    let mut standing_down = false;
     tracing::info!(member = %me, "sharing edges with the other installer replicas");
     loop {
         tokio::time::sleep(config.leader.retry_period).await;
@@ -212,26 +227,8 @@ pub async fn run(hub: Client, shards: Arc<Shards>, metrics: Arc<Metrics>) {
                 }
             };
         let now = Instant::now();
-        let live = members.observe(&base, &listed_leases.items, now);
-        edge_leases = listed_leases
-            .items
-            .iter()
-            .map(|lease| {
-                let spec = lease.spec.clone().unwrap_or_default();
-                let holder = spec.holder_identity.unwrap_or_default();
-                let name = lease.name_any();
-                let since = edge_leases
-                    .get(&name)
-                    .filter(|seen| seen.holder == holder && seen.renew_time == spec.renew_time)
-                    .map_or(now, |seen| seen.since);
-                let seen = Observation {
-                    holder,
-                    renew_time: spec.renew_time,
-                    since,
-                };
-                (name, seen)
-            })
-            .collect();
+        clock.observe(&listed_leases.items, now);
+        let live = clock.live_members(&base, now);
         let names: BTreeSet<String> = listed_edges.items.iter().map(|e| e.name_any()).collect();
         *shards
             .existing
@@ -239,25 +236,40 @@ pub async fn run(hub: Client, shards: Arc<Shards>, metrics: Arc<Metrics>) {
             .unwrap_or_else(PoisonError::into_inner) = Some(names.clone());
         // A fence whose Lease was lost ends; the edge may be taken again below.
         fences.retain(|_, task| !task.is_finished());
+        // A leader without --shard-edges (a rolling update between the modes) works every
+        // edge without their Leases: work none until it is gone.
+        let outsider = clock
+            .live_holder(&base, now)
+            .filter(|leader| leader_outside_membership(&base, leader, &live));
+        if let Some(leader) = outsider {
+            if !standing_down {
+                tracing::warn!(%leader, "a leader without --shard-edges works every edge: this replica works none until it is gone");
+            }
+            standing_down = true;
+        } else if standing_down {
+            tracing::info!("no leader without --shard-edges any more: sharing the edges again");
+            standing_down = false;
+        }
         let gone: Vec<String> = fences
             .keys()
-            .filter(|edge| !names.contains(*edge))
+            .filter(|edge| standing_down || !names.contains(*edge))
             .cloned()
             .collect();
         for edge in gone {
             give_back(&hub, &config, &shards, &mut fences, &edge).await;
         }
-        for edge in &names {
+        for edge in names.iter().filter(|_| !standing_down) {
             match edge_step(edge, &me, &live, fences.contains_key(edge)) {
                 EdgeStep::Acquire => {
                     tracing::info!(%edge, members = live.len(), "the edge is this replica's: taking its Lease");
+                    let lease = edge_lease(&base, edge);
                     fences.insert(
                         edge.clone(),
                         Task::spawn(fence(
                             Elector::with_observed(
                                 hub.clone(),
-                                config.lease(edge_lease(&base, edge)),
-                                edge_leases.get(&edge_lease(&base, edge)).cloned(),
+                                config.lease(lease.clone()),
+                                clock.observation(&lease),
                             ),
                             shards.clone(),
                             edge.clone(),
@@ -278,21 +290,45 @@ pub async fn run(hub: Client, shards: Arc<Shards>, metrics: Arc<Metrics>) {
         // The hub leader counts the Edges no replica holds the Lease of, from this same
         // listing (the ProvidersEdgeWithoutInstaller alert fires on it).
         if shards.leads() {
-            let names: Vec<String> = names.into_iter().collect();
-            let by_edge: HashMap<String, Lease> = names
+            let without = names
                 .iter()
-                .filter_map(|edge| {
-                    let name = edge_lease(&base, edge);
-                    listed_leases
-                        .items
-                        .iter()
-                        .find(|lease| lease.name_any() == name)
-                        .map(|lease| (edge.clone(), lease.clone()))
-                })
-                .collect();
-            let without = owners.without_owner(&names, &by_edge, now);
+                .filter(|edge| clock.live_holder(&edge_lease(&base, edge), now).is_none())
+                .count();
             metrics.edges_without_owner.set(without as i64);
         }
+    }
+}
+
+/// For a leader without `--shard-edges`: returns once no replica with the flag works an
+/// edge or holds a membership (no such Lease beside `base` live on this replica's clock), so
+/// that a rolling update from the sharded mode never has two replicas writing to one edge.
+/// A replica with the flag gives its edges back as soon as it sees this leader.
+pub async fn until_no_sharded_replica(hub: Client, leader: LeaseConfig) {
+    let leases: Api<Lease> = Api::namespaced(hub, &leader.namespace);
+    let mut clock = LeaseClock::default();
+    let mut said = false;
+    loop {
+        match leases.list(&ListParams::default()).await {
+            Ok(listed) => {
+                let now = Instant::now();
+                clock.observe(&listed.items, now);
+                let live = listed
+                    .items
+                    .iter()
+                    .map(|lease| lease.name_any())
+                    .filter(|name| clock.live_holder(name, now).is_some())
+                    .collect::<Vec<_>>();
+                if !sharded_replicas_live(&leader.name, live.iter().map(String::as_str)) {
+                    return;
+                }
+                if !said {
+                    tracing::warn!("replicas with --shard-edges still hold edges: waiting until they are gone before leading");
+                    said = true;
+                }
+            }
+            Err(error) => tracing::warn!(%error, "cannot list the installer's Leases"),
+        }
+        tokio::time::sleep(leader.retry_period).await;
     }
 }
 
@@ -328,11 +364,13 @@ async fn fence(mut elector: Elector, shards: Arc<Shards>, edge: String) {
 
 /// Holds this replica's membership Lease for as long as the process runs: taken again
 /// whenever a renewal fails past the renew deadline.
-async fn keep_membership(hub: Client, lease: LeaseConfig) {
+async fn keep_membership(hub: Client, lease: LeaseConfig, shards: Arc<Shards>) {
     let mut elector = Elector::new(hub, lease);
     loop {
         elector.acquire().await;
+        shards.member.send_replace(true);
         elector.hold().await;
+        shards.member.send_replace(false);
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
