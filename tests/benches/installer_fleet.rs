@@ -93,6 +93,8 @@ struct ReplicaFigures {
     peak_rss_mb: f64,
     most_edges: usize,
     killed: bool,
+    /// The watches it held on the edges, from its metrics.
+    watches: String,
 }
 
 impl Replica {
@@ -120,8 +122,21 @@ impl Replica {
         })
     }
 
-    fn figures(&self, killed: bool) -> ReplicaFigures {
+    async fn figures(&self, killed: bool) -> ReplicaFigures {
+        let metrics = self.process.scrape().await.unwrap_or_default();
+        let gauge = |name: &str| -> u64 {
+            metrics
+                .lines()
+                .filter(|line| line.starts_with(name))
+                .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+                .sum::<f64>() as u64
+        };
         ReplicaFigures {
+            watches: format!(
+                "namespace watches {}, follow watches {}",
+                gauge("providers_installer_edge_namespace_watches{"),
+                gauge("providers_installer_edge_follow_watches{")
+            ),
             identity: self.process.identity.clone(),
             cpu_s: bench::cpu_seconds(self.pid),
             peak_rss_mb: bench::status_kb(self.pid, "VmHWM:") as f64 / 1024.0,
@@ -404,9 +419,14 @@ async fn main() -> anyhow::Result<()> {
     .await?;
     eprintln!("{replica_count} replicas hold the {edge_count} edges");
 
-    let workspaces: Vec<Workspace> = (0..count)
-        .map(|i| bench::workspace(&sealer, CASE, i, ORGS, &edges[i % edge_count]))
-        .collect::<anyhow::Result<_>>()?;
+    // Each Workspace is sealed right before its create, as the webhook seals it: a plan
+    // sealed long before its Workspace's creation is refused (SealInvalid).
+    let sealer = Arc::new(sealer);
+    let seal = {
+        let (sealer, edges) = (sealer.clone(), edges.clone());
+        move |i: usize| bench::workspace(&sealer, CASE, i, ORGS, &edges[i % edge_count])
+    };
+    let workspaces: Vec<Workspace> = (0..count).map(&seal).collect::<anyhow::Result<_>>()?;
     stream::iter(&workspaces)
         .map(|ws| {
             let admin = admin.clone();
@@ -474,14 +494,19 @@ async fn main() -> anyhow::Result<()> {
         let admin = admin.clone();
         tokio::spawn(async move {
             if create_rate == 0 {
-                stream::iter(workspaces)
-                    .map(|ws| {
+                stream::iter(0..count)
+                    .map(|i| {
                         let admin = admin.clone();
+                        let ws = seal(i);
                         async move {
-                            Api::<Workspace>::namespaced(admin, &ws.namespace().unwrap_or_default())
-                                .create(&PostParams::default(), &ws)
-                                .await
-                                .map(|_| ())
+                            let ws = ws?;
+                            Api::<Workspace>::namespaced(
+                                admin,
+                                &ws.namespace().unwrap_or_default(),
+                            )
+                            .create(&PostParams::default(), &ws)
+                            .await?;
+                            anyhow::Ok(())
                         }
                     })
                     .buffer_unordered(IN_FLIGHT)
@@ -491,9 +516,10 @@ async fn main() -> anyhow::Result<()> {
                 let mut tick =
                     tokio::time::interval(Duration::from_secs_f64(1.0 / create_rate as f64));
                 let mut creates = Vec::new();
-                for ws in workspaces {
+                for i in 0..count {
                     tick.tick().await;
                     let admin = admin.clone();
+                    let ws = seal(i)?;
                     creates.push(tokio::spawn(async move {
                         Api::<Workspace>::namespaced(admin, &ws.namespace().unwrap_or_default())
                             .create(&PostParams::default(), &ws)
@@ -541,7 +567,7 @@ async fn main() -> anyhow::Result<()> {
             let mut replicas = replicas.lock().await;
             let i = random_below(replicas.len());
             let mut victim = replicas.remove(i);
-            gone.push(victim.figures(true));
+            gone.push(victim.figures(true).await);
             victim.process.kill();
             victim.process.identity.clone()
         };
@@ -587,10 +613,31 @@ async fn main() -> anyhow::Result<()> {
                 && w.status.as_ref().is_some_and(|s| s.job_uid.is_some())
         })
         .count();
-    ensure!(
-        ready == count,
-        "{ready} of {count} Ready with their Job recorded"
-    );
+    if ready != count {
+        // What the others say, by their Ready condition, with one status of each kind.
+        let mut kinds: BTreeMap<String, (usize, String)> = BTreeMap::new();
+        for w in &list.items {
+            let ready = w.status.as_ref().and_then(|s| {
+                s.conditions
+                    .iter()
+                    .find(|c| c.type_ == "Ready")
+                    .map(|c| format!("{} {}", c.status, c.reason))
+            });
+            let key = format!(
+                "Ready {} job recorded {}",
+                ready.unwrap_or_else(|| "none".into()),
+                w.status.as_ref().is_some_and(|s| s.job_uid.is_some())
+            );
+            let entry = kinds
+                .entry(key)
+                .or_insert_with(|| (0, serde_json::to_string(&w.status).unwrap_or_default()));
+            entry.0 += 1;
+        }
+        for (kind, (n, sample)) in &kinds {
+            eprintln!("{n} Workspaces: {kind}; one of them: {sample}");
+        }
+        anyhow::bail!("{ready} of {count} Ready with their Job recorded");
+    }
     let jobs = count_jobs(&edge_clients).await?;
     ensure!(jobs == count, "{jobs} Jobs for {count} attempts");
     let left = runner_identities_left(&edge_clients).await?;
@@ -599,17 +646,18 @@ async fn main() -> anyhow::Result<()> {
     let planes_cpu = bench::planes_cpu_seconds(&plane_dirs) - planes_cpu_before;
     let mut figures: Vec<ReplicaFigures> = gone;
     for replica in replicas.lock().await.iter_mut() {
-        figures.push(replica.figures(false));
+        figures.push(replica.figures(false).await);
         replica.process.kill();
     }
     for f in &figures {
         eprintln!(
-            "replica {}{}: cpu {:.1} s, peak RSS {:.1} MB, at most {} edges",
+            "replica {}{}: cpu {:.1} s, peak RSS {:.1} MB, at most {} edges, {}",
             f.identity,
             if f.killed { " (killed)" } else { "" },
             f.cpu_s,
             f.peak_rss_mb,
-            f.most_edges
+            f.most_edges,
+            f.watches
         );
     }
     let mut leases: Vec<f64> = takeovers.iter().map(|t| t.leases_s).collect();
