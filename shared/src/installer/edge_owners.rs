@@ -172,7 +172,10 @@ pub fn leader_outside_membership(base: &str, leader: &str, members: &[String]) -
 /// Whether any of `live_leases` (the names of the Leases with a live holder) is a
 /// membership or edge fencing Lease beside `base`: replicas with `--shard-edges` still
 /// work edges, and a leader without the flag must not start its term yet.
-pub fn sharded_replicas_live<'a>(base: &str, live_leases: impl IntoIterator<Item = &'a str>) -> bool {
+pub fn sharded_replicas_live<'a>(
+    base: &str,
+    live_leases: impl IntoIterator<Item = &'a str>,
+) -> bool {
     let edge_prefix = format!("{base}-edge-");
     live_leases
         .into_iter()
@@ -197,7 +200,10 @@ mod tests {
     fn membership_and_edge_leases_of_the_base_are_sharded_replicas() {
         assert!(sharded_replicas_live("base", ["base-member-a"]));
         assert!(sharded_replicas_live("base", ["other", "base-edge-edge-1"]));
-        assert!(!sharded_replicas_live("base", ["base", "other-edge-e", "other-member-a"]));
+        assert!(!sharded_replicas_live(
+            "base",
+            ["base", "other-edge-e", "other-member-a"]
+        ));
         assert!(!sharded_replicas_live("base", []));
     }
 

@@ -322,7 +322,9 @@ pub async fn until_no_sharded_replica(hub: Client, leader: LeaseConfig) {
                     return;
                 }
                 if !said {
-                    tracing::warn!("replicas with --shard-edges still hold edges: waiting until they are gone before leading");
+                    tracing::warn!(
+                        "replicas with --shard-edges still hold edges: waiting until they are gone before leading"
+                    );
                     said = true;
                 }
             }
