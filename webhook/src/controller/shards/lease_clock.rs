@@ -30,8 +30,8 @@ impl LeaseClock {
     /// Takes in one listing of the Leases at `now`: a Lease whose holder and renew time
     /// are as before keeps its time; a changed or new one starts at `now`; one no longer
     /// listed is forgotten.
-    pub fn observe(&mut self, leases: &[Lease], now: Instant) {
-        let mut next = HashMap::with_capacity(leases.len());
+    pub fn observe<'a>(&mut self, leases: impl IntoIterator<Item = &'a Lease>, now: Instant) {
+        let mut next = HashMap::with_capacity(self.seen.len());
         for lease in leases {
             let name = lease.name_any();
             let spec = lease.spec.clone().unwrap_or_default();
@@ -66,6 +66,17 @@ impl LeaseClock {
         let seen = self.seen.get(name)?;
         let holder = seen.holder.as_deref().filter(|h| !h.is_empty())?;
         (now.saturating_duration_since(seen.since) < seen.duration).then_some(holder)
+    }
+
+    /// The next instant after `now` at which a Lease live now falls silent (its holder
+    /// not renewed for its duration), if any: the moment to look again.
+    pub fn next_silence(&self, now: Instant) -> Option<Instant> {
+        self.seen
+            .values()
+            .filter(|seen| seen.holder.as_deref().is_some_and(|h| !h.is_empty()))
+            .map(|seen| seen.since + seen.duration)
+            .filter(|at| *at > now)
+            .min()
     }
 
     /// What the leader election needs to take the Lease `name` as soon as it has expired
@@ -132,6 +143,11 @@ mod tests {
             start,
         );
         assert_eq!(clock.live_holder("base-edge-a", start), Some("x"));
+        // Only a held Lease falls silent: a at start + 15 s.
+        assert_eq!(
+            clock.next_silence(start),
+            Some(start + Duration::from_secs(15))
+        );
         // No holder, no Lease.
         assert_eq!(clock.live_holder("base-edge-b", start), None);
         assert_eq!(clock.live_holder("base-edge-c", start), None);

@@ -17,8 +17,14 @@ use std::{
     time::Duration,
 };
 
+use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::coordination::v1::Lease;
-use kube::{Api, Client, ResourceExt, api::ListParams};
+use kube::{
+    Api, Client, ResourceExt,
+    api::ListParams,
+    core::PartialObjectMeta,
+    runtime::{WatchStreamExt, reflector, watcher},
+};
 use providers::{
     api::Edge,
     installer::edge_owners::{
@@ -34,6 +40,13 @@ use super::{
     metrics::Metrics,
     term::Task,
 };
+
+/// How long a change waits for the ones right behind it (renewals come in bursts, one per
+/// held Lease of every replica each retry period), so a round runs at most ten times a
+/// second.
+const COALESCE: Duration = Duration::from_millis(100);
+/// Past the instant a Lease falls silent, so that the round sees it silent.
+const SILENCE_MARGIN: Duration = Duration::from_millis(10);
 
 /// The leases of sharding: the leader Lease's settings, whose name is the base of the
 /// membership and edge Leases.
@@ -207,29 +220,58 @@ pub async fn run(hub: Client, shards: Arc<Shards>, metrics: Arc<Metrics>) {
         shards.clone(),
     ));
     let leases: Api<Lease> = Api::namespaced(hub.clone(), &config.leader.namespace);
-    let edges: Api<Edge> = Api::all(hub.clone());
-    // Every Lease as last listed, and since when it looked so: members are live, and an
+    let edges: Api<PartialObjectMeta<Edge>> = Api::all(hub.clone());
+    // The Leases and the Edges, watched: a renewal is seen when it happens, so a member
+    // that stops renewing is known silent a lease duration after its last renewal (not
+    // up to two listing periods later), and its edges are taken at once.
+    let (lease_store, lease_writer) = reflector::store::<Lease>();
+    let (edge_store, edge_writer) = reflector::store::<PartialObjectMeta<Edge>>();
+    let lease_changes = watcher(leases, watcher::Config::default())
+        .default_backoff()
+        .reflect(lease_writer)
+        .map(|event| event.map(|_| ()));
+    let edge_changes = watcher(edges, watcher::Config::default())
+        .default_backoff()
+        .reflect(edge_writer)
+        .map(|event| event.map(|_| ()));
+    let mut changes = std::pin::pin!(futures::stream::select(lease_changes, edge_changes));
+    // Every Lease as last seen, and since when it looked so: members are live, and an
     // edge taken over from a replica that died is taken, as soon as its Lease has expired
     // as seen here, not after a further lease duration of watching it.
     let mut clock = LeaseClock::default();
     let mut fences: HashMap<String, Task> = HashMap::new();
     let mut standing_down = false;
     tracing::info!(member = %me, "sharing edges with the other installer replicas");
+    let mut wake = config.leader.retry_period;
     loop {
-        tokio::time::sleep(config.leader.retry_period).await;
-        let all = ListParams::default();
-        let (listed_leases, listed_edges) =
-            match tokio::try_join!(leases.list(&all), edges.list_metadata(&all),) {
-                Ok(listed) => listed,
-                Err(error) => {
-                    tracing::warn!(%error, "cannot list the installer's Leases or the Edges");
-                    continue;
+        // A change of a Lease or an Edge, a live Lease falling silent, or a retry period
+        // at the latest; bursts of renewals are taken in together.
+        tokio::select! {
+            change = changes.next() => {
+                if let Some(Err(error)) = change {
+                    tracing::warn!(%error, "watching the installer's Leases or the Edges");
                 }
-            };
+                tokio::time::sleep(COALESCE).await;
+            }
+            () = tokio::time::sleep(wake) => {}
+        }
+        while let Some(Some(_)) = changes.next().now_or_never() {}
+        let ready = lease_store.wait_until_ready().now_or_never().is_some()
+            && edge_store.wait_until_ready().now_or_never().is_some();
+        if !ready {
+            wake = config.leader.retry_period;
+            continue;
+        }
         let now = Instant::now();
-        clock.observe(&listed_leases.items, now);
+        let listed_leases = lease_store.state();
+        clock.observe(listed_leases.iter().map(|lease| lease.as_ref()), now);
+        wake = clock
+            .next_silence(now)
+            .map_or(config.leader.retry_period, |at| {
+                (at - now + SILENCE_MARGIN).min(config.leader.retry_period)
+            });
         let live = clock.live_members(&base, now);
-        let names: BTreeSet<String> = listed_edges.items.iter().map(|e| e.name_any()).collect();
+        let names: BTreeSet<String> = edge_store.state().iter().map(|e| e.name_any()).collect();
         *shards
             .existing
             .lock()
