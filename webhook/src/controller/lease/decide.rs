@@ -163,6 +163,24 @@ pub fn written(lease: &Lease, now: Instant) -> Observation {
     }
 }
 
+/// Past the instant a holder falls silent, so that the next read finds it so.
+const SILENCE_MARGIN: Duration = Duration::from_millis(10);
+
+/// How long a candidate that found the Lease held waits before it tries again: a retry
+/// period, or less when the holder it watches falls silent sooner (`seen.since` plus the
+/// holder's lease duration), so that a dead holder's Lease is taken when it lapses rather
+/// than up to a retry period later.
+pub fn acquire_wait(
+    seen: Option<&Observation>,
+    holder_duration: Duration,
+    retry_period: Duration,
+    now: Instant,
+) -> Duration {
+    seen.filter(|seen| !seen.holder.is_empty())
+        .map(|seen| (seen.since + holder_duration).saturating_duration_since(now) + SILENCE_MARGIN)
+        .map_or(retry_period, |until| until.min(retry_period))
+}
+
 /// How long a leader that last renewed at `renewed` may wait for its next renewal: what is
 /// left of the renew deadline, but never less than [`MIN_RENEW_BUDGET`].
 pub fn renew_budget(renewed: Instant, now: Instant, renew_deadline: Duration) -> Duration {

@@ -39,6 +39,8 @@ pub struct Elector {
     config: LeaseConfig,
     /// The holder and renew time last seen, and when they were first seen.
     observed: Option<Observation>,
+    /// The lease duration the holder last read wrote.
+    holder_duration: Option<Duration>,
 }
 
 impl Elector {
@@ -58,6 +60,7 @@ impl Elector {
             api: Api::namespaced(client, &config.namespace),
             config,
             observed,
+            holder_duration: None,
         }
     }
 
@@ -71,7 +74,16 @@ impl Elector {
             .await
             {
                 Ok(Ok(true)) => return,
-                Ok(Ok(false)) => {}
+                Ok(Ok(false)) => {
+                    sleep(decide::acquire_wait(
+                        self.observed.as_ref(),
+                        self.holder_duration.unwrap_or(self.config.duration),
+                        self.config.retry_period,
+                        Instant::now(),
+                    ))
+                    .await;
+                    continue;
+                }
                 Ok(Err(error)) => tracing::warn!(%error, "cannot read or write the Lease"),
                 Err(_) => tracing::warn!("the Lease request timed out"),
             }
@@ -151,6 +163,11 @@ impl Elector {
     async fn try_hold(&mut self) -> Result<bool, kube::Error> {
         let wall = MicroTime(Timestamp::now());
         let read = self.api.get_opt(&self.config.name).await?;
+        self.holder_duration = read
+            .as_ref()
+            .and_then(|lease| lease.spec.as_ref()?.lease_duration_seconds)
+            .and_then(|seconds| u64::try_from(seconds).ok())
+            .map(Duration::from_secs);
         let (decision, observed) = decide::decide(
             read.as_ref(),
             self.observed.as_ref(),

@@ -12,8 +12,8 @@ use tokio::time::Instant;
 use super::{
     LeaseConfig,
     decide::{
-        Attempt, Decision, Loss, Observation, Renewal, acquire_budget, after_renewal, decide,
-        released, renew_budget, written,
+        Attempt, Decision, Loss, Observation, Renewal, acquire_budget, acquire_wait, after_renewal,
+        decide, released, renew_budget, written,
     },
 };
 
@@ -439,4 +439,31 @@ fn stepping_down_leaves_a_lease_we_do_not_hold_alone() {
         ..lease(None, 1000, None)
     };
     assert_eq!(released(&no_spec, ME, &wall(1005)), None);
+}
+
+#[test]
+fn a_candidate_looks_again_when_the_holder_falls_silent_or_after_a_retry_period() {
+    let now = Instant::now();
+    let seen = |holder: &str, ago: u64| Observation {
+        holder: holder.into(),
+        renew_time: Some(wall(100)),
+        since: now - secs(ago),
+    };
+    // Silent for 14 of its 15 s: look again in 1 s (and a little), not 2.
+    let wait = acquire_wait(Some(&seen("other", 14)), secs(15), secs(2), now);
+    assert!(
+        wait > secs(1) && wait < Duration::from_millis(1100),
+        "{wait:?}"
+    );
+    // Renewed just now: a retry period.
+    assert_eq!(
+        acquire_wait(Some(&seen("other", 0)), secs(15), secs(2), now),
+        secs(2)
+    );
+    // Nothing watched yet, or no holder: a retry period.
+    assert_eq!(acquire_wait(None, secs(15), secs(2), now), secs(2));
+    assert_eq!(
+        acquire_wait(Some(&seen("", 14)), secs(15), secs(2), now),
+        secs(2)
+    );
 }
