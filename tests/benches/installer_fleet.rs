@@ -572,6 +572,7 @@ async fn main() -> anyhow::Result<()> {
             victim.process.identity.clone()
         };
         let since = Instant::now();
+        let killed_at = t0.elapsed();
         let held: Vec<String> = holders(&admin, &edges)
             .await?
             .into_iter()
@@ -584,7 +585,7 @@ async fn main() -> anyhow::Result<()> {
         let takeover = measure_takeover(&admin, &edges, &victim, &held, since).await?;
         eprintln!(
             "killed {victim} at {:.0} s: its {} edges held by others after {:.1} s, worked after {:.1} s",
-            t0.elapsed().as_secs_f64(),
+            killed_at.as_secs_f64(),
             takeover.edges,
             takeover.leases_s,
             takeover.working_s
