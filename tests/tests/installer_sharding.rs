@@ -458,6 +458,12 @@ async fn a_sharded_replica_works_no_edge_while_a_leader_without_the_flag_runs() 
         "the sharded replica did not say why it works no edge:\n{}",
         sharded.log_tail()
     );
+    let took_any = |log: String| log.contains("the edge is this replica's: taking its Lease");
+    ensure!(
+        !took_any(sharded.log_text()),
+        "the sharded replica went for an edge's Lease while the leader without the flag runs:\n{}",
+        sharded.log_tail()
+    );
     let spec = hello_on(case, "by-leader", EDGES[0]);
     env.create_workspace(&hub, &spec, env.plan(&spec, 1, ""))
         .await?;
@@ -468,6 +474,10 @@ async fn a_sharded_replica_works_no_edge_while_a_leader_without_the_flag_runs() 
     ensure!(
         no_edge_held(&hub, &lease).await?,
         "the sharded replica took an edge while the leader without the flag runs"
+    );
+    ensure!(
+        !took_any(sharded.log_text()),
+        "the sharded replica went for an edge's Lease while the leader without the flag runs"
     );
     // The old Pod goes (SIGTERM: it gives the leader Lease back).
     signal(&leader, "TERM")?;
@@ -523,5 +533,57 @@ async fn a_sharded_replica_works_no_edge_while_a_leader_without_the_flag_runs() 
         |ws| has_condition(ws, "Ready", "True", "Installed"),
     )
     .await?;
+    Ok(())
+}
+
+/// A sharing replica that leads the hub-wide duties stops gracefully (SIGTERM, as a
+/// rollout or a drain stops it): it gives back its edges and the leader Lease, and the
+/// other takes them at once, never taking the stopped replica for a leader without
+/// `--shard-edges` (which would make it give back every edge).
+#[tokio::test]
+async fn a_sharing_leader_stopped_gracefully_hands_over_at_once() -> anyhow::Result<()> {
+    let _serial = SERIAL.lock().await;
+    let case = "graceful";
+    let lease = format!("lease-{case}");
+    let env = env().await?;
+    let hub = env.hub_admin().await?;
+    let mut one = replica(env, case, "replica-1", &lease).await?;
+    let mut two = replica(env, case, "replica-2", &lease).await?;
+    held_as_hashed(
+        &hub,
+        &lease,
+        &["replica-1".to_owned(), "replica-2".to_owned()],
+    )
+    .await?;
+    let leader = eventually("a hub leader", WAIT, || async {
+        holder(&hub, &lease).await
+    })
+    .await?;
+    let (stopped, survivor, name) = if leader == "replica-1" {
+        (&mut one, &two, "replica-2")
+    } else {
+        (&mut two, &one, "replica-1")
+    };
+    signal(stopped, "TERM")?;
+    stopped.exited(WAIT).await?;
+    let gone = Instant::now();
+    held_as_hashed(&hub, &lease, &[name.to_owned()]).await?;
+    eventually("the survivor to lead", WAIT, || async {
+        Ok((holder(&hub, &lease).await?.as_deref() == Some(name)).then_some(()))
+    })
+    .await?;
+    let took = gone.elapsed();
+    // Given back, not lapsed: well within the Leases' 6 s.
+    ensure!(
+        took < Duration::from_secs(5),
+        "the survivor held every edge and led {took:?} after the stop"
+    );
+    ensure!(
+        !survivor
+            .log_text()
+            .contains("a leader without --shard-edges works every edge"),
+        "the survivor stood down for the stopped leader:\n{}",
+        survivor.log_tail()
+    );
     Ok(())
 }

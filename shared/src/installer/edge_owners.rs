@@ -158,12 +158,14 @@ pub fn edge_step(edge: &str, me: &str, members: &[String], held: bool) -> EdgeSt
     }
 }
 
-/// Whether `leader`, the live holder of the leader Lease `base`, is no live member: an
-/// installer running without `--shard-edges`, which works every edge without taking their
-/// fencing Leases. While one is live, a sharded replica gives back every edge and takes
-/// none, so a rolling update from one mode to the other never has two replicas writing to
-/// one edge (the leader without the flag, for its part, starts only once no edge or
-/// membership Lease is live: [`sharded_replicas_live`]).
+/// Whether `leader`, the live holder of the leader Lease `base`, has no membership Lease
+/// (`members`: every identity with one, held or given back): an installer running without
+/// `--shard-edges`, which works every edge without taking their fencing Leases. While one
+/// is live, a sharded replica gives back every edge and takes none, so a rolling update
+/// from one mode to the other never has two replicas writing to one edge (the leader
+/// without the flag, for its part, starts only once no edge or membership Lease is live:
+/// [`sharded_replicas_live`]). A sharing replica that stops, gracefully or not, keeps its
+/// membership Lease object, so its leader Lease lapsing is never taken for such a leader.
 pub fn leader_outside_membership(base: &str, leader: &str, members: &[String]) -> bool {
     let lease = member_lease(base, leader);
     member_of_lease(base, &lease).is_none_or(|name| !members.iter().any(|m| m == name))

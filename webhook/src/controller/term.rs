@@ -30,6 +30,15 @@ impl Task {
     pub fn is_finished(&self) -> bool {
         self.0.is_finished()
     }
+
+    /// Aborts the task and returns once it has ended: an abort takes effect at the task's
+    /// next await, and a task polled on another thread meanwhile may still act once.
+    pub async fn stop(self) {
+        self.0.abort();
+        while !self.0.is_finished() {
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+    }
 }
 
 impl Drop for Task {

@@ -203,6 +203,12 @@ pub fn after_renewal(
     now: Instant,
     renew_deadline: Duration,
 ) -> Renewal {
+    // A renewal that lands once the deadline has passed does not revive the term: the
+    // Lease may have lapsed meanwhile, and a writer that takes no Lease (a leader without
+    // --shard-edges) may be working; the holder must acquire afresh.
+    if now.saturating_duration_since(renewed) >= renew_deadline {
+        return Renewal::Lost(Loss::RenewDeadline);
+    }
     let renewed = match attempt {
         Attempt::Held => now,
         Attempt::NotHeld => return Renewal::Lost(Loss::Taken),

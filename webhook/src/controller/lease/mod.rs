@@ -41,6 +41,9 @@ pub struct Elector {
     observed: Option<Observation>,
     /// The lease duration the holder last read wrote.
     holder_duration: Option<Duration>,
+    /// When this replica last took or renewed the Lease: a term's renew deadline counts
+    /// from it, however often `hold` is called.
+    renewed: Option<Instant>,
 }
 
 impl Elector {
@@ -61,6 +64,7 @@ impl Elector {
             config,
             observed,
             holder_duration: None,
+            renewed: None,
         }
     }
 
@@ -73,7 +77,10 @@ impl Elector {
             )
             .await
             {
-                Ok(Ok(true)) => return,
+                Ok(Ok(true)) => {
+                    self.renewed = Some(Instant::now());
+                    return;
+                }
                 Ok(Ok(false)) => {
                     sleep(decide::acquire_wait(
                         self.observed.as_ref(),
@@ -100,7 +107,7 @@ impl Elector {
     /// [`Self::hold`], telling `on_renewed` the local time of every renewal (the fencing
     /// of an edge counts its renew deadline from it).
     pub async fn hold_reporting(&mut self, mut on_renewed: impl FnMut(Instant)) {
-        let mut renewed = Instant::now();
+        let mut renewed = self.renewed.unwrap_or_else(Instant::now);
         loop {
             sleep(self.config.retry_period).await;
             let budget = decide::renew_budget(renewed, Instant::now(), self.config.renew_deadline);
@@ -124,13 +131,16 @@ impl Elector {
             ) {
                 Renewal::Holding { renewed: at } => {
                     renewed = at;
+                    self.renewed = Some(at);
                     on_renewed(at);
                 }
                 Renewal::Lost(Loss::Taken) => {
+                    self.renewed = None;
                     tracing::warn!("another replica holds the Lease");
                     return;
                 }
                 Renewal::Lost(Loss::RenewDeadline) => {
+                    self.renewed = None;
                     tracing::warn!(
                         deadline = ?self.config.renew_deadline,
                         "could not renew the Lease within the renew deadline"

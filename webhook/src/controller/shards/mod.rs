@@ -280,9 +280,10 @@ pub async fn run(hub: Client, shards: Arc<Shards>, metrics: Arc<Metrics>) {
         fences.retain(|_, task| !task.is_finished());
         // A leader without --shard-edges (a rolling update between the modes) works every
         // edge without their Leases: work none until it is gone.
+        let with_membership = clock.with_membership(&base);
         let outsider = clock
             .live_holder(&base, now)
-            .filter(|leader| leader_outside_membership(&base, leader, &live));
+            .filter(|leader| leader_outside_membership(&base, leader, &with_membership));
         if let Some(leader) = outsider {
             if !standing_down {
                 tracing::warn!(%leader, "a leader without --shard-edges works every edge: this replica works none until it is gone");
@@ -385,7 +386,10 @@ async fn give_back(
     fences: &mut HashMap<String, Task>,
     edge: &str,
 ) {
-    fences.remove(edge);
+    // Ended before the edge is dropped: a renewal in flight must not put it back.
+    if let Some(fence) = fences.remove(edge) {
+        fence.stop().await;
+    }
     shards.dropped(edge);
     Elector::new(
         hub.clone(),
@@ -419,7 +423,8 @@ async fn keep_membership(hub: Client, lease: LeaseConfig, shards: Arc<Shards>) {
     }
 }
 
-/// Gives back every edge Lease this replica holds and its membership, so that the others
+/// Gives back every edge Lease this replica holds, the leader Lease if it holds it, and its
+/// membership, so that the others
 /// take its edges at once (a rolling restart), instead of after the Leases expire.
 pub async fn leave(hub: &Client, shards: &Shards) {
     let Some(config) = shards.config() else {
@@ -435,6 +440,10 @@ pub async fn leave(hub: &Client, shards: &Shards) {
         .release()
         .await;
     }
+    // The leader Lease too, if this replica holds it, so the hub-wide duties move at once.
+    Elector::new(hub.clone(), config.leader.clone())
+        .release()
+        .await;
     Elector::new(
         hub.clone(),
         config.lease(member_lease(&config.leader.name, &config.leader.identity)),
