@@ -176,8 +176,8 @@ fn recipes(repository: &str) -> Vec<Recipe> {
     ]
 }
 
-/// `providers-webhook controller` as its shipped ServiceAccount (manifests/controller/),
-/// logging to the demo folder.
+/// `providers-webhook controller` as its shipped ServiceAccount and mode
+/// (manifests/controller/), logging to the demo folder.
 async fn start_controller(hub: &ControlPlaneInfo, dir: &Path) -> anyhow::Result<Child> {
     let kubeconfig = installer::controller_kubeconfig(hub, dir).await?;
     let log = std::fs::File::create(dir.join("controller.log"))?;
@@ -193,6 +193,9 @@ async fn start_controller(hub: &ControlPlaneInfo, dir: &Path) -> anyhow::Result<
         ])
         .args(["--metrics-listen", &format!("127.0.0.1:{}", free_port()?)])
         .args(["--hub-server", &hub.server])
+        // As shipped (manifests/controller): a sharing replica, here the only one, so it
+        // holds both edges' Leases and leads the hub-wide duties.
+        .arg("--shard-edges")
         .env("RUST_LOG", "info,kube=warn")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
