@@ -458,6 +458,14 @@ async fn a_sharded_replica_works_no_edge_while_a_leader_without_the_flag_runs() 
         "the sharded replica did not say why it works no edge:\n{}",
         sharded.log_tail()
     );
+    // And says so in its metrics (the ProvidersInstallerStandingDown alert).
+    ensure!(
+        metric(
+            &sharded.scrape().await?,
+            "providers_installer_standing_down"
+        ) == 1,
+        "the sharded replica does not say it stands down"
+    );
     let took_any = |log: String| log.contains("the edge is this replica's: taking its Lease");
     ensure!(
         !took_any(sharded.log_text()),
@@ -483,6 +491,13 @@ async fn a_sharded_replica_works_no_edge_while_a_leader_without_the_flag_runs() 
     signal(&leader, "TERM")?;
     leader.exited(WAIT).await?;
     held_as_hashed(&hub, &lease, &["replica-1".to_owned()]).await?;
+    ensure!(
+        metric(
+            &sharded.scrape().await?,
+            "providers_installer_standing_down"
+        ) == 0,
+        "the sharded replica still says it stands down"
+    );
     let spec = hello_on(case, "by-replica", EDGES[1]);
     env.create_workspace(&hub, &spec, env.plan(&spec, 1, ""))
         .await?;

@@ -524,8 +524,9 @@ kubectl apply --server-side -k manifests/controller",
     );
     let rule =
         std::fs::read_to_string(root.join("manifests/monitoring/prometheusrule.yaml")).unwrap();
-    // The name installer_sharding scrapes from a running replica.
+    // The names installer_sharding scrapes from running replicas.
     assert!(rule.contains("max(providers_installer_edges_without_owner) > 0"));
+    assert!(rule.contains("max(providers_installer_standing_down) > 0"));
 }
 
 /// The webhook answers only the API server's client certificate by default; the component

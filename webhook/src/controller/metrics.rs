@@ -65,6 +65,9 @@ pub struct Metrics {
     pub installer_members: Gauge,
     /// With `--shard-edges`, on the hub leader: the Edges no replica holds the Lease of.
     pub edges_without_owner: Gauge,
+    /// With `--shard-edges`: 1 while a leader without the flag runs, so this replica works
+    /// no edge (ADR 40, "Switching modes by a rolling update").
+    pub standing_down: Gauge,
     /// 1 while an edge answered its last probe.
     pub edge_ready: Family<EdgeLabels, Gauge>,
     /// The namespaces whose Secrets the installer watches on an edge (one watch each).
@@ -137,6 +140,12 @@ impl Metrics {
             "With --shard-edges, on the hub leader: the Edges no replica holds the Lease of",
             edges_without_owner.clone(),
         );
+        let standing_down = Gauge::default();
+        registry.register(
+            "standing_down",
+            "With --shard-edges: 1 while a leader without the flag runs, so this replica works no edge",
+            standing_down.clone(),
+        );
         let installer_members = Gauge::default();
         registry.register(
             "members",
@@ -194,6 +203,7 @@ impl Metrics {
             edges_held,
             installer_members,
             edges_without_owner,
+            standing_down,
             edge_ready,
             edge_namespace_watches,
             edge_follow_watches,

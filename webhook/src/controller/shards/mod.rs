@@ -330,6 +330,7 @@ pub async fn run(hub: Client, shards: Arc<Shards>, metrics: Arc<Metrics>) {
             .edges_held
             .set(shards.held().map_or(0, |held| held.len()) as i64);
         metrics.installer_members.set(live.len() as i64);
+        metrics.standing_down.set(i64::from(standing_down));
         // The hub leader counts the Edges no replica holds the Lease of, from this same
         // listing (the ProvidersEdgeWithoutInstaller alert fires on it).
         if shards.leads() {
