@@ -220,9 +220,20 @@ async fn edges_are_shared_over_replicas_and_a_dead_replicas_edges_are_taken_over
         })
         .await?;
     }
+    // Every Edge registered in this test binary (other tests add their own).
+    let registered: Vec<String> = Api::<providers::api::Edge>::all(hub.clone())
+        .list(&Default::default())
+        .await?
+        .items
+        .iter()
+        .map(kube::ResourceExt::name_any)
+        .collect();
     for (process, who) in [(&one, "replica-1"), (&two, "replica-2")] {
         let metrics = process.scrape().await?;
-        let held = mine(who).len() + usize::from(owner_of(installer::EDGE, &members) == Some(who));
+        let held = registered
+            .iter()
+            .filter(|edge| owner_of(edge, &members) == Some(who))
+            .count();
         ensure!(
             metrics.contains(&format!("providers_installer_edges_held {held}")),
             "{who} holds {held} edges:\n{metrics}"
@@ -600,5 +611,63 @@ async fn a_sharing_leader_stopped_gracefully_hands_over_at_once() -> anyhow::Res
         "the survivor stood down for the stopped leader:\n{}",
         survivor.log_tail()
     );
+    Ok(())
+}
+
+/// A Workspace of an Edge that does not exist is the hub leader's to answer (no edge Lease
+/// can be held for it); once the Edge is registered, its owner by the hash takes its Lease
+/// and installs, and the leader no longer writes for it.
+#[tokio::test]
+async fn a_workspace_of_a_missing_edge_is_answered_by_the_leader_then_installed_by_the_owner()
+-> anyhow::Result<()> {
+    let _serial = SERIAL.lock().await;
+    let case = "missing";
+    let lease = format!("lease-{case}");
+    let edge = "shard-late";
+    let env = env().await?;
+    let hub = env.hub_admin().await?;
+    let _one = replica(env, case, "replica-1", &lease).await?;
+    let _two = replica(env, case, "replica-2", &lease).await?;
+    held_as_hashed(
+        &hub,
+        &lease,
+        &["replica-1".to_owned(), "replica-2".to_owned()],
+    )
+    .await?;
+    let spec = hello_on(case, "late", edge);
+    env.create_workspace(&hub, &spec, env.plan(&spec, 1, ""))
+        .await?;
+    wait_workspace(
+        &hub,
+        "org-b",
+        &spec.name,
+        "told the edge is missing",
+        |ws| {
+            installer::condition(ws, "Ready").is_some_and(|c| {
+                c.message
+                    .contains(&format!("no Edge named {edge:?} is registered"))
+            })
+        },
+    )
+    .await?;
+    installer::register_edge(&env.hub, &env.edge, edge, CLUSTER, EDGE_WORKSPACE, None).await?;
+    platform::grant_install(&hub, "alice", edge).await?;
+    let members = ["replica-1".to_owned(), "replica-2".to_owned()];
+    let owner = owner_of(edge, &members).context("an owner")?.to_owned();
+    eventually("the owner to hold the new edge", WAIT, || async {
+        Ok(
+            (holder(&hub, &edge_lease(&lease, edge)).await?.as_deref() == Some(owner.as_str()))
+                .then_some(()),
+        )
+    })
+    .await?;
+    wait_workspace(
+        &hub,
+        "org-b",
+        &spec.name,
+        "installed on the new edge",
+        |ws| has_condition(ws, "Ready", "True", "Installed"),
+    )
+    .await?;
     Ok(())
 }

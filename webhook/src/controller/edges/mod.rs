@@ -66,12 +66,15 @@ pub async fn run(
         match event {
             watcher::Event::Init => listed.clear(),
             watcher::Event::InitApply(edge) => {
+                ctx.shards.edge_exists(&edge.name_any(), true);
                 listed.insert(edge.name_any());
                 known.insert(edge.name_any(), edge.clone());
                 start_if_held(&ctx, &wake, &mut workers, edge);
             }
             watcher::Event::InitDone => {
                 known.retain(|name, _| listed.contains(name));
+                ctx.shards
+                    .set_existing(Some(listed.iter().cloned().collect()));
                 let gone: Vec<String> = workers
                     .keys()
                     .filter(|n| !listed.contains(*n))
@@ -85,10 +88,14 @@ pub async fn run(
                 wake.all();
             }
             watcher::Event::Apply(edge) => {
+                // Known to exist before anything else looks at it: a Workspace of this
+                // edge is no longer the hub leader's to answer as one of a missing edge.
+                ctx.shards.edge_exists(&edge.name_any(), true);
                 known.insert(edge.name_any(), edge.clone());
                 start_if_held(&ctx, &wake, &mut workers, edge);
             }
             watcher::Event::Delete(edge) => {
+                ctx.shards.edge_exists(&edge.name_any(), false);
                 known.remove(&edge.name_any());
                 stop(&ctx, &wake, &mut workers, &edge.name_any());
             }
@@ -104,7 +111,7 @@ fn start_if_held(
     edge: Edge,
 ) {
     let name = edge.name_any();
-    if ctx.shards.may_write(&name) {
+    if ctx.shards.holds(&name) {
         start(ctx, wake, workers, edge);
     } else if workers.contains_key(&name) {
         stop(ctx, wake, workers, &name);
@@ -120,7 +127,7 @@ fn follow_held(
     known: &HashMap<String, Edge>,
 ) {
     for (name, edge) in known {
-        let held = ctx.shards.may_write(name);
+        let held = ctx.shards.holds(name);
         let running = workers.contains_key(name);
         if held && !running {
             start(ctx, wake, workers, edge.clone());

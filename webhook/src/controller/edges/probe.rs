@@ -261,7 +261,7 @@ async fn probe(client: &Client, spec: &EdgeSpec, server: &str) -> EdgeState {
 async fn write_status(ctx: &Context, name: &str, state: &EdgeState, since: Timestamp) {
     // Fenced like every write for an edge: a replica that lost the edge's Lease (or was
     // paused past its renew deadline) does not overwrite the new owner's status.
-    if !ctx.shards.may_write(name) {
+    if !ctx.shards.holds(name) {
         return;
     }
     let (ready, reason, message, server) = match state {

@@ -147,6 +147,38 @@ impl Shards {
                 .is_some_and(|renewed| renewed.elapsed() < deadline)
     }
 
+    /// Whether this replica holds `edge`'s Lease now (always without sharding): what
+    /// working an Edge that exists takes (its worker, its probe, its status).
+    pub fn holds(&self, edge: &str) -> bool {
+        let Some(config) = &self.config else {
+            return true;
+        };
+        self.lock()
+            .get(edge)
+            .is_some_and(|renewed| renewed.elapsed() < config.leader.renew_deadline)
+    }
+
+    /// The Edges that exist, from the Edge watch's first list (`None` until then).
+    pub fn set_existing(&self, edges: Option<BTreeSet<String>>) {
+        *self.existing.lock().unwrap_or_else(PoisonError::into_inner) = edges;
+    }
+
+    /// An Edge appeared (`true`) or went, once the first list is in.
+    pub fn edge_exists(&self, edge: &str, exists: bool) {
+        if let Some(existing) = self
+            .existing
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_mut()
+        {
+            if exists {
+                existing.insert(edge.to_owned());
+            } else {
+                existing.remove(edge);
+            }
+        }
+    }
+
     /// Whether this replica leads the hub-wide duties now (renewed within the deadline).
     fn leads(&self) -> bool {
         let Some(config) = &self.config else {
@@ -241,6 +273,7 @@ pub async fn run(hub: Client, shards: Arc<Shards>, metrics: Arc<Metrics>) {
     let mut clock = LeaseClock::default();
     let mut fences: HashMap<String, Task> = HashMap::new();
     let mut standing_down = false;
+    let mut reported_shared = BTreeSet::new();
     tracing::info!(member = %me, "sharing edges with the other installer replicas");
     let mut wake = config.leader.retry_period;
     loop {
@@ -272,10 +305,28 @@ pub async fn run(hub: Client, shards: Arc<Shards>, metrics: Arc<Metrics>) {
             });
         let live = clock.live_members(&base, now);
         let names: BTreeSet<String> = edge_store.state().iter().map(|e| e.name_any()).collect();
-        *shards
-            .existing
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Some(names.clone());
+        // Two Edges whose fencing Lease names are one (a long name cut and hashed, and
+        // another spelled like the result): neither is worked, and both count as without
+        // an owner, so the alert says so rather than one edge silently waiting.
+        let mut by_lease: HashMap<String, Vec<&String>> = HashMap::new();
+        for edge in &names {
+            by_lease
+                .entry(edge_lease(&base, edge))
+                .or_default()
+                .push(edge);
+        }
+        let shared: BTreeSet<String> = by_lease
+            .values()
+            .filter(|edges| edges.len() > 1)
+            .flatten()
+            .map(|edge| (*edge).clone())
+            .collect();
+        if shared != reported_shared {
+            if !shared.is_empty() {
+                tracing::error!(edges = ?shared, "these Edges' names give one fencing Lease name: none of them is worked; rename one");
+            }
+            reported_shared = shared.clone();
+        }
         // A fence whose Lease was lost ends; the edge may be taken again below.
         fences.retain(|_, task| !task.is_finished());
         // A leader without --shard-edges (a rolling update between the modes) works every
@@ -295,13 +346,16 @@ pub async fn run(hub: Client, shards: Arc<Shards>, metrics: Arc<Metrics>) {
         }
         let gone: Vec<String> = fences
             .keys()
-            .filter(|edge| standing_down || !names.contains(*edge))
+            .filter(|edge| standing_down || !names.contains(*edge) || shared.contains(*edge))
             .cloned()
             .collect();
         for edge in gone {
             give_back(&hub, &config, &shards, &mut fences, &edge).await;
         }
-        for edge in names.iter().filter(|_| !standing_down) {
+        for edge in names
+            .iter()
+            .filter(|edge| !standing_down && !shared.contains(*edge))
+        {
             match edge_step(edge, &me, &live, fences.contains_key(edge)) {
                 EdgeStep::Acquire => {
                     tracing::info!(%edge, members = live.len(), "the edge is this replica's: taking its Lease");
@@ -336,7 +390,10 @@ pub async fn run(hub: Client, shards: Arc<Shards>, metrics: Arc<Metrics>) {
         if shards.leads() {
             let without = names
                 .iter()
-                .filter(|edge| clock.live_holder(&edge_lease(&base, edge), now).is_none())
+                .filter(|edge| {
+                    shared.contains(*edge)
+                        || clock.live_holder(&edge_lease(&base, edge), now).is_none()
+                })
                 .count();
             metrics.edges_without_owner.set(without as i64);
         }
