@@ -671,3 +671,70 @@ async fn a_workspace_of_a_missing_edge_is_answered_by_the_leader_then_installed_
     .await?;
     Ok(())
 }
+
+/// Two Edges whose fencing Lease names are one (a long name is cut and hashed; another
+/// Edge spelled like the result): neither is worked, and the leader counts both without an
+/// owner, so the alert fires instead of one edge waiting silently.
+#[tokio::test]
+async fn edges_sharing_one_lease_name_are_worked_by_none_and_counted() -> anyhow::Result<()> {
+    let _serial = SERIAL.lock().await;
+    let case = "collide";
+    let lease = format!("lease-{case}");
+    let env = env().await?;
+    let hub = env.hub_admin().await?;
+    let long = format!("collide-{}", "a".repeat(240));
+    let cut = edge_lease(&lease, &long);
+    let twin = cut
+        .strip_prefix(&format!("{lease}-edge-"))
+        .context("the cut Lease name keeps its prefix")?
+        .to_owned();
+    ensure!(
+        edge_lease(&lease, &twin) == cut,
+        "the twin shares the Lease name"
+    );
+    // Registered with edge shard-a's kubeconfig Secret (a Secret named after so long an
+    // Edge would be too long a name).
+    for edge in [&long, &twin] {
+        let object = providers::api::Edge::new(
+            edge,
+            providers::api::EdgeSpec {
+                cluster_id: CLUSTER.into(),
+                workspace_uuid: EDGE_WORKSPACE.into(),
+                kubeconfig_secret_ref: providers::api::SecretKeyRef {
+                    namespace: installer::EDGE_CREDENTIALS.into(),
+                    name: format!("{}-kubeconfig", EDGES[0]),
+                    key: "kubeconfig".into(),
+                },
+            },
+        );
+        Api::<providers::api::Edge>::all(hub.clone())
+            .create(&Default::default(), &object)
+            .await?;
+    }
+    let one = replica(env, case, "replica-1", &lease).await?;
+    held_as_hashed(&hub, &lease, &["replica-1".to_owned()]).await?;
+    eventually("both counted without an owner", WAIT, || async {
+        Ok((metric(
+            &one.scrape().await?,
+            "providers_installer_edges_without_owner",
+        ) >= 2)
+            .then_some(()))
+    })
+    .await?;
+    ensure!(
+        holder(&hub, &cut).await?.is_none_or(|h| h.is_empty()),
+        "an edge of the two was taken"
+    );
+    ensure!(
+        one.log_text().contains("give one fencing Lease name"),
+        "the replica did not say why:\n{}",
+        one.log_tail()
+    );
+    // Not left behind for the other tests of this binary.
+    for edge in [&long, &twin] {
+        Api::<providers::api::Edge>::all(hub.clone())
+            .delete(edge, &Default::default())
+            .await?;
+    }
+    Ok(())
+}
