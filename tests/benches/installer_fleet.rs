@@ -58,10 +58,10 @@ use providers::{
 };
 use serde_json::json;
 use testbed::{
-    ControlPlaneInfo, Supervised, User,
+    ControlPlaneInfo, User,
     bench::{self, BenchEdge},
     installer::{self, CASE_LABEL, ControllerOptions, ControllerProcess, SYSTEM},
-    platform, webhook,
+    platform,
 };
 use tokio::sync::Mutex;
 
@@ -336,34 +336,16 @@ async fn main() -> anyhow::Result<()> {
     let kill_every = setting("PROVIDERS_FLEET_KILL_EVERY", 0);
     let bin = Path::new(env!("CARGO_BIN_EXE_providers-controlplane")).to_path_buf();
     let started = Instant::now();
-    let mut planes = Vec::new();
-    for name in
-        std::iter::once("hub".to_owned()).chain((0..plane_count).map(|i| format!("edge-plane-{i}")))
-    {
-        let bin = bin.clone();
-        planes.push(tokio::task::spawn_blocking(move || {
-            Supervised::start(&bin, &name)
-        }));
-    }
-    let mut supervised = Vec::new();
-    for plane in planes {
-        supervised.push(plane.await??);
-    }
+    let supervised = bench::start_planes(
+        &bin,
+        std::iter::once("hub".to_owned())
+            .chain((0..plane_count).map(|i| format!("edge-plane-{i}"))),
+    )
+    .await?;
     let hub = supervised[0].info.clone();
     let edge_planes: Vec<_> = supervised[1..].iter().map(|s| s.info.clone()).collect();
     let sealer = Sealer::from_seed([9; 32]);
-    {
-        let (hub, key_id, pem) = (
-            hub.clone(),
-            sealer.key_id().to_owned(),
-            sealer.public_key_pem(),
-        );
-        tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
-            platform::install(&hub)?;
-            webhook::publish_keys(&hub, &key_id, &pem)
-        })
-        .await??;
-    }
+    bench::install_platform(&hub, &sealer).await?;
     let admin = hub.client(User::Admin).await?;
     let edges: Vec<BenchEdge> = (0..edge_count).map(BenchEdge::numbered).collect();
     for (i, edge) in edges.iter().enumerate() {

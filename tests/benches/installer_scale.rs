@@ -54,11 +54,11 @@ use providers::{
 };
 use serde_json::json;
 use testbed::{
-    Supervised, User,
+    User,
     apimetrics::{OwnRequests, RequestCounts},
     bench::{self, BenchEdge},
     installer::{self, CASE_LABEL, ControllerOptions, ControllerProcess},
-    platform, webhook,
+    platform,
 };
 
 const ORGS: usize = 10;
@@ -87,32 +87,15 @@ async fn main() -> anyhow::Result<()> {
         .unwrap_or(20);
     let bin = Path::new(env!("CARGO_BIN_EXE_providers-controlplane")).to_path_buf();
     let started = Instant::now();
-    let mut planes = Vec::new();
-    for name in std::iter::once("hub".to_owned()).chain((0..edge_count).map(edge_name)) {
-        let bin = bin.clone();
-        planes.push(tokio::task::spawn_blocking(move || {
-            Supervised::start(&bin, &name)
-        }));
-    }
-    let mut supervised = Vec::new();
-    for plane in planes {
-        supervised.push(plane.await??);
-    }
+    let supervised = bench::start_planes(
+        &bin,
+        std::iter::once("hub".to_owned()).chain((0..edge_count).map(edge_name)),
+    )
+    .await?;
     let hub = supervised[0].info.clone();
     let edges: Vec<_> = supervised[1..].iter().map(|s| s.info.clone()).collect();
     let sealer = Sealer::from_seed([9; 32]);
-    {
-        let (hub, key_id, pem) = (
-            hub.clone(),
-            sealer.key_id().to_owned(),
-            sealer.public_key_pem(),
-        );
-        tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
-            platform::install(&hub)?;
-            webhook::publish_keys(&hub, &key_id, &pem)
-        })
-        .await??;
-    }
+    bench::install_platform(&hub, &sealer).await?;
     for (i, edge) in edges.iter().enumerate() {
         installer::register_edge(
             &hub,

@@ -67,7 +67,7 @@ use serde_json::json;
 use testbed::{
     Supervised, User,
     apimetrics::{OwnRequests, RequestCounts},
-    binaries,
+    bench, binaries,
     installer::eventually,
 };
 
@@ -139,7 +139,7 @@ async fn main() -> anyhow::Result<()> {
     let before = RequestCounts::scrape(&admin).await?;
     let own_before = (OWN.reads(), OWN.writes());
     let planes = [info.dir.display().to_string()];
-    let cpu_before = (cpu_seconds(pid), planes_cpu_seconds(&planes));
+    let cpu_before = (bench::cpu_seconds(pid), bench::planes_cpu_seconds(&planes));
 
     let t0 = Instant::now();
     stream::iter(charts)
@@ -270,10 +270,10 @@ async fn main() -> anyhow::Result<()> {
     let after = idle(&admin, Duration::from_secs(2), Duration::from_secs(120)).await?;
     let own = (OWN.reads() - own_before.0, OWN.writes() - own_before.1);
     let cpu = (
-        cpu_seconds(pid) - cpu_before.0,
-        planes_cpu_seconds(&planes) - cpu_before.1,
+        bench::cpu_seconds(pid) - cpu_before.0,
+        bench::planes_cpu_seconds(&planes) - cpu_before.1,
     );
-    let rss_mb = vm_hwm_kb(pid) as f64 / 1024.0;
+    let rss_mb = bench::status_kb(pid, "VmHWM:") as f64 / 1024.0;
 
     let total = after.delta(&before);
     let peer_reads = total.reads().saturating_sub(own.0);
@@ -302,7 +302,7 @@ async fn main() -> anyhow::Result<()> {
     );
     eprintln!(
         "peer peak resident memory (VmHWM) {rss_mb:.1} MB, now (VmRSS) {:.1} MB",
-        status_kb(pid, "VmRSS:") as f64 / 1024.0
+        bench::status_kb(pid, "VmRSS:") as f64 / 1024.0
     );
     let log = peer.log_text();
     eprintln!(
@@ -587,56 +587,4 @@ impl Drop for Peer {
     fn drop(&mut self) {
         self.kill();
     }
-}
-
-/// A field of /proc/<pid>/status in kB (`VmHWM:`, `VmRSS:`).
-fn status_kb(pid: u32, field: &str) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|v| v.split_whitespace().next().and_then(|n| n.parse().ok()))
-        .unwrap_or(0)
-}
-
-/// Peak resident memory in kB.
-fn vm_hwm_kb(pid: u32) -> u64 {
-    status_kb(pid, "VmHWM:")
-}
-
-/// User and system CPU time of a process, in seconds (from /proc, at 100 ticks a second).
-fn cpu_seconds(pid: u32) -> f64 {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return 0.0;
-    };
-    // Fields after the command name, which is in parentheses and may hold spaces.
-    let rest = stat.rsplit_once(") ").map(|(_, r)| r).unwrap_or_default();
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
-    (ticks(11) + ticks(12)) / 100.0
-}
-
-/// CPU time of the etcd and kube-apiserver processes whose command line names one of the
-/// control planes' folders.
-fn planes_cpu_seconds(dirs: &[String]) -> f64 {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return 0.0;
-    };
-    entries
-        .filter_map(Result::ok)
-        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()))
-        .filter(|pid| {
-            let cmdline =
-                std::fs::read_to_string(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            (cmdline.contains("kube-apiserver") || cmdline.contains("etcd"))
-                && dirs.iter().any(|d| cmdline.contains(d.as_str()))
-        })
-        .map(cpu_seconds)
-        .sum()
 }

@@ -14,7 +14,46 @@ use providers::{
 };
 use serde_json::json;
 
-use crate::installer::{self, CASE_LABEL};
+use crate::{
+    ControlPlaneInfo, Supervised,
+    installer::{self, CASE_LABEL},
+    platform, webhook,
+};
+
+/// Control planes named `names`, started side by side with the `providers-controlplane`
+/// binary `bin`; torn down when the returned handles are dropped.
+pub async fn start_planes(
+    bin: &std::path::Path,
+    names: impl IntoIterator<Item = String>,
+) -> anyhow::Result<Vec<Supervised>> {
+    let starting: Vec<_> = names
+        .into_iter()
+        .map(|name| {
+            let bin = bin.to_path_buf();
+            tokio::task::spawn_blocking(move || Supervised::start(&bin, &name))
+        })
+        .collect();
+    let mut planes = Vec::new();
+    for plane in starting {
+        planes.push(plane.await??);
+    }
+    Ok(planes)
+}
+
+/// The platform (CRDs, namespaces, tenant RBAC from manifests/) on `hub`, and `sealer`'s
+/// public key published as the webhook publishes it.
+pub async fn install_platform(hub: &ControlPlaneInfo, sealer: &Sealer) -> anyhow::Result<()> {
+    let (hub, key_id, pem) = (
+        hub.clone(),
+        sealer.key_id().to_owned(),
+        sealer.public_key_pem(),
+    );
+    tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
+        platform::install(&hub)?;
+        webhook::publish_keys(&hub, &key_id, &pem)
+    })
+    .await?
+}
 
 /// An Edge as a benchmark registers it.
 #[derive(Clone, Debug)]

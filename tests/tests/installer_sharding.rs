@@ -127,6 +127,26 @@ fn hello_on(case: &str, name: &str, edge: &str) -> PlanSpec {
     }
 }
 
+/// Creates the Workspace `name` of `case` on `edge`, with a sealed attempt 1, and waits
+/// until it is installed (`what` says by whom, for the failure message).
+async fn install_on(
+    env: &Environment,
+    hub: &Client,
+    case: &str,
+    name: &str,
+    edge: &str,
+    what: &str,
+) -> anyhow::Result<()> {
+    let spec = hello_on(case, name, edge);
+    env.create_workspace(hub, &spec, env.plan(&spec, 1, ""))
+        .await?;
+    wait_workspace(hub, "org-b", &spec.name, what, |ws| {
+        has_condition(ws, "Ready", "True", "Installed")
+    })
+    .await?;
+    Ok(())
+}
+
 /// Keeps a membership Lease named `name`, held by `identity`, renewed every second.
 async fn renew_member(leases: Api<Lease>, name: String, identity: String) {
     loop {
@@ -262,12 +282,14 @@ async fn edges_are_shared_over_replicas_and_a_dead_replicas_edges_are_taken_over
     );
     edges_view_names(env, |_| "replica-2".to_owned()).await?;
     let moved = mine("replica-1")[0];
-    let spec = hello_on(case, &format!("{moved}-after"), moved);
-    env.create_workspace(&hub, &spec, env.plan(&spec, 1, ""))
-        .await?;
-    wait_workspace(&hub, "org-b", &spec.name, "installed by replica-2", |ws| {
-        has_condition(ws, "Ready", "True", "Installed")
-    })
+    install_on(
+        env,
+        &hub,
+        case,
+        &format!("{moved}-after"),
+        moved,
+        "installed by replica-2",
+    )
     .await?;
     // A member that works none of its edges (a Lease renewed by this test, as a replica
     // stuck before taking any edge would renew its own): its edges have no owner, and the
@@ -483,12 +505,14 @@ async fn a_sharded_replica_works_no_edge_while_a_leader_without_the_flag_runs() 
         "the sharded replica went for an edge's Lease while the leader without the flag runs:\n{}",
         sharded.log_tail()
     );
-    let spec = hello_on(case, "by-leader", EDGES[0]);
-    env.create_workspace(&hub, &spec, env.plan(&spec, 1, ""))
-        .await?;
-    wait_workspace(&hub, "org-b", &spec.name, "installed by the leader", |ws| {
-        has_condition(ws, "Ready", "True", "Installed")
-    })
+    install_on(
+        env,
+        &hub,
+        case,
+        "by-leader",
+        EDGES[0],
+        "installed by the leader",
+    )
     .await?;
     ensure!(
         no_edge_held(&hub, &lease).await?,
@@ -509,15 +533,13 @@ async fn a_sharded_replica_works_no_edge_while_a_leader_without_the_flag_runs() 
         ) == 0,
         "the sharded replica still says it stands down"
     );
-    let spec = hello_on(case, "by-replica", EDGES[1]);
-    env.create_workspace(&hub, &spec, env.plan(&spec, 1, ""))
-        .await?;
-    wait_workspace(
+    install_on(
+        env,
         &hub,
-        "org-b",
-        &spec.name,
+        case,
+        "by-replica",
+        EDGES[1],
         "installed by the sharded replica",
-        |ws| has_condition(ws, "Ready", "True", "Installed"),
     )
     .await?;
     // The other way: the sharded replica is killed (its Leases stay held until they
@@ -548,15 +570,13 @@ async fn a_sharded_replica_works_no_edge_while_a_leader_without_the_flag_runs() 
         "it worked before the sharded replica's Leases lapsed:\n{}",
         leader.log_tail()
     );
-    let spec = hello_on(case, "by-leader-2", EDGES[2]);
-    env.create_workspace(&hub, &spec, env.plan(&spec, 1, ""))
-        .await?;
-    wait_workspace(
+    install_on(
+        env,
         &hub,
-        "org-b",
-        &spec.name,
+        case,
+        "by-leader-2",
+        EDGES[2],
         "installed by the second leader",
-        |ws| has_condition(ws, "Ready", "True", "Installed"),
     )
     .await?;
     Ok(())

@@ -122,15 +122,7 @@ impl Shards {
     /// renew deadline.
     /// A Workspace of an edge that does not exist is written by the hub leader.
     pub fn may_write(&self, edge: &str) -> bool {
-        let Some(config) = &self.config else {
-            return true;
-        };
-        let deadline = config.leader.renew_deadline;
-        if self
-            .lock()
-            .get(edge)
-            .is_some_and(|renewed| renewed.elapsed() < deadline)
-        {
+        if self.holds(edge) {
             return true;
         }
         let missing = self
@@ -139,12 +131,7 @@ impl Shards {
             .unwrap_or_else(PoisonError::into_inner)
             .as_ref()
             .is_some_and(|existing| !existing.contains(edge));
-        missing
-            && self
-                .leading
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .is_some_and(|renewed| renewed.elapsed() < deadline)
+        missing && self.leads()
     }
 
     /// Whether this replica holds `edge`'s Lease now (always without sharding): what
