@@ -5,7 +5,7 @@ use std::process::Command;
 
 use testbed::{binaries, plugin};
 
-const SUBCOMMANDS: [&str; 12] = [
+const SUBCOMMANDS: [&str; 13] = [
     "recipes",
     "edges",
     "install",
@@ -16,6 +16,7 @@ const SUBCOMMANDS: [&str; 12] = [
     "history",
     "target",
     "delete",
+    "keys",
     "completion",
     "version",
 ];

@@ -3,8 +3,8 @@
 use clap::Subcommand;
 
 use super::{
-    DeleteArgs, InstallArgs, LogsArgs, OrgCommand, PlanArgs, RetryArgs, RollbackArgs, SelectorFlag,
-    SetArgs, StatusArgs,
+    DeleteArgs, InstallArgs, KeysArgs, LogsArgs, OrgCommand, PlanArgs, RetryArgs, RollbackArgs,
+    SelectorFlag, SetArgs, StatusArgs,
 };
 
 #[derive(Subcommand, Debug)]
@@ -200,6 +200,24 @@ Examples:
   # Of attempt 2
   kubectl provider logs monitoring --attempt 2")]
     Logs(LogsArgs),
+
+    /// List the sealing keys live plans use, and whether each is published (for the platform team).
+    #[command(after_help = "\
+Examples:
+  # Every key that seals a current or kept plan, or is published
+  kubectl provider keys -A
+
+  # Before retiring a key: the plans still sealed with it (exits 1 while there is one)
+  kubectl provider keys -A --in-use 0123456789abcdef
+
+  # The same as a gate in a script
+  kubectl provider keys -A --in-use \"$(cat key-id)\" >/dev/null && echo retire it
+
+A plan is live while a Workspace holds it: its current plan (running, or failed and \
+retryable) and the plans kept for rollback. Each is verified again with the published \
+keys before it runs or is sealed anew, so a key may leave the ConfigMap only when no live \
+plan uses it.")]
+    Keys(KeysArgs),
 
     /// Onboard or remove an organization (for the platform team).
     #[command(

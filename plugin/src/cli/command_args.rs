@@ -3,7 +3,7 @@
 use clap::{Args, Subcommand};
 
 use super::{DryRun, SelectorFlag, ValueFlags, WaitFlags};
-use crate::duration::parse_duration;
+use crate::{duration::parse_duration, views::keys::parse_key_id};
 
 /// `logs`.
 #[derive(Args, Debug)]
@@ -103,6 +103,30 @@ pub struct PlanArgs {
     /// sealed for this Workspace.
     #[arg(long)]
     pub verify: bool,
+    /// The namespace of the ConfigMap holding the public sealing keys: where the platform
+    /// was installed.
+    #[arg(
+        long,
+        value_name = "NAMESPACE",
+        env = "PROVIDERS_NAMESPACE",
+        default_value = "providers-system"
+    )]
+    pub keys_namespace: String,
+    /// The ConfigMap holding the public sealing keys (entries `<keyID>.pem`).
+    #[arg(long, value_name = "NAME", default_value = "providers-sealing-keys")]
+    pub keys_configmap: String,
+}
+
+/// `keys`.
+#[derive(Args, Debug)]
+pub struct KeysArgs {
+    /// List the live plans sealed with this key ID (16 hex digits); exit non-zero while
+    /// there is one, so a script can gate the key's retirement on it.
+    #[arg(long, value_name = "KEYID", value_parser = parse_key_id)]
+    pub in_use: Option<String>,
+    /// Read the Workspaces of every namespace (what retiring a key needs).
+    #[arg(short = 'A', long = "all-namespaces")]
+    pub all_namespaces: bool,
     /// The namespace of the ConfigMap holding the public sealing keys: where the platform
     /// was installed.
     #[arg(

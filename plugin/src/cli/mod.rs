@@ -13,7 +13,7 @@ use clap::{Args, Parser};
 pub use self::{
     command::Command,
     command_args::{
-        DeleteArgs, InstallArgs, LogsArgs, OrgAddArgs, OrgCommand, PlanArgs, RetryArgs,
+        DeleteArgs, InstallArgs, KeysArgs, LogsArgs, OrgAddArgs, OrgCommand, PlanArgs, RetryArgs,
         RollbackArgs, SetArgs, StatusArgs,
     },
     shared_flags::{DryRun, SelectorFlag, ValueFlags, WaitFlags},

@@ -72,3 +72,27 @@ fn global_flags_go_anywhere() {
     assert_eq!(cli.global.output, OutputFormat::Yaml);
     assert_eq!(cli.global.as_groups, ["tenants", "x"]);
 }
+
+#[test]
+fn keys_takes_a_key_id_to_check() {
+    let cli = Cli::try_parse_from([
+        "kubectl-provider",
+        "keys",
+        "-A",
+        "--in-use",
+        "0123456789ABCDEF",
+    ])
+    .unwrap();
+    let Command::Keys(args) = cli.command else {
+        panic!("keys")
+    };
+    assert!(args.all_namespaces);
+    assert_eq!(args.in_use.as_deref(), Some("0123456789abcdef"));
+    assert_eq!(args.keys_configmap, "providers-sealing-keys");
+    let error =
+        Cli::try_parse_from(["kubectl-provider", "keys", "--in-use", "sealing.pub"]).unwrap_err();
+    assert!(
+        error.to_string().contains("is not a sealing key ID"),
+        "{error}"
+    );
+}

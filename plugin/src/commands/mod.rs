@@ -6,6 +6,7 @@ mod delete;
 mod edges;
 mod history;
 mod install;
+mod keys;
 mod logs;
 mod org;
 mod plan;
@@ -89,6 +90,7 @@ pub async fn run(cli: Cli, server: &mut Option<String>) -> anyhow::Result<()> {
         Command::History { name } => history::run(&ctx, name).await,
         Command::Target { name } => target::run(&ctx, name).await,
         Command::Delete(args) => delete::run(&ctx, args).await,
+        Command::Keys(args) => keys::run(&ctx, args).await,
         Command::Org(command) => org::run(&ctx, command).await,
         Command::Logs(args) => logs::run(&ctx, args).await,
         Command::Completion { .. } | Command::Version => Ok(()),

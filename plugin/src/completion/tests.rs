@@ -24,6 +24,8 @@ fn subcommands_complete_with_their_descriptions() {
     let all = complete("");
     assert!(names(&all).contains(&"recipes") && names(&all).contains(&"org"));
     assert_eq!(names(&complete("org r")), ["remove"]);
+    assert_eq!(names(&complete("ke")), ["keys"]);
+    assert_eq!(names(&complete("keys --in")), ["--in-use"]);
 }
 
 #[test]

@@ -4,6 +4,7 @@
 
 pub mod edges;
 pub mod events;
+pub mod keys;
 pub mod plan;
 pub mod recipes;
 pub mod workspaces;
