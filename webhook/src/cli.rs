@@ -95,6 +95,12 @@ pub struct ServeArgs {
     /// callers away; see docs/security.md.
     #[arg(long, conflicts_with = "client_ca")]
     pub allow_unauthenticated_callers: bool,
+    /// Seconds to go on serving after SIGTERM, with `/readyz` failing, before the port
+    /// closes and in-flight requests drain: a Pod's removal from the Service's endpoints
+    /// reaches the API server's webhook client a moment after the kubelet's SIGTERM, and
+    /// a connection it opens to a closed port meanwhile is a refused Workspace write.
+    #[arg(long, default_value_t = 5, env = "PROVIDERS_SHUTDOWN_DELAY")]
+    pub shutdown_delay: u64,
 }
 
 #[derive(Args, Clone, Debug)]

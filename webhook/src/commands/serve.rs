@@ -2,9 +2,12 @@
 //! follows Recipes and Edges in watch caches, and serves `/mutate` and `/validate` over
 //! HTTPS to the API server only; probes and metrics go to the admin port.
 
-use std::sync::{
-    Arc,
-    atomic::{AtomicBool, Ordering},
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::Duration,
 };
 
 use futures::StreamExt;
@@ -33,12 +36,12 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let metrics = Arc::new(Metrics::new());
     let recipes = follow(Api::<Recipe>::all(client.clone()));
     let edges = follow(Api::<Edge>::all(client.clone()));
-    let readiness = Arc::new(CachesWarm::default());
+    let readiness = Arc::new(ServingReadiness::default());
     {
         let (recipes, edges, readiness) = (recipes.clone(), edges.clone(), readiness.clone());
         tokio::spawn(async move {
             if recipes.wait_until_ready().await.is_ok() && edges.wait_until_ready().await.is_ok() {
-                readiness.0.store(true, Ordering::Release);
+                readiness.warm.store(true, Ordering::Release);
                 tracing::info!("recipe and edge caches are warm: ready");
             }
         });
@@ -52,7 +55,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         edges,
         metrics: metrics.clone(),
     });
-    admin::spawn(args.admin_listen, metrics, readiness).await?;
+    admin::spawn(args.admin_listen, metrics, readiness.clone()).await?;
     let app = admission::router(state, args.review_budget_mib.saturating_mul(1 << 20));
     let tls = TlsFiles {
         cert: args.tls_cert.clone(),
@@ -62,7 +65,17 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         client_auth,
         ..Default::default()
     };
-    server::serve(app, tls, args.listen, options, shutdown_signal()).await
+    let delay = Duration::from_secs(args.shutdown_delay);
+    let shutdown = async move {
+        shutdown_signal().await;
+        readiness.stopping.store(true, Ordering::Release);
+        tracing::info!(
+            delay = ?delay,
+            "not ready; serving on until the endpoints no longer name this replica"
+        );
+        tokio::time::sleep(delay).await;
+    };
+    server::serve(app, tls, args.listen, options, shutdown).await
 }
 
 /// Who may call: only holders of a client certificate the given CA signed, for one of the
@@ -107,13 +120,19 @@ where
 
 /// The webhook is ready once its Recipe and Edge caches have their first lists: before,
 /// every new attempt would wait on a live read. The sealing keys are loaded before the
-/// port opens, so they need no flag.
+/// port opens, so they need no flag. It is not ready from SIGTERM on, so the endpoints
+/// drop it while it still serves.
 #[derive(Default)]
-struct CachesWarm(AtomicBool);
+struct ServingReadiness {
+    warm: AtomicBool,
+    stopping: AtomicBool,
+}
 
-impl admin::Readiness for CachesWarm {
+impl admin::Readiness for ServingReadiness {
     fn check(&self) -> Result<String, String> {
-        if self.0.load(Ordering::Acquire) {
+        if self.stopping.load(Ordering::Acquire) {
+            Err("stopping: serving the requests that still arrive, then draining".into())
+        } else if self.warm.load(Ordering::Acquire) {
             Ok("sealing keys loaded, Recipe and Edge caches warm".into())
         } else {
             Err("the Recipe and Edge caches are still syncing".into())
