@@ -315,12 +315,6 @@ async fn every_cleaned_up(api: Api<Workspace>, count: usize) -> anyhow::Result<(
 }
 
 /// A random index below `n`.
-fn random_below(n: usize) -> usize {
-    let mut bytes = [0u8; 8];
-    getrandom::fill(&mut bytes).expect("the system's random numbers");
-    (u64::from_le_bytes(bytes) % n as u64) as usize
-}
-
 fn median(values: &mut [f64]) -> f64 {
     values.sort_by(f64::total_cmp);
     values.get(values.len() / 2).copied().unwrap_or(0.0)
@@ -547,7 +541,7 @@ async fn main() -> anyhow::Result<()> {
         next_kill = Instant::now() + Duration::from_secs(kill_every);
         let victim = {
             let mut replicas = replicas.lock().await;
-            let i = random_below(replicas.len());
+            let i = bench::random_below(replicas.len());
             let mut victim = replicas.remove(i);
             gone.push(victim.figures(true).await);
             victim.process.kill();

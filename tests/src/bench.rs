@@ -234,3 +234,12 @@ pub fn planes_cpu_seconds(dirs: &[String]) -> f64 {
         .map(cpu_seconds)
         .sum()
 }
+
+/// A random number below `n` (`n` > 0), from the system's random numbers; 0 if they fail.
+pub fn random_below(n: usize) -> usize {
+    let mut bytes = [0u8; 8];
+    if getrandom::fill(&mut bytes).is_err() {
+        return 0;
+    }
+    (u64::from_le_bytes(bytes) % n.max(1) as u64) as usize
+}

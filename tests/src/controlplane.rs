@@ -91,6 +91,8 @@ pub struct ControlPlane {
     pub info: ControlPlaneInfo,
     etcd: Child,
     apiserver: Child,
+    /// How the kube-apiserver was started, to start it again the same way.
+    apiserver_command: Command,
 }
 
 impl ControlPlane {
@@ -183,7 +185,8 @@ impl ControlPlane {
 
         let api_port = free_port()?;
         let server = format!("https://127.0.0.1:{api_port}");
-        let apiserver = Command::new(binaries::path("kube-apiserver")?)
+        let mut apiserver_command = Command::new(binaries::path("kube-apiserver")?);
+        apiserver_command
             .args(["--etcd-servers", &format!("http://127.0.0.1:{etcd_port}")])
             .args([
                 "--bind-address",
@@ -232,8 +235,9 @@ impl ControlPlane {
             .args(["--endpoint-reconciler-type", "none"])
             .args(["--v", "1"])
             .stdout(Stdio::null())
+            .kill_on_drop(true);
+        let apiserver = apiserver_command
             .stderr(log_file(&dir, "kube-apiserver.log")?)
-            .kill_on_drop(true)
             .spawn()
             .context("starting kube-apiserver")?;
 
@@ -268,10 +272,28 @@ impl ControlPlane {
             info,
             etcd,
             apiserver,
+            apiserver_command,
         };
         plane.wait_ready().await?;
         plane.bootstrap().await?;
         Ok(plane)
+    }
+
+    /// Restarts the kube-apiserver as a control-plane upgrade or a crash does: the process
+    /// is killed (every watch and connection drops), then started again with the same
+    /// flags, port and etcd, and this waits until it is ready again.
+    pub async fn restart_apiserver(&mut self) -> anyhow::Result<()> {
+        let _ = self.apiserver.kill().await;
+        self.apiserver = self
+            .apiserver_command
+            .stderr(
+                std::fs::OpenOptions::new()
+                    .append(true)
+                    .open(self.info.dir.join("kube-apiserver.log"))?,
+            )
+            .spawn()
+            .context("starting kube-apiserver again")?;
+        self.wait_ready().await
     }
 
     /// Kills the processes and waits for them to exit.

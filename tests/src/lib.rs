@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 pub mod apimetrics;
+pub mod balancer;
 pub mod bench;
 pub mod binaries;
 pub mod chartrepo;
@@ -15,21 +16,25 @@ pub mod demo;
 pub mod engines;
 pub mod fixtures;
 pub mod installer;
+pub mod job_completer;
 pub mod jobrunner;
 pub mod kubeconfig;
 pub mod kubectl;
 pub mod kubelet;
+pub mod operations;
 pub mod pki;
 pub mod platform;
 pub mod plugin;
 pub mod ports;
 pub mod process;
+pub mod secret_volume;
 pub mod stored_values;
 pub mod supervised;
 pub mod system;
 pub mod tcpproxy;
 pub mod users;
 pub mod webhook;
+pub mod write_load;
 
 pub use controlplane::{ControlPlane, ControlPlaneInfo};
 pub use supervised::Supervised;

@@ -40,3 +40,14 @@ pub fn memory_kib(pid: u32) -> anyhow::Result<(u64, u64)> {
     };
     Ok((field("VmHWM:")?, field("VmRSS:")?))
 }
+
+/// Sends `signal` (`TERM`, `KILL`, `STOP`, `CONT`) to the process `pid` with `kill`.
+pub fn signal(pid: u32, signal: &str) -> anyhow::Result<()> {
+    let status = std::process::Command::new("kill")
+        .args([&format!("-{signal}"), &pid.to_string()])
+        .status()?;
+    if !status.success() {
+        bail!("kill -{signal} {pid} failed");
+    }
+    Ok(())
+}

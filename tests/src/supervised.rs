@@ -6,10 +6,10 @@
 //! in a `static`, whose destructor never runs.
 
 use std::{
-    io::{BufRead, BufReader},
+    io::{BufRead, BufReader, Lines, Write},
     path::Path,
-    process::{Child, ChildStdin, Command, Stdio},
-    sync::OnceLock,
+    process::{Child, ChildStdin, ChildStdout, Command, Stdio},
+    sync::{Mutex, OnceLock},
 };
 
 use anyhow::{Context, bail};
@@ -21,6 +21,8 @@ pub struct Supervised {
     pub info: ControlPlaneInfo,
     child: Child,
     stdin: Option<ChildStdin>,
+    /// The child's answers to commands on its stdin.
+    answers: Mutex<Lines<BufReader<ChildStdout>>>,
 }
 
 impl Supervised {
@@ -48,15 +50,41 @@ impl Supervised {
             .with_context(|| format!("starting {}", bin.display()))?;
         let stdout = child.stdout.take().context("child stdout")?;
         let stdin = child.stdin.take();
-        for line in BufReader::new(stdout).lines() {
+        let mut lines = BufReader::new(stdout).lines();
+        for line in lines.by_ref() {
             let line = line?;
             if let Some(json) = line.strip_prefix("ready ") {
                 let info: ControlPlaneInfo = serde_json::from_str(json)?;
-                return Ok(Self { info, child, stdin });
+                return Ok(Self {
+                    info,
+                    child,
+                    stdin,
+                    answers: Mutex::new(lines),
+                });
             }
         }
         let status = child.wait()?;
         bail!("control plane {name} did not start ({status}); see the lines above")
+    }
+
+    /// Restarts the kube-apiserver (killed, started again on the same port and etcd) and
+    /// waits until it is ready. Blocking: call it from `spawn_blocking` in async code.
+    pub fn restart_apiserver(&self) -> anyhow::Result<()> {
+        let mut answers = self
+            .answers
+            .lock()
+            .map_err(|_| anyhow::anyhow!("a restart panicked"))?;
+        let mut stdin = self
+            .stdin
+            .as_ref()
+            .context("the control plane is stopping")?;
+        stdin.write_all(b"restart-apiserver\n")?;
+        stdin.flush()?;
+        match answers.next().transpose()? {
+            Some(line) if line == "restarted" => Ok(()),
+            Some(line) => bail!("restarting {}'s kube-apiserver: {line}", self.info.name),
+            None => bail!("the control plane {} ended", self.info.name),
+        }
     }
 
     /// Tears the control plane down now and waits until it is gone.

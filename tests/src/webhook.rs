@@ -29,6 +29,8 @@ pub struct Webhook {
     pub dir: tempfile::TempDir,
     /// The CA that signed the serving certificate: the webhook configurations' caBundle.
     pub ca_pem: String,
+    /// That CA, to issue the next serving certificate (a renewal).
+    pub ca: Authority,
     /// The sealing key's ID and public key.
     pub key_id: String,
     pub public_key_pem: String,
@@ -40,6 +42,17 @@ impl Webhook {
     /// manifests/webhook/rbac.yaml, a token from the TokenRequest API), accepting charts
     /// from `allowed_repositories`, and publishes its public key.
     pub fn start(plane: &ControlPlaneInfo, allowed_repositories: &[&str]) -> anyhow::Result<Self> {
+        let mut webhook = Self::prepare(plane, allowed_repositories)?;
+        webhook.spawn()?;
+        Ok(webhook)
+    }
+
+    /// Everything [`Self::start`] does but start the process: the files, the identity, the
+    /// published key and the flags, for [`Self::replica`]s to share.
+    pub fn prepare(
+        plane: &ControlPlaneInfo,
+        allowed_repositories: &[&str],
+    ) -> anyhow::Result<Self> {
         let dir = tempfile::Builder::new()
             .prefix("providers-webhook-")
             .tempdir()?;
@@ -145,18 +158,51 @@ impl Webhook {
             args.push("--allowed-chart-repository".to_owned());
             args.push((*repository).to_owned());
         }
-        let mut webhook = Self {
+        Ok(Self {
             child: None,
             port,
             admin_port,
             ca_pem: ca.cert_pem.clone(),
+            ca,
             key_id,
             public_key_pem,
             dir,
             args,
+        })
+    }
+
+    /// A replica of this webhook on ports of its own, sharing its certificate, keys,
+    /// identity and flags as a Deployment's Pods share their Secrets; `overrides` replace
+    /// flags' values (`("--tls-cert", path)`). It is not supervised, so it can be stopped
+    /// with SIGTERM as the kubelet stops a Pod; dropping it kills it.
+    pub fn replica(&self, overrides: &[(&str, String)]) -> anyhow::Result<WebhookReplica> {
+        let (port, admin_port) = (free_port()?, free_port()?);
+        let mut args = self.args.clone();
+        let mut set = |flag: &str, value: String| {
+            match args.iter().position(|a| a == flag) {
+                Some(i) => args[i + 1] = value,
+                None => args.extend([flag.to_owned(), value]),
+            };
         };
-        webhook.spawn()?;
-        Ok(webhook)
+        set("--listen", format!("127.0.0.1:{port}"));
+        set("--admin-listen", format!("127.0.0.1:{admin_port}"));
+        for (flag, value) in overrides {
+            set(flag, value.clone());
+        }
+        let log = self.dir.path().join(format!("replica-{port}.log"));
+        let child = Command::new(binaries::cargo_bin("providers-webhook")?)
+            .args(&args)
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log)?)
+            .spawn()?;
+        Ok(WebhookReplica {
+            child: Some(child),
+            addr: std::net::SocketAddr::from(([127, 0, 0, 1], port)),
+            admin_port,
+            log,
+        })
     }
 
     /// The log file of the process.
@@ -223,7 +269,7 @@ impl Webhook {
 
     /// Polls with a dry-run create that only this webhook can deny with "does not exist"
     /// until the API server's webhook informer has the configuration.
-    async fn wait_until_called(&self, plane: &ControlPlaneInfo) -> anyhow::Result<()> {
+    pub async fn wait_until_called(&self, plane: &ControlPlaneInfo) -> anyhow::Result<()> {
         let api: Api<Workspace> =
             Api::namespaced(plane.client(User::Admin).await?, SYSTEM_NAMESPACE);
         let probe = Workspace::new(
@@ -268,6 +314,41 @@ impl Webhook {
             ],
         )?;
         Ok(())
+    }
+
+    /// Restarts the process as a rolled-out Deployment starts its new Pod (step 2 of
+    /// "Rotating the sealing key"): with `private_key` as its sealing key (the Secret
+    /// `providers-sealing-key`, changed) and `published`, `(entry, PEM)` pairs, in the
+    /// folder of `--public-keys-dir` (the ConfigMap `providers-sealing-keys` as the kubelet
+    /// mounts it in the Pod). Waits until it listens; `key_id` and `public_key_pem` become
+    /// the new key's.
+    pub fn restart_with_sealing_key(
+        &mut self,
+        private_key: &std::path::Path,
+        published: &[(String, String)],
+    ) -> anyhow::Result<()> {
+        let pem = std::fs::read_to_string(private_key)?;
+        let sealer = providers::seal::Sealer::from_pkcs8_pem(&pem)?;
+        // A new folder each time, as the kubelet swaps a ConfigMap volume's content whole.
+        let keys_dir = tempfile::Builder::new()
+            .prefix("public-keys-")
+            .tempdir_in(self.dir.path())?
+            .keep();
+        for (entry, pem) in published {
+            std::fs::write(keys_dir.join(entry), pem)?;
+        }
+        let sealing_key = self.dir.path().join("sealing.pem");
+        self.stop();
+        std::fs::write(&sealing_key, &pem)?;
+        match self.args.iter().position(|a| a == "--public-keys-dir") {
+            Some(at) => self.args[at + 1] = path(&keys_dir),
+            None => self
+                .args
+                .extend(["--public-keys-dir".to_owned(), path(&keys_dir)]),
+        }
+        self.key_id = sealer.key_id().to_owned();
+        self.public_key_pem = sealer.public_key_pem();
+        self.spawn()
     }
 }
 
@@ -329,4 +410,96 @@ pub fn publish_keys(
 
 fn path(p: &std::path::Path) -> String {
     p.display().to_string()
+}
+
+/// A webhook process of [`Webhook::replica`]. Dropping it kills it.
+pub struct WebhookReplica {
+    child: Option<Child>,
+    /// Its HTTPS address: the endpoint a Service would route to.
+    pub addr: std::net::SocketAddr,
+    pub admin_port: u16,
+    pub log: PathBuf,
+}
+
+impl WebhookReplica {
+    /// Waits until `/readyz` answers 200, as a readiness probe does before the replica
+    /// joins the endpoints.
+    pub async fn ready(&mut self, timeout: Duration) -> anyhow::Result<()> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            if self
+                .readyz()
+                .await
+                .is_ok_and(|a| a.lines().next().is_some_and(|l| l.contains(" 200 ")))
+            {
+                return Ok(());
+            }
+            if let Some(status) = self
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten())
+            {
+                bail!(
+                    "the webhook replica exited ({status}):\n{}",
+                    crate::controlplane::tail(&self.log)
+                );
+            }
+            if tokio::time::Instant::now() > deadline {
+                bail!(
+                    "the webhook replica was not ready within {timeout:?}:\n{}",
+                    crate::controlplane::tail(&self.log)
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Its `/readyz` answer, status line and body.
+    pub async fn readyz(&self) -> anyhow::Result<String> {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", self.admin_port)).await?;
+        stream
+            .write_all(b"GET /readyz HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+            .await?;
+        let mut text = String::new();
+        stream.read_to_string(&mut text).await?;
+        Ok(text)
+    }
+
+    /// Sends SIGTERM, as the kubelet does when a Pod is deleted.
+    pub fn terminate(&self) -> anyhow::Result<()> {
+        let child = self.child.as_ref().context("the replica is not running")?;
+        crate::process::signal(child.id(), "TERM")
+    }
+
+    /// Waits up to `timeout` for the process to exit; its exit status.
+    pub async fn exited(&mut self, timeout: Duration) -> anyhow::Result<std::process::ExitStatus> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            if let Some(status) = self
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten())
+            {
+                self.child = None;
+                return Ok(status);
+            }
+            if tokio::time::Instant::now() > deadline {
+                bail!(
+                    "the webhook replica did not exit within {timeout:?}:\n{}",
+                    crate::controlplane::tail(&self.log)
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+impl Drop for WebhookReplica {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
 }

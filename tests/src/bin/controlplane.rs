@@ -7,7 +7,10 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 use testbed::ControlPlane;
-use tokio::{io::AsyncReadExt, signal::unix::SignalKind};
+use tokio::{
+    io::{AsyncBufReadExt, AsyncReadExt},
+    signal::unix::SignalKind,
+};
 
 #[derive(Parser)]
 #[command(
@@ -60,7 +63,7 @@ async fn main() -> anyhow::Result<()> {
             info_file,
         } => (dir, name, until_stdin_closes, remove_dir, info_file),
     };
-    let plane = match ControlPlane::launch(&dir, &name).await {
+    let mut plane = match ControlPlane::launch(&dir, &name).await {
         Ok(plane) => plane,
         Err(error) => {
             if remove_dir {
@@ -81,18 +84,30 @@ async fn main() -> anyhow::Result<()> {
 
     let mut interrupt = tokio::signal::unix::signal(SignalKind::interrupt())?;
     let mut terminate = tokio::signal::unix::signal(SignalKind::terminate())?;
-    let stdin_closed = async {
-        if until_stdin_closes {
-            let mut sink = Vec::new();
-            let _ = tokio::io::stdin().read_to_end(&mut sink).await;
-        } else {
-            std::future::pending::<()>().await;
+    // With --until-stdin-closes, standard input also takes commands, one per line:
+    // `restart-apiserver` restarts the kube-apiserver and answers `restarted` (or
+    // `restart-failed <why>`) on standard output.
+    let mut commands = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    loop {
+        let command = async {
+            if until_stdin_closes {
+                commands.next_line().await.ok().flatten()
+            } else {
+                std::future::pending::<Option<String>>().await
+            }
+        };
+        tokio::select! {
+            _ = interrupt.recv() => break,
+            _ = terminate.recv() => break,
+            line = command => match line.as_deref().map(str::trim) {
+                None => break,
+                Some("restart-apiserver") => match plane.restart_apiserver().await {
+                    Ok(()) => println!("restarted"),
+                    Err(error) => println!("restart-failed {error:#}"),
+                },
+                Some(other) => println!("unknown-command {other}"),
+            },
         }
-    };
-    tokio::select! {
-        _ = interrupt.recv() => {}
-        _ = terminate.recv() => {}
-        _ = stdin_closed => {}
     }
     plane.shutdown().await;
     if remove_dir {
