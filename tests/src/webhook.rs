@@ -350,41 +350,6 @@ impl Webhook {
         self.public_key_pem = sealer.public_key_pem();
         self.spawn()
     }
-
-    /// Restarts the process as a rolled-out Deployment starts its new Pod (step 2 of
-    /// "Rotating the sealing key"): with `private_key` as its sealing key (the Secret
-    /// `providers-sealing-key`, changed) and `published`, `(entry, PEM)` pairs, in the
-    /// folder of `--public-keys-dir` (the ConfigMap `providers-sealing-keys` as the kubelet
-    /// mounts it in the Pod). Waits until it listens; `key_id` and `public_key_pem` become
-    /// the new key's.
-    pub fn restart_with_sealing_key(
-        &mut self,
-        private_key: &std::path::Path,
-        published: &[(String, String)],
-    ) -> anyhow::Result<()> {
-        let pem = std::fs::read_to_string(private_key)?;
-        let sealer = providers::seal::Sealer::from_pkcs8_pem(&pem)?;
-        // A new folder each time, as the kubelet swaps a ConfigMap volume's content whole.
-        let keys_dir = tempfile::Builder::new()
-            .prefix("public-keys-")
-            .tempdir_in(self.dir.path())?
-            .keep();
-        for (entry, pem) in published {
-            std::fs::write(keys_dir.join(entry), pem)?;
-        }
-        let sealing_key = self.dir.path().join("sealing.pem");
-        self.stop();
-        std::fs::write(&sealing_key, &pem)?;
-        match self.args.iter().position(|a| a == "--public-keys-dir") {
-            Some(at) => self.args[at + 1] = path(&keys_dir),
-            None => self
-                .args
-                .extend(["--public-keys-dir".to_owned(), path(&keys_dir)]),
-        }
-        self.key_id = sealer.key_id().to_owned();
-        self.public_key_pem = sealer.public_key_pem();
-        self.spawn()
-    }
 }
 
 impl Drop for Webhook {
