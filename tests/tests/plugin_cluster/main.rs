@@ -87,6 +87,7 @@ fn stable(plane: &ControlPlaneInfo, text: &str) -> anyhow::Result<String> {
 
 mod errors;
 mod install;
+mod keys;
 mod plan_verify;
 mod values;
 mod views;
