@@ -75,7 +75,7 @@ impl JobCompleter {
             .map(|seen| {
                 seen.iter()
                     .filter(|(_, uids)| uids.len() > 1)
-                    .map(|(name, _)| name.clone())
+                    .map(|(attempt, jobs)| format!("attempt {attempt}: {jobs:?}"))
                     .collect()
             })
             .unwrap_or_default()
@@ -121,9 +121,10 @@ async fn end(
         .cloned()
         .unwrap_or_else(|| format!("{namespace}/{name}"));
     if let Ok(mut seen) = seen.lock() {
-        seen.entry(attempt)
-            .or_default()
-            .insert(job.uid().unwrap_or_default());
+        seen.entry(attempt).or_default().insert(format!(
+            "{namespace}/{name} {}",
+            job.uid().unwrap_or_default()
+        ));
     }
     if ended(job) || job.metadata.deletion_timestamp.is_some() {
         return;

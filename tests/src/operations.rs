@@ -11,6 +11,7 @@ use std::{
 };
 
 use anyhow::{Context, bail};
+use k8s_openapi::api::core::v1::ConfigMap;
 use kube::{
     Api, Client, ResourceExt,
     api::{ListParams, Patch, PatchParams},
@@ -50,6 +51,11 @@ pub struct Bed {
     pub replicas: Vec<WebhookReplica>,
     /// The serving certificate's Secret, mounted as the kubelet mounts it.
     pub tls: SecretVolume,
+    /// The sealing key's Secret and the published keys' ConfigMap, mounted the same way.
+    pub sealing_key: SecretVolume,
+    pub public_keys: SecretVolume,
+    /// The published keys: (`<keyID>.pem`, PEM).
+    published: Vec<(String, String)>,
     pub installers: Vec<ControllerProcess>,
     pub completer: JobCompleter,
     started_installers: usize,
@@ -99,6 +105,23 @@ impl Bed {
                 &[("tls.crt", &cert), ("tls.key", &key)],
             )?
         };
+        let (sealing_key, public_keys, published) = {
+            let dir = webhook.dir.path();
+            let private = std::fs::read_to_string(dir.join("sealing.pem"))?;
+            let published = vec![(
+                format!("{}.pem", webhook.key_id),
+                webhook.public_key_pem.clone(),
+            )];
+            let entries: Vec<(&str, &str)> = published
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            (
+                SecretVolume::mount(&dir.join("sealing-volume"), &[("sealing.pem", &private)])?,
+                SecretVolume::mount(&dir.join("public-keys-volume"), &entries)?,
+                published,
+            )
+        };
         let service = Balancer::start().await?;
         let completer = JobCompleter::start(edge.info.client(User::Admin).await?, fail_every);
         let mut bed = Self {
@@ -108,6 +131,9 @@ impl Bed {
             service,
             replicas: Vec::new(),
             tls,
+            sealing_key,
+            public_keys,
+            published,
             installers: Vec::new(),
             completer,
             started_installers: 0,
@@ -132,6 +158,14 @@ impl Bed {
         let mut flags = vec![
             ("--tls-cert", self.tls.path("tls.crt").display().to_string()),
             ("--tls-key", self.tls.path("tls.key").display().to_string()),
+            (
+                "--sealing-key",
+                self.sealing_key.path("sealing.pem").display().to_string(),
+            ),
+            (
+                "--public-keys-dir",
+                self.public_keys.path("").display().to_string(),
+            ),
         ];
         flags.extend(overrides.iter().cloned());
         let mut replica = self.webhook.replica(&flags)?;
@@ -224,6 +258,48 @@ impl Bed {
         Ok(())
     }
 
+    /// Step 1 of "Rotating the sealing key": a new key pair, its public key published
+    /// beside the old one in the ConfigMap (and so in the webhook's mounted folder).
+    /// Returns the new key's ID and its private key (PEM).
+    pub async fn publish_new_sealing_key(&mut self) -> anyhow::Result<(String, String)> {
+        let sealer = providers::seal::Sealer::generate()?;
+        let entry = (format!("{}.pem", sealer.key_id()), sealer.public_key_pem());
+        let patch = serde_json::json!({"data": {entry.0.clone(): entry.1.clone()}});
+        Api::<ConfigMap>::namespaced(self.hub_admin().await?, crate::webhook::SYSTEM_NAMESPACE)
+            .patch(
+                crate::webhook::KEYS_CONFIGMAP,
+                &PatchParams::default(),
+                &Patch::Merge(patch),
+            )
+            .await?;
+        self.published.push(entry);
+        let entries: Vec<(&str, &str)> = self
+            .published
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        self.public_keys.update(&entries)?;
+        Ok((sealer.key_id().to_owned(), sealer.to_pkcs8_pem()?))
+    }
+
+    /// Step 2: the sealing key's Secret holds `private_pem` (the replicas started from now
+    /// on seal with it).
+    pub fn switch_sealing_key(&mut self, private_pem: &str) -> anyhow::Result<()> {
+        self.sealing_key.update(&[("sealing.pem", private_pem)])
+    }
+
+    /// The key IDs that sealed the org's current plans, with how many each.
+    pub async fn plans_by_key(&self) -> anyhow::Result<std::collections::BTreeMap<String, usize>> {
+        let api: Api<Workspace> = Api::namespaced(self.hub_admin().await?, ORG);
+        let mut keys = std::collections::BTreeMap::new();
+        for ws in api.list(&ListParams::default()).await?.items {
+            if let Some(plan) = ws.spec.plan {
+                *keys.entry(plan.seal.key_id).or_insert(0) += 1;
+            }
+        }
+        Ok(keys)
+    }
+
     /// Starts one more installer replica.
     pub async fn add_installer(&mut self) -> anyhow::Result<()> {
         self.started_installers += 1;
@@ -305,6 +381,63 @@ impl Bed {
         }
     }
 
+    /// The org's attempts that have no result yet, by Workspace name and attempt ID.
+    pub async fn attempts_in_flight(&self) -> anyhow::Result<Vec<(String, String)>> {
+        let api: Api<Workspace> = Api::namespaced(self.hub_admin().await?, ORG);
+        Ok(api
+            .list(&ListParams::default())
+            .await?
+            .items
+            .iter()
+            .filter(|ws| settled(ws).is_none())
+            .filter_map(|ws| {
+                let plan = ws.spec.plan.as_ref()?;
+                Some((ws.name_any(), plan.plan.attempt_id.clone()))
+            })
+            .collect())
+    }
+
+    /// Waits until each of `attempts` has its result (or its Workspace is gone); how long
+    /// that took, or the attempts still waiting after `timeout`.
+    pub async fn results_of(
+        &self,
+        attempts: &[(String, String)],
+        timeout: Duration,
+    ) -> anyhow::Result<Settled> {
+        let api: Api<Workspace> = Api::namespaced(self.hub_admin().await?, ORG);
+        let begun = Instant::now();
+        loop {
+            let mut waiting = Vec::new();
+            for (name, attempt_id) in attempts {
+                let done = match api.get_opt(name).await {
+                    Ok(None) => true,
+                    // A later attempt is sealed only once this one has its result.
+                    Ok(Some(ws)) => {
+                        ws.spec
+                            .plan
+                            .as_ref()
+                            .is_some_and(|p| p.plan.attempt_id != *attempt_id)
+                            || ws.status.as_ref().is_some_and(|s| {
+                                s.attempt_id.as_deref() == Some(attempt_id.as_str())
+                                    && s.job_result.is_some()
+                            })
+                    }
+                    Err(_) => false,
+                };
+                if !done {
+                    waiting.push(format!("{name} ({attempt_id})"));
+                }
+            }
+            if waiting.is_empty() || begun.elapsed() > timeout {
+                return Ok(Settled {
+                    took: begun.elapsed(),
+                    waiting,
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+
     /// Restarts the hub's kube-apiserver (every watch and connection drops).
     pub async fn restart_hub_apiserver(&self) -> anyhow::Result<()> {
         restart(&self.hub).await
@@ -320,6 +453,21 @@ impl Bed {
         self.hub.info.client(User::Admin).await
     }
 
+    /// The installer replicas' log lines that hold `needle`, for failure messages.
+    pub fn installer_lines(&self, needle: &str) -> String {
+        self.installers
+            .iter()
+            .flat_map(|p| {
+                p.log_text()
+                    .lines()
+                    .filter(|l| l.contains(needle))
+                    .map(|l| format!("{}: {l}", p.identity))
+                    .collect::<Vec<_>>()
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
     /// Which installer replica logs, for failure messages.
     pub fn installer_logs(&self) -> String {
         self.installers
@@ -327,6 +475,26 @@ impl Bed {
             .map(|p| format!("--- {}\n{}", p.identity, p.log_tail()))
             .collect::<Vec<_>>()
             .join("\n")
+    }
+}
+
+/// With `PROVIDERS_OPS_KEEP_LOGS` set to a folder, the installers' and webhook replicas'
+/// logs are copied there when the bed goes, to read a run that went wrong.
+impl Drop for Bed {
+    fn drop(&mut self) {
+        let Some(dir) = std::env::var_os("PROVIDERS_OPS_KEEP_LOGS") else {
+            return;
+        };
+        let dir = std::path::PathBuf::from(dir);
+        let _ = std::fs::create_dir_all(&dir);
+        for process in &self.installers {
+            let _ = std::fs::copy(&process.log, dir.join(format!("{}.log", process.identity)));
+        }
+        for replica in &self.replicas {
+            if let Some(name) = replica.log.file_name() {
+                let _ = std::fs::copy(&replica.log, dir.join(name));
+            }
+        }
     }
 }
 
@@ -381,4 +549,181 @@ async fn publish_recipe(admin: &Client) -> anyhow::Result<()> {
         )
         .await?;
     Ok(())
+}
+
+/// The routine operations measured under load.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// Both webhook replicas replaced one at a time.
+    WebhookRoll,
+    /// The serving certificate renewed, then replaced by one of a new CA.
+    CertificateRotation,
+    /// The sealing key rotated as docs/operations.md says.
+    SealingKeyRotation,
+    /// The hub's kube-apiserver restarted.
+    HubRestart,
+    /// The edge's kube-apiserver restarted.
+    EdgeRestart,
+    /// Both installer replicas replaced one at a time.
+    InstallerRoll,
+}
+
+impl Event {
+    pub const ALL: [Event; 6] = [
+        Event::WebhookRoll,
+        Event::CertificateRotation,
+        Event::SealingKeyRotation,
+        Event::HubRestart,
+        Event::EdgeRestart,
+        Event::InstallerRoll,
+    ];
+
+    /// Its name in settings and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Event::WebhookRoll => "webhook-roll",
+            Event::CertificateRotation => "certificate",
+            Event::SealingKeyRotation => "sealing-key",
+            Event::HubRestart => "hub-restart",
+            Event::EdgeRestart => "edge-restart",
+            Event::InstallerRoll => "installer-roll",
+        }
+    }
+}
+
+/// The load's settings for one event.
+#[derive(Clone, Copy, Debug)]
+pub struct LoadShape {
+    /// Writes per second.
+    pub rate: f64,
+    /// Workspace names the writes work on.
+    pub pool: usize,
+    /// Load before and after the event.
+    pub quiet: Duration,
+    /// How long every attempt may take to get its result once the load stops.
+    pub settle: Duration,
+}
+
+/// What one event under load came to.
+#[derive(Debug)]
+pub struct EventRun {
+    pub event: Event,
+    pub report: crate::write_load::LoadReport,
+    /// When the event began and ended, from the start of the load.
+    pub during: (Duration, Duration),
+    /// When the hub's API server was away (only for its restart).
+    pub hub_away: Option<(Duration, Duration)>,
+    /// Attempts without a result when the event began, and when each had it after the
+    /// event.
+    pub in_flight: usize,
+    pub recovered: Settled,
+    /// Every attempt's result after the load stopped.
+    pub settled: Settled,
+    /// Attempts run twice (a second Job for one attempt ID).
+    pub run_twice: Vec<String>,
+    /// The sealing keys before and after, for [`Event::SealingKeyRotation`].
+    pub keys: Option<(String, String)>,
+}
+
+/// Runs `event` on `bed` under a load of workspaces `<event name>-<i>`.
+pub async fn run(bed: &mut Bed, event: Event, shape: LoadShape) -> anyhow::Result<EventRun> {
+    let load = bed.load(event.name(), shape.rate, shape.pool).await?;
+    tokio::time::sleep(shape.quiet).await;
+    let in_flight = bed.attempts_in_flight().await?;
+    let from = load.now();
+    let mut keys = None;
+    // Kubernetes removes a stopping Pod from the endpoints a moment after its SIGTERM.
+    let lag = Duration::from_secs(1);
+    match event {
+        Event::WebhookRoll => bed.roll_webhook(&[], lag).await?,
+        Event::CertificateRotation => {
+            bed.renew_serving_certificate(None).await?;
+            let new_ca = Authority::generate("webhook-ca-2")?;
+            let both = format!("{}{}", bed.webhook.ca_pem, new_ca.cert_pem);
+            bed.set_ca_bundle(&both).await?;
+            bed.renew_serving_certificate(Some(&new_ca)).await?;
+            bed.set_ca_bundle(&new_ca.cert_pem).await?;
+        }
+        Event::SealingKeyRotation => {
+            let old = bed.webhook.key_id.clone();
+            let (new, private) = bed.publish_new_sealing_key().await?;
+            bed.roll_webhook(&[], lag).await?;
+            bed.switch_sealing_key(&private)?;
+            bed.roll_webhook(&[], lag).await?;
+            keys = Some((old, new));
+        }
+        Event::HubRestart => bed.restart_hub_apiserver().await?,
+        Event::EdgeRestart => bed.restart_edge_apiserver().await?,
+        Event::InstallerRoll => bed.roll_installers().await?,
+    }
+    let to = load.now();
+    let recovered = bed.results_of(&in_flight, shape.settle).await?;
+    tokio::time::sleep(shape.quiet).await;
+    let report = load.stop().await;
+    let settled = bed.settle(shape.settle).await?;
+    Ok(EventRun {
+        event,
+        report,
+        during: (from, to),
+        hub_away: (event == Event::HubRestart).then_some((from, to)),
+        in_flight: in_flight.len(),
+        recovered,
+        settled,
+        run_twice: bed.completer.run_twice(),
+        keys,
+    })
+}
+
+impl EventRun {
+    /// The writes that failed for the platform's sake: every failed write but those sent
+    /// while the hub's API server was away, or in flight when it went, and never
+    /// answered (no platform answers for an API server that is not there).
+    pub fn failed(&self) -> Vec<&crate::write_load::Write> {
+        self.report
+            .failed()
+            .into_iter()
+            .filter(|w| !self.unreachable(w))
+            .collect()
+    }
+
+    /// Failed writes the hub's absence explains.
+    pub fn unanswered(&self) -> usize {
+        self.report
+            .failed()
+            .into_iter()
+            .filter(|w| self.unreachable(w))
+            .count()
+    }
+
+    fn unreachable(&self, write: &crate::write_load::Write) -> bool {
+        !write.answered
+            && self
+                .hub_away
+                .is_some_and(|(from, to)| write.sent <= to && write.sent + write.latency >= from)
+    }
+
+    /// One line of figures.
+    pub fn figures(&self) -> String {
+        use crate::write_load::latency_ms;
+        let before = self.report.between(Duration::ZERO, self.during.0);
+        let during = self.report.between(self.during.0, self.during.1);
+        format!(
+            "{} writes ({:?}), {} failed, {} unanswered while the hub's API server was away; p50/p99 before {:.0}/{:.0} ms, during the event ({:.1} s, {} writes) {:.0}/{:.0} ms (max {:.0}); {} attempts in flight at its start had their results {:.1} s after it; all results {:.1} s after the load; {} attempts run twice",
+            self.report.writes.len(),
+            self.report.counts(),
+            self.failed().len(),
+            self.unanswered(),
+            latency_ms(&before, 0.5),
+            latency_ms(&before, 0.99),
+            (self.during.1 - self.during.0).as_secs_f64(),
+            during.len(),
+            latency_ms(&during, 0.5),
+            latency_ms(&during, 0.99),
+            latency_ms(&during, 1.0),
+            self.in_flight,
+            self.recovered.took.as_secs_f64(),
+            self.settled.took.as_secs_f64(),
+            self.run_twice.len(),
+        )
+    }
 }

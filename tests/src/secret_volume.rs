@@ -25,9 +25,6 @@ impl SecretVolume {
             version: 0,
         };
         volume.update(files)?;
-        for (key, _) in files {
-            symlink(Path::new("..data").join(key), root.join(key))?;
-        }
         Ok(volume)
     }
 
@@ -48,6 +45,14 @@ impl SecretVolume {
         let staged = self.root.join("..data_tmp");
         symlink(&folder, &staged)?;
         std::fs::rename(&staged, self.root.join("..data"))?;
+        // A key new to the Secret gets its link; the links of keys it no longer holds
+        // dangle, as the kubelet leaves them until it prunes.
+        for (key, _) in files {
+            let link = self.root.join(key);
+            if std::fs::symlink_metadata(&link).is_err() {
+                symlink(Path::new("..data").join(key), link)?;
+            }
+        }
         if let Some(previous) = previous {
             std::fs::remove_dir_all(self.root.join(previous))?;
         }

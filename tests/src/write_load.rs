@@ -46,6 +46,9 @@ pub struct Write {
     pub latency: Duration,
     /// The API server's refusal or the transport error, if it failed.
     pub error: Option<String>,
+    /// Whether the API server answered it (a refusal is an answer; a connection refused
+    /// while it restarts is not).
+    pub answered: bool,
 }
 
 /// The load's settings.
@@ -242,6 +245,7 @@ async fn timed(
         name: name.to_owned(),
         sent,
         latency: begun.elapsed(),
+        answered: !matches!(&outcome, Err(e) if !matches!(e, kube::Error::Api(_))),
         error: outcome.err().map(|e| e.to_string()),
     };
     if let Ok(mut writes) = shared.writes.lock() {
@@ -259,6 +263,14 @@ impl LoadReport {
     /// The writes that failed.
     pub fn failed(&self) -> Vec<&Write> {
         self.writes.iter().filter(|w| w.error.is_some()).collect()
+    }
+
+    /// The writes the API server refused (answered with an error).
+    pub fn refused(&self) -> Vec<&Write> {
+        self.writes
+            .iter()
+            .filter(|w| w.error.is_some() && w.answered)
+            .collect()
     }
 
     /// The writes sent between `from` and `to`.
