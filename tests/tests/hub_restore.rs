@@ -416,11 +416,18 @@ async fn a_hub_restored_from_a_backup_keeps_every_release_and_seals_it_again() -
     // The installer starts again.
     let _controller = ControllerProcess::start(&env.hub, controller_options("after")).await?;
     for (name, namespace, release, greeting) in releases {
-        let ws = wait_workspace(&admin, ORG, name, "the restored attempt installed", |ws| {
+        let waited = wait_workspace(&admin, ORG, name, "the restored attempt installed", |ws| {
             status_of(ws).attempt == Some(1) && has_condition(ws, "Ready", "True", "Installed")
         })
-        .await
-        .context(name)?;
+        .await;
+        let Ok(ws) = waited else {
+            let now = workspaces.get(name).await?;
+            bail!(
+                "{name}: {:?}; Ready now: {:?}",
+                waited.err(),
+                installer::condition(&now, "Ready")
+            );
+        };
         let uid = ws.uid().unwrap_or_default();
         ensure!(
             status_of(&ws).workspace_uid.as_deref() == Some(uid.as_str()),
