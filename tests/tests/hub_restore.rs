@@ -414,10 +414,13 @@ async fn a_hub_restored_from_a_backup_keeps_every_release_and_seals_it_again() -
     }
 
     // The installer starts again.
+    let started = std::time::Instant::now();
     let _controller = ControllerProcess::start(&env.hub, controller_options("after")).await?;
     for (name, namespace, release, greeting) in releases {
         let waited = wait_workspace(&admin, ORG, name, "the restored attempt installed", |ws| {
-            status_of(ws).attempt == Some(1) && has_condition(ws, "Ready", "True", "Installed")
+            status_of(ws).attempt == Some(1)
+                && has_condition(ws, "Ready", "True", "Installed")
+                && has_condition(ws, "Drifted", "False", "ReleaseInSync")
         })
         .await;
         let Ok(ws) = waited else {
@@ -428,10 +431,19 @@ async fn a_hub_restored_from_a_backup_keeps_every_release_and_seals_it_again() -
                 installer::condition(&now, "Ready")
             );
         };
+        eprintln!(
+            "{name}: installed again {:.1} s after the installer started",
+            started.elapsed().as_secs_f64()
+        );
         let uid = ws.uid().unwrap_or_default();
         ensure!(
             status_of(&ws).workspace_uid.as_deref() == Some(uid.as_str()),
             "{name}: the attempt is bound to the new UID"
+        );
+        let reasons = installer::event_reasons(&admin, &ws).await?;
+        ensure!(
+            reasons.iter().any(|r| r == "NamespaceAdopted"),
+            "{name}: the namespace the sweep released is adopted: {reasons:?}"
         );
         let after = on_edge(&edge, namespace, release).await?;
         let was = &before[name];
