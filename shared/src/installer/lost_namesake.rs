@@ -33,6 +33,13 @@ impl Machine<'_> {
             && object.annotations.get(names::ANNOTATION_WORKSPACE) == Some(&self.key)
     }
 
+    /// Whether `object`, a Job or runner object, was left by a lost Workspace of this name
+    /// for one of its attempts: only those (they carry the attempt's ID) does the sweep
+    /// remove, so only for those is waiting bounded.
+    pub(super) fn left_by_lost_attempt(&self, object: &ObjectState) -> bool {
+        self.left_by_lost_namesake(object) && !object.label(names::LABEL_ATTEMPT_ID).is_empty()
+    }
+
     /// Rule `lost_namesakes_objects_wait_for_the_sweep`: the attempt waits (no result, no
     /// write on the edge) until the orphan sweep has removed or released `what`.
     pub(super) fn wait_for_sweep(&mut self, what: &str, object: &ObjectState) -> Next {

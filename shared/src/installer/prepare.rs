@@ -128,7 +128,7 @@ impl Machine<'_> {
                     stale = true;
                     self.delete_on_edge(kind, &plan.namespace, name, &existing.uid);
                 }
-                Some(existing) if self.left_by_lost_namesake(existing) => {
+                Some(existing) if self.left_by_lost_attempt(existing) => {
                     let what = format!("{kind:?} {}", object_key(&plan.namespace, name));
                     return self.wait_for_sweep(&what, existing);
                 }

@@ -99,6 +99,30 @@ fn the_same_marks_without_the_installers_label_or_of_another_name_are_refused() 
 }
 
 #[test]
+fn a_job_with_the_marks_of_this_name_but_no_attempt_is_refused_as_before() {
+    // The sweep removes only an attempt's objects: a Job without an attempt ID (not one the
+    // installer made) would never go, so it is refused instead of waited for.
+    let mut planted = lost("planted-job", "");
+    planted.labels.remove(names::LABEL_ATTEMPT_ID);
+    let mut remote = Remote {
+        namespace: Some(namespace_of(UID)),
+        ..Default::default()
+    };
+    remote.job = Some(JobState {
+        object: planted,
+        outcome: JobOutcome::Running,
+        finished_at: None,
+        runner: None,
+    });
+    let ws = workspace(Some(plan(1)), Some(bound(1, None)));
+    let mut case = Case::new(&ws);
+    case.remote = Some(remote);
+    let status = last_status(&case.decide());
+    assert_eq!(status.job_result, Some(JobResult::Rejected));
+    assert_eq!(condition(&status, "Failed").1, "JobConflict");
+}
+
+#[test]
 fn once_released_by_the_sweep_the_namespace_is_adopted_by_the_restored_workspace() {
     let mut ns = namespace_of(OTHER_UID);
     ns.labels
