@@ -60,9 +60,10 @@ pub async fn store(
     // only values stored already are sealed again.
     let pending = pending(&api).await.map_err(|e| not_stored(said(&e)))?;
     let stored_already = |stored: PlanValues| async move {
-        match creating {
-            true => disown(client, namespace, &plan.workspace.name, stored).await,
-            false => Ok(()),
+        if creating {
+            disown(client, namespace, &plan.workspace.name, stored).await
+        } else {
+            Ok(())
         }
     };
     if pending >= MAX_PENDING {
