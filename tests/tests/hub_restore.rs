@@ -331,6 +331,13 @@ async fn a_hub_restored_from_a_backup_keeps_every_release_and_seals_it_again() -
         "applying the backup is admitted: {}",
         String::from_utf8_lossy(&applied.stderr)
     );
+    let said = String::from_utf8_lossy(&applied.stderr);
+    ensure!(
+        said.matches("spec.plan: the plan this create carries was not used")
+            .count()
+            == 2,
+        "kubectl shows, for each Workspace, that its carried plan was replaced: {said}"
+    );
     let backup: Value = serde_norway::from_str(&std::fs::read_to_string(&backup_workspaces)?)?;
     let carried_plan = |name: &str| -> anyhow::Result<Value> {
         backup["items"]
