@@ -296,11 +296,20 @@ async fn hand_written_or_copied_plans_are_denied() {
         message.contains("spec.plan") && message.contains("signature"),
         "{message}"
     );
-    // A plan on create is refused outright.
+    // A plan carried by a create (a copy here; a backup's in hub_restore) is never what is
+    // stored: the webhook seals attempt 1 for this Workspace from its intent (ADR 41).
     let mut with_plan = workspace("tamper-new", "edge-1", json!({}));
     with_plan.spec.plan = victim.spec.plan.clone();
-    let message = denial(api.create(&PostParams::default(), &with_plan).await);
-    assert!(message.contains("remove spec.plan"), "{message}");
+    let stored = api
+        .create(&PostParams::default(), &with_plan)
+        .await
+        .unwrap()
+        .spec
+        .plan
+        .unwrap();
+    assert_ne!(Some(&stored), victim.spec.plan.as_ref());
+    assert_eq!(stored.plan.workspace.name, "tamper-new");
+    assert_eq!(stored.plan.attempt, 1);
 }
 
 #[tokio::test]

@@ -9,7 +9,9 @@ use serde_json::json;
 
 use super::{
     Denial, Operation, Request,
-    mutate::{Lookups, PlanAction, Sealing, StartKind, plan_action, seal_attempt},
+    mutate::{
+        Lookups, PlanAction, Sealing, StartKind, carried_plan_warning, plan_action, seal_attempt,
+    },
     validate::validate,
 };
 use crate::{
@@ -223,12 +225,59 @@ fn the_same_request_twice_gives_the_same_plan() {
 }
 
 #[test]
-fn a_plan_written_on_create_is_denied() {
+fn a_plan_carried_by_a_create_is_replaced_by_one_sealed_for_this_write() {
+    // A restore from a backup, or a plan copied from another Workspace: the carried plan is
+    // never what is stored, whatever it says (ADR 41).
+    let without = admit(Operation::Create, &workspace(json!({})), None).unwrap();
+    let mut carried = created().spec.plan.unwrap();
+    carried.plan.workspace.uid = "uid-of-the-lost-workspace".into();
+    carried.plan.attempt = 7;
+    carried.plan.chart.name = "evil".into();
+    carried.plan.owner.username = "someone-else".into();
     let mut object = workspace(json!({}));
-    object.spec.plan = created().spec.plan;
+    object.spec.plan = Some(carried.clone());
+    let restored = admit(Operation::Create, &object, None).unwrap();
+    let sealed = restored.spec.plan.unwrap();
+    assert_ne!(sealed, carried);
     assert_eq!(
-        admit(Operation::Create, &object, None),
+        Some(&sealed),
+        without.spec.plan.as_ref(),
+        "as if no plan were carried"
+    );
+    assert_eq!(sealed.plan.attempt, 1);
+    assert!(sealed.plan.workspace.uid.is_empty());
+    Keyring::from(&sealer()).verify(&sealed).unwrap();
+}
+
+#[test]
+fn a_plan_carried_by_a_create_is_said_to_be_replaced_and_an_update_that_adds_one_is_denied() {
+    let mut object = workspace(json!({}));
+    let user = UserInfo {
+        username: Some("platform-admin".into()),
+        ..Default::default()
+    };
+    assert_eq!(
+        carried_plan_warning(&request(Operation::Create, &user, &object, None)),
+        None
+    );
+    object.spec.plan = created().spec.plan;
+    let warning = carried_plan_warning(&request(Operation::Create, &user, &object, None)).unwrap();
+    assert!(
+        warning.starts_with("spec.plan: the plan this create carries was not used")
+            && warning.contains("\"platform-admin\"")
+            && warning.contains("Restoring the hub from a backup"),
+        "{warning}"
+    );
+    // A Workspace stored without a plan (the webhooks bypassed) may not get one by hand.
+    let mut stored = object.clone();
+    stored.spec.plan = None;
+    assert_eq!(
+        plan_action(&request(Operation::Update, &user, &object, Some(&stored))),
         Err(Denial::PlanSetByUser)
+    );
+    assert_eq!(
+        carried_plan_warning(&request(Operation::Update, &user, &object, Some(&stored))),
+        None
     );
 }
 

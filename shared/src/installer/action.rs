@@ -227,14 +227,11 @@ pub struct OwnValues {
 
 impl OwnValues {
     /// `labeled`: whether the object has labels already (the patch adds to the map, or
-    /// makes it).
-    pub fn new(
-        name: &str,
-        uid: &str,
-        owners: &[String],
-        labeled: bool,
-        workspace: &crate::api::Workspace,
-    ) -> Self {
+    /// makes it). The owner references become this Workspace alone: a PlanValues object is
+    /// named for one Workspace name, only the installer names its owner, and a reference
+    /// to another UID is a lost Workspace's of the same name (a hub restored from a backup,
+    /// ADR 41), which a garbage collector would otherwise take the values with.
+    pub fn new(name: &str, uid: &str, labeled: bool, workspace: &crate::api::Workspace) -> Self {
         use kube::Resource;
         let reference = serde_json::json!({
             "apiVersion": crate::api::Workspace::api_version(&()),
@@ -242,14 +239,10 @@ impl OwnValues {
             "name": workspace.metadata.name.clone().unwrap_or_default(),
             "uid": workspace.metadata.uid.clone().unwrap_or_default(),
         });
-        let (path, value) = if owners.is_empty() {
-            (
-                "/metadata/ownerReferences",
-                serde_json::Value::Array(vec![reference]),
-            )
-        } else {
-            ("/metadata/ownerReferences/-", reference)
-        };
+        let (path, value) = (
+            "/metadata/ownerReferences",
+            serde_json::Value::Array(vec![reference]),
+        );
         let adopted = crate::plan_values::LABEL_ADOPTED;
         let label = if labeled {
             let escaped = adopted.replace('~', "~0").replace('/', "~1");

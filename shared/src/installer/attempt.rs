@@ -46,7 +46,7 @@ impl Machine<'_> {
             return;
         }
         let name = crate::plan_values::object_name(&sealed.plan.workspace.name, digest);
-        let own = super::action::OwnValues::new(&name, uid, owners, *labeled, self.ws);
+        let own = super::action::OwnValues::new(&name, uid, *labeled, self.ws);
         self.actions.push(Action::OwnPlanValues(Box::new(own)));
     }
 

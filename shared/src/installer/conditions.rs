@@ -38,6 +38,7 @@ pub mod reason {
     pub const AUTHORIZATION_UNAVAILABLE: &str = "AuthorizationUnavailable";
     pub const SUPERSEDED: &str = "Superseded";
     pub const WAITING_FOR_PREVIOUS_ATTEMPT: &str = "WaitingForPreviousAttempt";
+    pub const WAITING_FOR_ORPHAN_SWEEP: &str = "WaitingForOrphanSweep";
     pub const DELETING: &str = "Deleting";
 }
 

@@ -64,6 +64,9 @@ impl Machine<'_> {
                 // The Job we created was replaced by someone else's.
                 return self.job_lost();
             }
+            if self.left_by_lost_attempt(&job.object) {
+                return self.wait_for_sweep(&format!("Job {job_key}"), &job.object);
+            }
             self.reject(
                 reason::JOB_CONFLICT,
                 format!(

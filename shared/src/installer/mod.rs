@@ -33,6 +33,7 @@ pub mod drift;
 pub mod edge_owners;
 pub mod focus;
 mod job;
+mod lost_namesake;
 mod machine;
 pub mod manifests;
 pub mod names;

@@ -15,7 +15,7 @@ use super::{
 
 impl Machine<'_> {
     /// Rules `namespace_is_created_and_recorded`, `namespace_of_someone_else_is_refused`,
-    /// `released_namespace_is_adopted`.
+    /// `released_namespace_is_adopted`, and `lost_namesakes_objects_wait_for_the_sweep`.
     pub(super) fn admit_namespace(
         &mut self,
         plan: &Plan,
@@ -62,6 +62,10 @@ impl Machine<'_> {
                 ),
             ));
             return Admission::Pending(Next::Continue);
+        }
+        if self.left_by_lost_namesake(ns) {
+            let what = format!("namespace {}", plan.namespace);
+            return Admission::Pending(self.wait_for_sweep(&what, ns));
         }
         self.record_namespace(false, &ns.uid);
         let owner = match ns.label(names::LABEL_WORKSPACE_UID) {

@@ -128,6 +128,10 @@ impl Machine<'_> {
                     stale = true;
                     self.delete_on_edge(kind, &plan.namespace, name, &existing.uid);
                 }
+                Some(existing) if self.left_by_lost_attempt(existing) => {
+                    let what = format!("{kind:?} {}", object_key(&plan.namespace, name));
+                    return self.wait_for_sweep(&what, existing);
+                }
                 Some(existing) => {
                     self.reject(
                         reason::JOB_CONFLICT,

@@ -70,16 +70,20 @@ pub struct Sweep {
 /// label there; `live` the UIDs of every Workspace on the hub.
 pub fn sweep(listed: &[Listed], live: &HashSet<String>) -> Sweep {
     let mut sweep = Sweep::default();
+    // Namespaces are released after every Job and identity is removed: a Workspace of the
+    // same name that adopts a released namespace (a restored one, ADR 41) then finds none
+    // of the lost attempt's objects in it.
+    let mut releases = Vec::new();
     for item in listed {
         let uid = item.object.label(names::LABEL_WORKSPACE_UID);
         if uid.is_empty() || live.contains(uid) || item.object.deleting {
             continue;
         }
-        let before = sweep.actions.len();
+        let before = sweep.actions.len() + releases.len();
         match item.found {
             Found::Namespace => {
                 if item.object.label(names::LABEL_RELEASED) != "true" {
-                    sweep.actions.push(SweepAction::ReleaseNamespace {
+                    releases.push(SweepAction::ReleaseNamespace {
                         name: item.name.clone(),
                         patch: patch::release_namespace(&item.object, uid),
                     });
@@ -106,7 +110,7 @@ pub fn sweep(listed: &[Listed], live: &HashSet<String>) -> Sweep {
                 }));
             }
         }
-        if sweep.actions.len() > before {
+        if sweep.actions.len() + releases.len() > before {
             let key = item
                 .object
                 .annotations
@@ -117,6 +121,7 @@ pub fn sweep(listed: &[Listed], live: &HashSet<String>) -> Sweep {
             entry.1 += 1;
         }
     }
+    sweep.actions.extend(releases);
     sweep
 }
 

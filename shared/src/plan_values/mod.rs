@@ -5,6 +5,7 @@
 //! A Workspace therefore weighs the same whatever its Recipe's defaults weigh, and the same
 //! values sealed again (a retry, a repair, a rollback) are stored once.
 
+mod disown;
 mod limits;
 pub mod sweep;
 
@@ -17,6 +18,7 @@ use sha2::{Digest, Sha256};
 
 use crate::api::{Plan, PlanValuesSpec};
 
+pub use disown::disown_lost_owners;
 pub use limits::{
     MAX_CANONICAL_BYTES, MAX_DATA_LENGTH, MAX_RECIPE_VALUES_BYTES, RecipeValuesTooLarge,
     ValuesTooLarge, check_recipe_values, values_text_len,

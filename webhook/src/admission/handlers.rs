@@ -15,8 +15,8 @@ use providers::{
         automatic_repair::automatic_repair_consumed,
         finalizer::finalizer_patch,
         mutate::{
-            Lookups, PlanAction, SealedAttempt, Sealing, Start, StartKind, plan_action,
-            seal_attempt,
+            Lookups, PlanAction, SealedAttempt, Sealing, Start, StartKind, carried_plan_warning,
+            plan_action, seal_attempt,
         },
         requester::requester_within_bounds,
         rollback::rollback_patch,
@@ -185,7 +185,9 @@ async fn mutate_review(state: &AppState, review: &WorkspaceReview) -> Answer {
             Err(denial) => return denied(review, Endpoint::Mutate, &denial),
         },
     };
-    patch_plan(review, &sealed, start.as_ref())
+    // A create that carries a plan (a restore from a backup) is told that it was replaced.
+    let warnings = carried_plan_warning(&request).into_iter().collect();
+    patch_plan(review, &sealed, start.as_ref()).with_warnings(warnings)
 }
 
 fn validate_review(state: &AppState, review: &WorkspaceReview) -> Answer {
@@ -224,7 +226,8 @@ async fn seal(
             .namespace
             .as_deref()
             .unwrap_or_default();
-        plan_values::store(&state.client, namespace, &attempt, request.now).await?;
+        let creating = request.operation == providers::admission::Operation::Create;
+        plan_values::store(&state.client, namespace, &attempt, request.now, creating).await?;
     }
     Ok(attempt.sealed)
 }

@@ -16,7 +16,7 @@ use kube::{
 };
 use providers::{
     admission::{Denial, mutate::SealedAttempt},
-    api::{PlanValues, PlanValuesSpec},
+    api::{PlanValues, PlanValuesSpec, Workspace},
     installer::names::label_value,
     plan_values::{self, MAX_PENDING, Source},
 };
@@ -24,12 +24,15 @@ use providers::{
 /// The field manager of the webhook's writes.
 const MANAGER: &str = "providers-webhook";
 
-/// Makes sure the PlanValues object of a sealed attempt is there for the installer.
+/// Makes sure the PlanValues object of a sealed attempt is there for the installer. On a
+/// create (`creating`), values stored already lose the owner references of Workspaces that
+/// no longer exist (a restored hub, ADR 41).
 pub async fn store(
     client: &Client,
     namespace: &str,
     attempt: &SealedAttempt,
     now: Timestamp,
+    creating: bool,
 ) -> Result<(), Denial> {
     let plan = &attempt.sealed.plan;
     let Source::Stored { digest } = plan_values::source_of(plan) else {
@@ -56,9 +59,16 @@ pub async fn store(
     // Values stored for writes the API server then refuses cannot pile up: past the bound
     // only values stored already are sealed again.
     let pending = pending(&api).await.map_err(|e| not_stored(said(&e)))?;
+    let stored_already = |stored: PlanValues| async move {
+        if creating {
+            disown(client, namespace, &plan.workspace.name, stored).await
+        } else {
+            Ok(())
+        }
+    };
     if pending >= MAX_PENDING {
         return match touch(&api, &name, now).await {
-            Ok(true) => same_values(&api, &name, values).await,
+            Ok(true) => stored_already(same_values(&api, &name, values).await?).await,
             Ok(false) => Err(Denial::TooManyPendingValues {
                 namespace: namespace.to_owned(),
                 pending,
@@ -81,7 +91,7 @@ pub async fn store(
             Err(_) => {}
         }
         match touch(&api, &name, now).await {
-            Ok(true) => return same_values(&api, &name, values).await,
+            Ok(true) => return stored_already(same_values(&api, &name, values).await?).await,
             Ok(false) => continue,
             Err(error) => return Err(not_stored(said(&error))),
         }
@@ -99,7 +109,7 @@ async fn same_values(
     api: &Api<PlanValues>,
     name: &str,
     values: &PlanValuesSpec,
-) -> Result<(), Denial> {
+) -> Result<PlanValues, Denial> {
     let stored = api
         .get(name)
         .await
@@ -107,12 +117,52 @@ async fn same_values(
             name: name.to_owned(),
             reason: said(&error),
         })?;
-    plan_values::decode(&stored.spec, &values.digest)
-        .map(drop)
-        .map_err(|defect| Denial::PlanValuesConflict {
+    plan_values::decode(&stored.spec, &values.digest).map_err(|defect| {
+        Denial::PlanValuesConflict {
             name: name.to_owned(),
             defect: format!("its values {defect}"),
-        })
+        }
+    })?;
+    Ok(stored)
+}
+
+/// Drops the owner references of a lost Workspace from values stored already
+/// (`plan_values::disown_lost_owners`), so that a garbage collector does not delete them
+/// before the installer takes them into the new Workspace's ownership.
+async fn disown(
+    client: &Client,
+    namespace: &str,
+    workspace: &str,
+    stored: PlanValues,
+) -> Result<(), Denial> {
+    let name = stored.metadata.name.clone().unwrap_or_default();
+    let owners = stored.metadata.owner_references.clone().unwrap_or_default();
+    if owners.is_empty() {
+        return Ok(());
+    }
+    let not_stored = |error: &kube::Error| Denial::PlanValuesNotStored {
+        name: name.clone(),
+        reason: said(error),
+    };
+    let live = Api::<Workspace>::namespaced(client.clone(), namespace)
+        .get_metadata_opt(workspace)
+        .await
+        .map_err(|e| not_stored(&e))?
+        .and_then(|w| w.metadata.uid);
+    let uid = stored.metadata.uid.clone().unwrap_or_default();
+    let Some(patch) = plan_values::disown_lost_owners(&uid, &owners, live.as_deref()) else {
+        return Ok(());
+    };
+    Api::<PlanValues>::namespaced(client.clone(), namespace)
+        .patch(&name, &PatchParams::default(), &Patch::<()>::Json(patch))
+        .await
+        .map_err(|e| not_stored(&e))?;
+    tracing::info!(
+        namespace,
+        planvalues = name.as_str(),
+        "removed the owner references of Workspaces that no longer exist from stored values"
+    );
+    Ok(())
 }
 
 /// How many PlanValues of the namespace wait for their Workspace's installer, counted up to

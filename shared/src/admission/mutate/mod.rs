@@ -1,12 +1,14 @@
 //! The mutating decision: seal a new attempt, keep the sealed plan, or restore it.
 
+mod carried;
 mod sealing;
 mod start;
 
 use crate::{api::SealedPlan, text::quoted};
 
-use super::{Denial, Request};
+use super::{Denial, Operation, Request};
 
+pub use carried::carried_plan_warning;
 pub use sealing::{Lookups, SealedAttempt, Sealing, seal_attempt};
 pub use start::{Start, StartKind, start_of};
 
@@ -22,13 +24,14 @@ pub enum PlanAction {
 }
 
 /// Decides what a write does to the plan. Where a write starts an attempt, the webhook
-/// seals it afresh whatever plan the request carries; elsewhere a plan that differs from
+/// seals it afresh whatever plan the request carries (a create that carries one, as a
+/// restore from a backup does, included: `carried`); elsewhere a plan that differs from
 /// the sealed one is left for the validating webhook to refuse.
 pub fn plan_action(request: &Request<'_>) -> Result<PlanAction, Denial> {
     request.require_name()?;
     let new = &request.object.spec;
     let stored = request.old.and_then(|old| old.spec.plan.as_ref());
-    if stored.is_none() && new.plan.is_some() {
+    if request.operation == Operation::Update && stored.is_none() && new.plan.is_some() {
         return Err(Denial::PlanSetByUser);
     }
     if let Some(start) = start_of(request)? {

@@ -40,7 +40,7 @@ fn listed(found: Found, name: &str, object: ObjectState) -> Listed {
 }
 
 #[test]
-fn an_orphans_identity_and_job_go_and_its_namespace_is_released() {
+fn an_orphans_identity_and_job_go_and_then_its_namespace_is_released() {
     let mut job = object("job", "gone", "a1");
     job.finalizers = vec![names::FINALIZER.into()];
     let items = vec![
@@ -85,13 +85,13 @@ fn an_orphans_identity_and_job_go_and_its_namespace_is_released() {
     assert_eq!(
         steps,
         [
-            "release-namespace ns",
             "delete ServiceAccount sa",
             "delete Role role",
             "delete RoleBinding rb",
             "delete Secret values",
             "release-job j",
             "delete Job job",
+            "release-namespace ns",
         ]
     );
     assert_eq!(sweep.orphans["gone"], ("org-a/gone".to_owned(), 6));

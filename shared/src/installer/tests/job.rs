@@ -234,6 +234,10 @@ fn foreign_job_is_refused() {
     let mut remote = prepared(1);
     let mut theirs = job(1, JobOutcome::Running, true);
     theirs.object = object("other-job", OTHER_UID, "a1", "p9");
+    theirs
+        .object
+        .annotations
+        .insert(names::ANNOTATION_WORKSPACE.into(), "org-b/demo".into());
     remote.job = Some(theirs);
     case.remote = Some(remote);
     let decision = case.decide();

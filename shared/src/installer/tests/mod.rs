@@ -23,6 +23,7 @@ mod credential;
 mod deletion;
 mod edge;
 mod job;
+mod lost_namesake;
 mod namespace;
 mod reads;
 mod result;

@@ -43,9 +43,13 @@ fn namespace_of_someone_else_is_refused() {
     released_elsewhere
         .annotations
         .insert(names::ANNOTATION_WORKSPACE.into(), "org-a/another".into());
+    let mut another = namespace_of(OTHER_UID);
+    another
+        .annotations
+        .insert(names::ANNOTATION_WORKSPACE.into(), "org-b/demo".into());
     let rows = [
         ("no ownership label", unlabelled),
-        ("another Workspace's", namespace_of(OTHER_UID)),
+        ("another Workspace's", another),
         (
             "released by a Workspace of another name",
             released_elsewhere,

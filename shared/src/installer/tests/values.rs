@@ -112,6 +112,33 @@ fn the_job_runs_the_values_the_digest_names_and_takes_them_into_ownership() {
     assert_eq!(edge_steps(&decision), ["create-job"]);
 }
 
+#[test]
+fn values_restored_with_a_lost_workspaces_owner_become_this_workspaces_alone() {
+    let (plan, values) = stored_plan();
+    let ws = workspace(Some(plan), Some(bound(1, None)));
+    let mut case = Case::new(&ws);
+    case.remote = Some(prepared(1));
+    case.values = verified(&values, &[OTHER_UID]);
+    let decision = case.decide();
+    let own = decision
+        .actions
+        .iter()
+        .find_map(|a| match a {
+            Action::OwnPlanValues(own) => Some(own),
+            _ => None,
+        })
+        .expect("the values are taken into this Workspace's ownership");
+    let patch = serde_json::to_value(&own.patch).unwrap();
+    assert_eq!(patch[0]["op"], "test", "guarded by the object's UID");
+    assert_eq!(
+        (&patch[1]["op"], &patch[1]["path"]),
+        (&json!("add"), &json!("/metadata/ownerReferences")),
+        "the whole list is replaced, the lost owner's reference with it"
+    );
+    assert_eq!(patch[1]["value"].as_array().map(Vec::len), Some(1));
+    assert_eq!(patch[1]["value"][0]["uid"], UID);
+}
+
 #[rstest]
 #[case::missing(ValuesCheck::Missing { name: "demo-values-x".into() }, "is missing")]
 #[case::changed(
