@@ -5,11 +5,13 @@ use std::{fmt::Write as _, time::Duration};
 
 use prometheus_client::{
     encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder},
-    metrics::{counter::Counter, family::Family, histogram::Histogram},
+    metrics::{counter::Counter, family::Family, gauge::Gauge, histogram::Histogram},
     registry::{Registry, Unit},
 };
 
 use crate::runtime::admin::{self, Exposition};
+
+pub mod certificates;
 
 /// How an admission request ended.
 #[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
@@ -57,6 +59,16 @@ struct ReasonLabels {
     reason: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KeyLabels {
+    key_id: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CertificateLabels {
+    certificate: String,
+}
+
 /// Upper bounds in seconds: a decision from caches takes well under a millisecond, one that
 /// waits for a SubjectAccessReview takes milliseconds to seconds.
 const DURATION_BUCKETS: [f64; 14] = [
@@ -75,6 +87,8 @@ pub struct Metrics {
     requests: Family<RequestLabels, Counter>,
     durations: Family<EndpointLabels, Histogram, fn() -> Histogram>,
     denials: Family<ReasonLabels, Counter>,
+    sealing_key: Family<KeyLabels, Gauge>,
+    certificate_expiry: Family<CertificateLabels, Gauge>,
 }
 
 impl Default for Metrics {
@@ -108,11 +122,52 @@ impl Metrics {
             "Admission requests denied, by reason",
             denials.clone(),
         );
+        let sealing_key = Family::<KeyLabels, Gauge>::default();
+        registry.register(
+            "sealing_key",
+            "1 for the ID of the key this replica seals plans with",
+            sealing_key.clone(),
+        );
+        let certificate_expiry = Family::<CertificateLabels, Gauge>::default();
+        registry.register_with_unit(
+            "certificate_expiry_timestamp",
+            "When a certificate the webhook uses expires (Unix time): serving (the leaf), serving-ca (the rest of its chain and ca.crt beside it), callers-ca (the API server's client CA); for a file of several, the earliest",
+            Unit::Seconds,
+            certificate_expiry.clone(),
+        );
         Self {
             registry,
             requests,
             durations,
             denials,
+            sealing_key,
+            certificate_expiry,
+        }
+    }
+
+    /// Says which key this replica seals with.
+    pub fn sealing_with(&self, key_id: &str) {
+        self.sealing_key.clear();
+        self.sealing_key
+            .get_or_create(&KeyLabels {
+                key_id: key_id.to_owned(),
+            })
+            .set(1);
+    }
+
+    /// Sets when `certificate` (`serving`, `serving-ca`, `callers-ca`) expires, or takes
+    /// the series out when there is none.
+    pub fn certificate_expires(&self, certificate: &str, not_after: Option<i64>) {
+        let labels = CertificateLabels {
+            certificate: certificate.to_owned(),
+        };
+        match not_after {
+            Some(at) => {
+                self.certificate_expiry.get_or_create(&labels).set(at);
+            }
+            None => {
+                self.certificate_expiry.remove(&labels);
+            }
         }
     }
 

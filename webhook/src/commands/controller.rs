@@ -10,7 +10,10 @@ use providers::installer::Settings;
 use crate::{
     cli::ControllerArgs,
     controller::{
-        Context, Elector, LeaseConfig, credential, metrics::Metrics, shards, term, term::Task,
+        Context, Elector, LeaseConfig, credential,
+        metrics::{Metrics, api_requests::CountRequests},
+        shards, term,
+        term::Task,
     },
     runtime::{admin, shutdown_signal},
 };
@@ -30,7 +33,14 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
             .with_context(|| format!("cannot read --hub-ca-file {}", path.display()))?,
         None => credential::pem_of(config.root_cert.as_deref().unwrap_or_default()),
     };
-    let hub = Client::try_from(config).context("cannot build the hub client")?;
+    let metrics = Arc::new(Metrics::new());
+    // Every request of the hub client counted by verb.
+    let hub = kube::client::ClientBuilder::try_from(config)
+        .context("cannot build the hub client")?
+        .with_layer(&CountRequests {
+            counter: metrics.api_requests.clone(),
+        })
+        .build();
     let identity = args.identity.clone().unwrap_or_else(default_identity);
     let settings = Settings {
         helm_image: args.helm_image.clone(),
@@ -41,7 +51,6 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         rollback_history: args.rollback_history,
         drift_interval_seconds: args.drift_interval,
     };
-    let metrics = Arc::new(Metrics::new());
     let context = Arc::new(Context::new(
         hub.clone(),
         args.clone(),

@@ -18,7 +18,11 @@ use kube::{
 use providers::api::{Edge, Recipe};
 
 use crate::{
-    admission::{self, AppState, metrics::Metrics, sealing_keys},
+    admission::{
+        self, AppState,
+        metrics::{Metrics, certificates},
+        sealing_keys,
+    },
     cli::ServeArgs,
     runtime::{admin, shutdown_signal},
     server::{self, TlsFiles, callers::ClientAuth},
@@ -34,6 +38,15 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     }
     let client = args.client.client(crate::runtime::WEBHOOK_AGENT).await?;
     let metrics = Arc::new(Metrics::new());
+    metrics.sealing_with(sealer.key_id());
+    certificates::spawn(
+        metrics.clone(),
+        certificates::CertificateFiles {
+            serving: args.tls_cert.clone(),
+            callers_ca: args.client_ca.clone(),
+        },
+        Duration::from_secs(60),
+    );
     let recipes = follow(Api::<Recipe>::all(client.clone()));
     let edges = follow(Api::<Edge>::all(client.clone()));
     let readiness = Arc::new(ServingReadiness::default());

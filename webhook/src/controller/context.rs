@@ -69,7 +69,7 @@ impl Context {
         );
         let edges = Edges::default();
         Self {
-            keys: Keys::new(&args.namespace, &args.keys_config_map),
+            keys: Keys::new(&args.namespace, &args.keys_config_map, metrics.clone()),
             readiness: Arc::new(ControllerReadiness::new(edges.clone())),
             edges,
             hub,

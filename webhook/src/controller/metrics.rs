@@ -12,6 +12,9 @@ use prometheus_client::{
 
 use crate::runtime::admin::{self, Exposition};
 
+pub mod api_requests;
+pub mod fleet;
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ReasonLabels {
     pub reason: String,
@@ -31,6 +34,44 @@ pub struct SweptLabels {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ActionLabels {
     pub action: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct VerbLabels {
+    pub verb: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ResultLabels {
+    pub result: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PhaseLabels {
+    pub edge: String,
+    pub phase: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct KeyLabels {
+    pub key_id: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PlanLabels {
+    pub key_id: String,
+    /// `current` (spec.plan) or `kept` (status.attempts[].kept).
+    pub plan: String,
+}
+
+/// Upper bounds in seconds from a plan's seal to its attempt's result: a chart installs in
+/// seconds to minutes; an attempt that waits for its edge can take hours.
+const SEAL_TO_RESULT_BUCKETS: [f64; 14] = [
+    1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0, 10800.0, 86400.0,
+];
+
+fn seal_to_result_histogram() -> Histogram {
+    Histogram::new(SEAL_TO_RESULT_BUCKETS)
 }
 
 fn reconcile_histogram() -> Histogram {
@@ -82,6 +123,29 @@ pub struct Metrics {
     pub orphans_swept: Family<SweptLabels, Counter>,
     /// Installed releases found drifted from what their attempt left, by reason.
     pub drift_found: Family<ReasonLabels, Counter>,
+    /// Time from a plan's seal (`spec.plan.sealedAt`) to its attempt's recorded result, by
+    /// result (`Succeeded`, `Failed`, `Rejected`).
+    pub seal_to_result: Family<ResultLabels, Histogram, fn() -> Histogram>,
+    /// The hub's Workspaces (those this replica's watch selects) by edge and phase, from
+    /// the watch cache, kept by [`fleet::Fleet`].
+    pub workspaces: Family<PhaseLabels, Gauge>,
+    /// Workspaces whose installed release has drifted, by edge.
+    pub workspaces_drifted: Family<EdgeLabels, Gauge>,
+    /// Workspaces whose cleanup is outstanding, by edge: an attempt with a result whose
+    /// runner identity is not revoked yet, or a Workspace being deleted.
+    pub cleanup_backlog: Family<EdgeLabels, Gauge>,
+    /// Attempts sealed without a result yet (not being deleted), by edge.
+    pub active_attempts: Family<EdgeLabels, Gauge>,
+    /// When the oldest of those was sealed (Unix seconds), by edge; absent without one.
+    pub oldest_active_attempt_sealed: Family<EdgeLabels, Gauge>,
+    /// Live plans (current and kept) by the ID of the key that sealed them.
+    pub plans: Family<PlanLabels, Gauge>,
+    /// 1 for each key ID published in the sealing keys ConfigMap.
+    pub sealing_key_published: Family<KeyLabels, Gauge>,
+    /// Requests of the hub client, by Kubernetes verb ([`api_requests::CountRequests`]).
+    pub api_requests: Family<VerbLabels, Counter>,
+    /// Reconciles running now (at most --concurrency).
+    pub reconciles_in_flight: Gauge,
 }
 
 impl Metrics {
@@ -188,8 +252,83 @@ impl Metrics {
             "Installed releases found drifted from what their attempt left on the edge, by reason",
             drift_found.clone(),
         );
+        let seal_to_result =
+            Family::<ResultLabels, Histogram, fn() -> Histogram>::new_with_constructor(
+                seal_to_result_histogram,
+            );
+        registry.register_with_unit(
+            "seal_to_result",
+            "Time from a plan's seal to its attempt's recorded result, by result",
+            Unit::Seconds,
+            seal_to_result.clone(),
+        );
+        let workspaces = Family::<PhaseLabels, Gauge>::default();
+        registry.register(
+            "workspaces",
+            "Workspaces in the installer's watch cache, by edge and phase (Unobserved: no status yet)",
+            workspaces.clone(),
+        );
+        let workspaces_drifted = Family::<EdgeLabels, Gauge>::default();
+        registry.register(
+            "workspaces_drifted",
+            "Workspaces whose installed release has drifted, by edge",
+            workspaces_drifted.clone(),
+        );
+        let cleanup_backlog = Family::<EdgeLabels, Gauge>::default();
+        registry.register(
+            "cleanup_backlog",
+            "Workspaces with cleanup outstanding (a finished attempt's runner identity not yet revoked, or being deleted), by edge",
+            cleanup_backlog.clone(),
+        );
+        let active_attempts = Family::<EdgeLabels, Gauge>::default();
+        registry.register(
+            "active_attempts",
+            "Attempts sealed and without a result yet, by edge",
+            active_attempts.clone(),
+        );
+        let oldest_active_attempt_sealed = Family::<EdgeLabels, Gauge>::default();
+        registry.register_with_unit(
+            "oldest_active_attempt_sealed_timestamp",
+            "When the oldest attempt without a result was sealed, by edge (Unix time)",
+            Unit::Seconds,
+            oldest_active_attempt_sealed.clone(),
+        );
+        let plans = Family::<PlanLabels, Gauge>::default();
+        registry.register(
+            "plans",
+            "Live plans by the ID of the key that sealed them, current or kept",
+            plans.clone(),
+        );
+        let sealing_key_published = Family::<KeyLabels, Gauge>::default();
+        registry.register(
+            "sealing_key_published",
+            "1 for each key ID published in the sealing keys ConfigMap",
+            sealing_key_published.clone(),
+        );
+        let api_requests = Family::<VerbLabels, Counter>::default();
+        registry.register(
+            "api_requests",
+            "Requests to the hub's API server, by Kubernetes verb",
+            api_requests.clone(),
+        );
+        let reconciles_in_flight = Gauge::default();
+        registry.register(
+            "reconciles_in_flight",
+            "Reconciles running now (at most --concurrency); Workspaces past that wait in the queue",
+            reconciles_in_flight.clone(),
+        );
         Self {
             registry,
+            api_requests,
+            reconciles_in_flight,
+            seal_to_result,
+            workspaces,
+            workspaces_drifted,
+            cleanup_backlog,
+            active_attempts,
+            oldest_active_attempt_sealed,
+            plans,
+            sealing_key_published,
             orphans_swept,
             drift_found,
             attempts_started,

@@ -10,20 +10,24 @@ use kube::{
 };
 use providers::{api::Workspace, installer::SealCheck, seal::Keyring};
 
+use super::metrics::{KeyLabels, Metrics};
+
 /// The keyring of the moment, or why there is none.
 #[derive(Clone)]
 pub struct Keys {
     current: Arc<RwLock<Result<Keyring, String>>>,
     source: String,
+    metrics: Arc<Metrics>,
 }
 
 impl Keys {
-    pub fn new(namespace: &str, name: &str) -> Self {
+    pub fn new(namespace: &str, name: &str, metrics: Arc<Metrics>) -> Self {
         Self {
             current: Arc::new(RwLock::new(Err(
                 "the sealing keys have not been read yet".into()
             ))),
             source: format!("ConfigMap {namespace}/{name}"),
+            metrics,
         }
     }
 
@@ -37,11 +41,22 @@ impl Keys {
     }
 
     fn set(&self, value: Result<Keyring, String>) {
+        self.metrics.sealing_key_published.clear();
         match &value {
-            Ok(keyring) => tracing::info!(
-                keys = ?keyring.key_ids().collect::<Vec<_>>(),
-                "loaded the published sealing keys"
-            ),
+            Ok(keyring) => {
+                tracing::info!(
+                    keys = ?keyring.key_ids().collect::<Vec<_>>(),
+                    "loaded the published sealing keys"
+                );
+                for key_id in keyring.key_ids() {
+                    self.metrics
+                        .sealing_key_published
+                        .get_or_create(&KeyLabels {
+                            key_id: key_id.to_string(),
+                        })
+                        .set(1);
+                }
+            }
             Err(why) => tracing::warn!(%why, "no sealing keys"),
         }
         if let Ok(mut current) = self.current.write() {

@@ -24,11 +24,31 @@ const PASSES: usize = 8;
 
 pub async fn reconcile(cached: Arc<Workspace>, ctx: Arc<Context>) -> Result<Requeue> {
     let started = Instant::now();
-    let result = passes(&cached, &ctx).await;
+    let result = {
+        // Counted down when the reconcile ends or is dropped with its term.
+        let _in_flight = InFlight::new(&ctx.metrics.reconciles_in_flight);
+        passes(&cached, &ctx).await
+    };
     ctx.metrics
         .reconcile_duration
         .observe(started.elapsed().as_secs_f64());
     result
+}
+
+/// One reconcile in `providers_installer_reconciles_in_flight`, for as long as it lives.
+struct InFlight<'a>(&'a prometheus_client::metrics::gauge::Gauge);
+
+impl<'a> InFlight<'a> {
+    fn new(gauge: &'a prometheus_client::metrics::gauge::Gauge) -> Self {
+        gauge.inc();
+        Self(gauge)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
 }
 
 async fn passes(cached: &Workspace, ctx: &Context) -> Result<Requeue> {

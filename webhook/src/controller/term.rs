@@ -14,7 +14,7 @@ use kube::{
 use providers::api::Workspace;
 use tokio::task::JoinHandle;
 
-use super::{context::Context, edges, reconcile, sweep, values_sweep};
+use super::{context::Context, edges, metrics::fleet::Fleet, reconcile, sweep, values_sweep};
 
 /// A spawned task that is aborted when dropped, so a term's tasks end with the term.
 pub struct Task(JoinHandle<()>);
@@ -66,11 +66,16 @@ pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
     // and requeues come in through their own triggers.
     let (reader, writer) = reflector::store();
     let readiness = ctx.readiness.clone();
+    // The fleet's gauges, counted from each event while the store still holds what it
+    // replaces.
+    let fleet = Fleet::new(ctx.metrics.clone());
+    let counted = reader.clone();
     let changes = watcher(workspaces, config)
         .default_backoff()
         // No decision reads managedFields; each Workspace's would be a third of what the
         // cache holds for it.
         .modify(|workspace| workspace.managed_fields_mut().clear())
+        .inspect_ok(move |event| fleet.observe(&counted, event))
         .reflect(writer)
         // Said from the stream itself: the store's wait_until_ready wakes only its last
         // waiter, and the controller is one already.

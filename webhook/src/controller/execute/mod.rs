@@ -30,7 +30,7 @@ use super::{
     edge_grants,
     error::{Error, Result},
     fault, helm_release,
-    metrics::ReasonLabels,
+    metrics::{ReasonLabels, ResultLabels},
     observe::Observation,
     runner_log,
 };
@@ -143,7 +143,7 @@ async fn run(
                 .patch_status(&name, &params, &Patch::Json::<()>(status_patch))
                 .await
                 .map_err(|e| hub_write("write-status", e))?;
-            count_results(ctx, status, next);
+            count_results(ctx, ws, status, next);
             *status = (**next).clone();
             return Ok(Some(written));
         }
@@ -326,7 +326,7 @@ async fn run(
 }
 
 /// Counts attempts that reached a result with this write, and drift found by it.
-fn count_results(ctx: &Context, before: &WorkspaceStatus, after: &WorkspaceStatus) {
+fn count_results(ctx: &Context, ws: &Workspace, before: &WorkspaceStatus, after: &WorkspaceStatus) {
     if let Some(drift) = &after.drift
         && before
             .drift
@@ -344,6 +344,26 @@ fn count_results(ctx: &Context, before: &WorkspaceStatus, after: &WorkspaceStatu
         && (before.job_result.is_none() || before.attempt != after.attempt);
     if !new {
         return;
+    }
+    // From the seal of the plan whose result this is to now.
+    if let (Some(result), Some(sealed_at)) = (
+        after.job_result,
+        ws.spec
+            .plan
+            .as_ref()
+            .filter(|p| Some(p.plan.attempt) == after.attempt)
+            .and_then(|p| p.plan.sealed_at.as_ref()),
+    ) {
+        let seconds = k8s_openapi::jiff::Timestamp::now()
+            .duration_since(sealed_at.0)
+            .as_secs_f64()
+            .max(0.0);
+        ctx.metrics
+            .seal_to_result
+            .get_or_create(&ResultLabels {
+                result: format!("{result:?}"),
+            })
+            .observe(seconds);
     }
     match after.job_result {
         Some(JobResult::Succeeded) => {
