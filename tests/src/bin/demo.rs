@@ -18,7 +18,8 @@ struct Args {
     /// Stop after the scripted session instead of waiting (for CI).
     #[arg(long)]
     exit_after_session: bool,
-    /// Write `KUBECONFIG_<USER>=path` lines (and EDGE_KUBECONFIG) here once the system is up.
+    /// Write `KUBECONFIG_<USER>=path` lines (and EDGE_KUBECONFIG, WEBHOOK_METRICS and
+    /// INSTALLER_METRICS, the `/metrics` URLs) here once the system is up.
     #[arg(long)]
     env_file: Option<PathBuf>,
 }
@@ -41,6 +42,13 @@ async fn main() -> anyhow::Result<()> {
     let edge = system.edge.kubeconfig(testbed::User::PlatformAdmin);
     println!("  edge-1 (platform) export KUBECONFIG={}", edge.display());
     env.push_str(&format!("EDGE_KUBECONFIG={}\n", edge.display()));
+    println!(
+        "Metrics (OpenMetrics over plain HTTP, for a Prometheus scrape; docs/operations.md, \"Monitoring\"):"
+    );
+    println!("  webhook         {}", system.webhook_metrics);
+    println!("  installer       {}", system.installer_metrics);
+    env.push_str(&format!("WEBHOOK_METRICS={}\n", system.webhook_metrics));
+    env.push_str(&format!("INSTALLER_METRICS={}\n", system.installer_metrics));
     if let Some(path) = &args.env_file {
         std::fs::write(path, &env)?;
     }

@@ -27,6 +27,9 @@ pub struct System {
     pub edge: ControlPlaneInfo,
     pub repo: ChartRepo,
     pub dir: PathBuf,
+    /// The webhook's and the installer's `/metrics` (OpenMetrics, plain HTTP).
+    pub webhook_metrics: String,
+    pub installer_metrics: String,
     controller: Option<Child>,
     _runner: JobRunner,
     _webhook: Webhook,
@@ -92,7 +95,8 @@ impl System {
         platform::grant_install(&admin, "alice", "edge-1").await?;
         platform::grant_install(&admin, "bob", "edge-1").await?;
 
-        let controller = start_controller(&hub_info, &dir).await?;
+        let metrics_port = free_port()?;
+        let controller = start_controller(&hub_info, &dir, metrics_port).await?;
         eprintln!(
             "installer controller running (log: {})",
             dir.join("controller.log").display()
@@ -102,6 +106,8 @@ impl System {
             edge: edge_info,
             repo,
             dir,
+            webhook_metrics: format!("http://127.0.0.1:{}/metrics", webhook.admin_port),
+            installer_metrics: format!("http://127.0.0.1:{metrics_port}/metrics"),
             controller: Some(controller),
             _runner: runner,
             _webhook: webhook,
@@ -178,7 +184,11 @@ fn recipes(repository: &str) -> Vec<Recipe> {
 
 /// `providers-webhook controller` as its shipped ServiceAccount and mode
 /// (manifests/controller/), logging to the demo folder.
-async fn start_controller(hub: &ControlPlaneInfo, dir: &Path) -> anyhow::Result<Child> {
+async fn start_controller(
+    hub: &ControlPlaneInfo,
+    dir: &Path,
+    metrics_port: u16,
+) -> anyhow::Result<Child> {
     let kubeconfig = installer::controller_kubeconfig(hub, dir).await?;
     let log = std::fs::File::create(dir.join("controller.log"))?;
     Command::new(binaries::cargo_bin("providers-webhook")?)
@@ -191,7 +201,7 @@ async fn start_controller(hub: &ControlPlaneInfo, dir: &Path) -> anyhow::Result<
             "--identity",
             "demo-controller",
         ])
-        .args(["--metrics-listen", &format!("127.0.0.1:{}", free_port()?)])
+        .args(["--metrics-listen", &format!("127.0.0.1:{metrics_port}")])
         .args(["--hub-server", &hub.server])
         // As shipped (manifests/controller): a sharing replica, here the only one, so it
         // holds both edges' Leases and leads the hub-wide duties.
