@@ -234,6 +234,9 @@ pub struct Remote {
     pub role_binding: Option<ObjectState>,
     pub values: Option<ObjectState>,
     pub job: Option<JobState>,
+    /// The Jobs of this Workspace's earlier attempts in the release namespace, kept after
+    /// their results, by name; read only while the Workspace is being deleted.
+    pub earlier_jobs: Vec<(String, ObjectState)>,
     /// The provider's runtime credential Secret in the release namespace.
     pub runtime_credential: Option<ObjectState>,
     /// The newest revision of the Helm release, from Helm's own storage.

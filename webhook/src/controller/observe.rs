@@ -254,6 +254,14 @@ async fn read_remote(
         role_binding: object(Kind::RoleBinding, &names.runner),
         values: object(Kind::Secret, &names.values),
         job,
+        // Deletion removes them all: a Workspace created later under the same name makes
+        // Jobs of the same names.
+        earlier_jobs: if workspace.metadata.deletion_timestamp.is_some() {
+            let uid = workspace.metadata.uid.as_deref().unwrap_or_default();
+            cache.jobs_of(ns, uid, &names.job)
+        } else {
+            Vec::new()
+        },
         runtime_credential: focus
             .credential
             .as_ref()

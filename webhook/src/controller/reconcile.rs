@@ -61,6 +61,7 @@ async fn passes(cached: &Workspace, ctx: &Context) -> Result<Requeue> {
     if !ctx.shards.may_write(&super::observe::edge_of(cached)) {
         return Ok(Requeue::await_change());
     }
+    tracing::debug!(workspace = %key, "reconciling");
     let resync = Requeue::requeue(Duration::from_secs(ctx.args.resync.max(1)));
     let live = || async {
         ctx.metrics.workspace_reads.inc();

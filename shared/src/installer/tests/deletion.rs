@@ -32,6 +32,63 @@ fn deletion_revokes_only_the_identity() {
     assert_eq!(status.phase, Some(Phase::Deleting));
 }
 
+/// Rule `deletion_removes_every_attempts_job`: the Jobs of earlier attempts, kept after
+/// their results, go with the Workspace (a Workspace created later under its name makes
+/// Jobs of the same names); a Job of another Workspace beside them stays.
+#[test]
+fn deletion_removes_the_jobs_of_earlier_attempts_and_only_its_own() {
+    let mut ws = workspace(Some(plan(3)), Some(bound(3, Some("job-uid"))));
+    ws.metadata.deletion_timestamp = Some(Time(now()));
+    let mut case = Case::new(&ws);
+    let mut remote = prepared(3);
+    remote.job = Some(job(3, JobOutcome::Succeeded, true));
+    let mut earlier = object("job-1-uid", UID, "attempt-1", "");
+    earlier.finalizers = vec![names::FINALIZER.into()];
+    remote.earlier_jobs = vec![
+        ("demo-job-1".into(), earlier),
+        (
+            "demo-job-2".into(),
+            object("job-2-uid", UID, "attempt-2", ""),
+        ),
+        (
+            "theirs".into(),
+            object("their-job-uid", "uid-someone-else", "their-attempt", ""),
+        ),
+    ];
+    case.remote = Some(remote);
+    let decision = case.decide();
+    let deleted: Vec<(String, String)> = decision
+        .actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Delete(d) if d.kind == Kind::Job => Some((d.name.clone(), d.uid.clone())),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        deleted.contains(&("demo-job-1".into(), "job-1-uid".into()))
+            && deleted.contains(&("demo-job-2".into(), "job-2-uid".into())),
+        "the earlier attempts' Jobs are deleted, by UID: {deleted:?}"
+    );
+    assert!(
+        !deleted.iter().any(|(name, _)| name == "theirs"),
+        "another Workspace's Job is never touched: {deleted:?}"
+    );
+    let released: Vec<&str> = decision
+        .actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::ReleaseJob { name, .. } => Some(name.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        released.contains(&"demo-job-1"),
+        "a kept Job's finalizer is removed before it is deleted: {released:?}"
+    );
+    assert_eq!(steps(&decision).last(), Some(&"remove-finalizer"));
+}
+
 #[test]
 fn deletion_waits_for_a_reachable_edge() {
     let mut ws = workspace(Some(plan(1)), Some(bound(1, Some("job-uid"))));

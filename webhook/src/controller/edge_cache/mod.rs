@@ -230,6 +230,24 @@ impl EdgeCache {
     }
 
     /// The attempt's Job.
+    /// The installer's Jobs in `namespace` labelled for the Workspace `uid`, but the one
+    /// named `except`: those of its earlier attempts, kept after their results.
+    pub fn jobs_of(&self, namespace: &str, uid: &str, except: &str) -> Vec<(String, ObjectState)> {
+        self.jobs
+            .state()
+            .iter()
+            .filter(|job| {
+                job.namespace().as_deref() == Some(namespace)
+                    && job.name_any() != except
+                    && job
+                        .labels()
+                        .get(providers::installer::names::LABEL_WORKSPACE_UID)
+                        == Some(&uid.to_owned())
+            })
+            .map(|job| (job.name_any(), job_state(job).object))
+            .collect()
+    }
+
     pub fn job(&self, namespace: &str, name: &str) -> Option<JobState> {
         let cached = self
             .jobs
