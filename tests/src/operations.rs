@@ -366,7 +366,7 @@ impl Bed {
                     .items
                     .iter()
                     .filter(|ws| ws.metadata.deletion_timestamp.is_some() || settled(ws).is_none())
-                    .map(|ws| ws.name_any())
+                    .map(|ws| format!("{} ({})", ws.name_any(), waiting_for(ws)))
                     .collect(),
                 // The API server may be restarting: look again.
                 Err(_) => vec!["(the hub did not answer)".into()],
@@ -502,6 +502,21 @@ async fn restart(plane: &Supervised) -> anyhow::Result<()> {
     // The supervisor answers on a blocking pipe.
     tokio::task::block_in_place(|| plane.restart_apiserver())
         .with_context(|| format!("restarting {}'s kube-apiserver", plane.info.name))
+}
+
+/// What a Workspace waits for, from its Progressing (else Ready) condition.
+fn waiting_for(ws: &Workspace) -> String {
+    let conditions = ws
+        .status
+        .as_ref()
+        .map(|s| s.conditions.as_slice())
+        .unwrap_or_default();
+    conditions
+        .iter()
+        .find(|c| c.type_ == "Progressing")
+        .or_else(|| conditions.iter().find(|c| c.type_ == "Ready"))
+        .map(|c| format!("{}: {}", c.reason, c.message))
+        .unwrap_or_else(|| "no status yet".into())
 }
 
 /// The end of a load: how long until every attempt had its result, and those that had

@@ -18,8 +18,10 @@ static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 const CONTROLPLANE: &str = env!("CARGO_BIN_EXE_providers-controlplane");
 /// One Job in this many fails, so retries are part of the load.
 const FAIL_EVERY: u64 = 5;
+/// 10 writes/s: the benchmark measures at 20; the tests, which share the machine with
+/// builds and other suites in CI, prove the counts at half that.
 const SHAPE: LoadShape = LoadShape {
-    rate: 20.0,
+    rate: 10.0,
     pool: 40,
     quiet: Duration::from_secs(6),
     settle: Duration::from_secs(120),
