@@ -485,7 +485,15 @@ impl Drop for Bed {
         let Some(dir) = std::env::var_os("PROVIDERS_OPS_KEEP_LOGS") else {
             return;
         };
-        let dir = std::path::PathBuf::from(dir);
+        // A folder per bed: every bed's processes have the same names.
+        let bed = self
+            .hub
+            .info
+            .dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let dir = std::path::PathBuf::from(dir).join(bed);
         let _ = std::fs::create_dir_all(&dir);
         for process in &self.installers {
             let _ = std::fs::copy(&process.log, dir.join(format!("{}.log", process.identity)));
@@ -504,7 +512,7 @@ async fn restart(plane: &Supervised) -> anyhow::Result<()> {
         .with_context(|| format!("restarting {}'s kube-apiserver", plane.info.name))
 }
 
-/// What a Workspace waits for, from its Progressing (else Ready) condition.
+/// What a Workspace waits for, from its Ready condition.
 fn waiting_for(ws: &Workspace) -> String {
     let conditions = ws
         .status
@@ -513,8 +521,7 @@ fn waiting_for(ws: &Workspace) -> String {
         .unwrap_or_default();
     conditions
         .iter()
-        .find(|c| c.type_ == "Progressing")
-        .or_else(|| conditions.iter().find(|c| c.type_ == "Ready"))
+        .find(|c| c.type_ == "Ready")
         .map(|c| format!("{}: {}", c.reason, c.message))
         .unwrap_or_else(|| "no status yet".into())
 }
