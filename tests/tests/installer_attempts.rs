@@ -607,12 +607,22 @@ async fn failed_attempt_waits_for_a_retry_then_runs_exactly_one_new_job() -> any
     .await?;
     ensure!(status_of(&done).attempts.len() == 2);
     ensure!(status_of(&done).attempts[0].result == Some(JobResult::Failed));
-    let all = jobs_of(&edge, &uid).await?;
+    // Exactly one new Job ran (attempt 2's; attempt 1's was held, then failed), and once
+    // attempt 2 is cleaned up, attempt 1's Job is gone: only the latest attempt's Job
+    // stays on the edge.
     ensure!(
-        all.len() == 2,
-        "exactly one new Job: {:?}",
-        all.iter().map(|j| j.name_any()).collect::<Vec<_>>()
+        env.runner.run(namespace, &second.job).is_some(),
+        "attempt 2's Job ran"
     );
+    eventually("only attempt 2's Job on the edge", WAIT, || async {
+        let all: Vec<String> = jobs_of(&edge, &uid)
+            .await?
+            .iter()
+            .map(|j| j.name_any())
+            .collect();
+        Ok((all == [second.job.clone()]).then_some(()))
+    })
+    .await?;
     let job2 = jobs.get(&second.job).await?;
     ensure!(
         pinned(&job2) == pinned(&job1),

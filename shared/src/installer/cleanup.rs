@@ -37,6 +37,7 @@ impl Machine<'_> {
         // `cleanedUp` is only ever written once all of them are done.
         self.revoke_identity(&remote);
         self.release_job(&remote);
+        self.remove_earlier_jobs(&remote);
         self.status.cleaned_up = true;
         self.outlook = self.done_outlook();
         // An installed release is checked for drift at once: that first check starts
@@ -47,6 +48,28 @@ impl Machine<'_> {
             return Next::Continue;
         }
         Next::Idle
+    }
+
+    /// Rule `earlier_attempts_jobs_are_removed`: the Jobs of this Workspace's earlier
+    /// attempts (labelled with its UID, not the recorded attempt's) are released and
+    /// deleted, by UID. Only the latest attempt's Job stays on the edge, for its log;
+    /// otherwise every attempt would leave a Job and its Pod for the Workspace's life, and
+    /// a Workspace created later under the same name would meet them.
+    pub fn remove_earlier_jobs(&mut self, remote: &Remote) {
+        let namespace = self.target_namespace();
+        for (name, job) in &remote.earlier_jobs {
+            if !job.owned_by(&self.uid) || job.deleting {
+                continue;
+            }
+            if let Some(patch) = patch::remove_finalizer(job) {
+                self.edge(Action::ReleaseJob {
+                    namespace: namespace.clone(),
+                    name: name.clone(),
+                    patch,
+                });
+            }
+            self.delete_on_edge(super::action::Kind::Job, &namespace, name, &job.uid);
+        }
     }
 
     /// Deletes the recorded attempt's ServiceAccount, Role, RoleBinding and values

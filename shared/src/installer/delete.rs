@@ -113,19 +113,7 @@ impl Machine<'_> {
         // Rule `deletion_removes_every_attempts_job`: the Jobs of earlier attempts go too,
         // or a Workspace created later under this name meets them (their names are its
         // attempts' names) and waits for the orphan sweep.
-        for (name, job) in &remote.earlier_jobs {
-            if !job.owned_by(&self.uid) || job.deleting {
-                continue;
-            }
-            if let Some(patch) = patch::remove_finalizer(job) {
-                self.edge(Action::ReleaseJob {
-                    namespace: recorded.namespace.clone(),
-                    name: name.clone(),
-                    patch,
-                });
-            }
-            self.delete_on_edge(Kind::Job, &recorded.namespace, name, &job.uid);
-        }
+        self.remove_earlier_jobs(&remote);
         if let Some(ns) = &remote.namespace
             && ns.owned_by(&self.uid)
             && ns.label(names::LABEL_RELEASED) != "true"

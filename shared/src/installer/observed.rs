@@ -234,8 +234,9 @@ pub struct Remote {
     pub role_binding: Option<ObjectState>,
     pub values: Option<ObjectState>,
     pub job: Option<JobState>,
-    /// The Jobs of this Workspace's earlier attempts in the release namespace, kept after
-    /// their results, by name; read only while the Workspace is being deleted.
+    /// The other Jobs labelled for this Workspace in the release namespace (its earlier
+    /// attempts'), by name; read while an attempt runs, is cleaned up or the Workspace is
+    /// deleted, not once it is installed.
     pub earlier_jobs: Vec<(String, ObjectState)>,
     /// The provider's runtime credential Secret in the release namespace.
     pub runtime_credential: Option<ObjectState>,

@@ -254,14 +254,14 @@ async fn read_remote(
         role_binding: object(Kind::RoleBinding, &names.runner),
         values: object(Kind::Secret, &names.values),
         job,
-        // Deletion removes them all: a Workspace created later under the same name makes
-        // Jobs of the same names.
-        earlier_jobs: if workspace.metadata.deletion_timestamp.is_some() {
-            let uid = workspace.metadata.uid.as_deref().unwrap_or_default();
-            cache.jobs_of(ns, uid, &names.job)
-        } else {
-            Vec::new()
-        },
+        // The cleanup and the deletion remove them: one Job per attempt would otherwise
+        // stay for the Workspace's life, and a Workspace created later under the same name
+        // makes Jobs of the same names.
+        earlier_jobs: cache.jobs_of(
+            ns,
+            workspace.metadata.uid.as_deref().unwrap_or_default(),
+            &names.job,
+        ),
         runtime_credential: focus
             .credential
             .as_ref()

@@ -143,6 +143,71 @@ fn cleanup_is_recorded_last() {
     );
 }
 
+/// Rule `earlier_attempts_jobs_are_removed`: once an attempt's result is recorded, the
+/// Jobs of the Workspace's earlier attempts go (released first when they hold the
+/// finalizer); the recorded attempt's own Job stays, and another Workspace's is never
+/// touched.
+#[test]
+fn cleanup_removes_the_jobs_of_earlier_attempts() {
+    let mut status = bound(3, Some("job-uid"));
+    status.job_result = Some(JobResult::Succeeded);
+    status.finished_at = Some(Time(now()));
+    let ws = workspace(Some(plan(3)), Some(status));
+    let mut case = Case::new(&ws);
+    let mut earlier = object("job-1-uid", UID, "attempt-1", "");
+    earlier.finalizers = vec![names::FINALIZER.into()];
+    case.remote = Some(Remote {
+        namespace: Some(namespace_of(UID)),
+        job: Some(job(3, JobOutcome::Succeeded, false)),
+        earlier_jobs: vec![
+            ("demo-job-1".into(), earlier),
+            (
+                "demo-job-2".into(),
+                object("job-2-uid", UID, "attempt-2", ""),
+            ),
+            (
+                "theirs".into(),
+                object("their-job-uid", "uid-someone-else", "their-attempt", ""),
+            ),
+        ],
+        ..Default::default()
+    });
+    let decision = case.decide();
+    let deleted: Vec<(String, String)> = decision
+        .actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Delete(d) if d.kind == Kind::Job => Some((d.name.clone(), d.uid.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        deleted,
+        [
+            ("demo-job-1".to_owned(), "job-1-uid".to_owned()),
+            ("demo-job-2".to_owned(), "job-2-uid".to_owned())
+        ],
+        "only the earlier attempts' Jobs of this Workspace go, by UID"
+    );
+    let released: Vec<&str> = decision
+        .actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::ReleaseJob { name, .. } => Some(name.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        released,
+        ["demo-job-1"],
+        "a held Job is released before it goes"
+    );
+    assert!(
+        last_status(&decision).cleaned_up,
+        "recorded last, as before"
+    );
+}
+
 #[test]
 fn crash_between_cleanup_steps_repeats_nothing_harmful() {
     let mut recorded = bound(1, Some("job-uid"));
