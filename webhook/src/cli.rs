@@ -99,7 +99,14 @@ pub struct ServeArgs {
     /// closes and in-flight requests drain: a Pod's removal from the Service's endpoints
     /// reaches the API server's webhook client a moment after the kubelet's SIGTERM, and
     /// a connection it opens to a closed port meanwhile is a refused Workspace write.
-    #[arg(long, default_value_t = 5, env = "PROVIDERS_SHUTDOWN_DELAY")]
+    /// At most 60: the delay and the 20 s drain must end within the Pod's termination
+    /// grace period.
+    #[arg(
+        long,
+        default_value_t = 5,
+        env = "PROVIDERS_SHUTDOWN_DELAY",
+        value_parser = clap::value_parser!(u64).range(0..=60)
+    )]
     pub shutdown_delay: u64,
 }
 

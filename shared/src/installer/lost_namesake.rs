@@ -37,7 +37,11 @@ impl Machine<'_> {
     /// for one of its attempts: only those (they carry the attempt's ID) does the sweep
     /// remove, so only for those is waiting bounded.
     pub(super) fn left_by_lost_attempt(&self, object: &ObjectState) -> bool {
-        self.left_by_lost_namesake(object) && !object.label(names::LABEL_ATTEMPT_ID).is_empty()
+        // One already being deleted is skipped by the sweep: if a finalizer not the
+        // installer's holds it, waiting would never end.
+        self.left_by_lost_namesake(object)
+            && !object.label(names::LABEL_ATTEMPT_ID).is_empty()
+            && !object.deleting
     }
 
     /// Rule `lost_namesakes_objects_wait_for_the_sweep`: the attempt waits (no result, no

@@ -74,9 +74,21 @@ pub fn sweep(listed: &[Listed], live: &HashSet<String>) -> Sweep {
     // same name that adopts a released namespace (a restored one, ADR 41) then finds none
     // of the lost attempt's objects in it.
     let mut releases = Vec::new();
+    // Rule `sweep_acts_only_in_release_namespaces`: labels are anyone's to write, and the
+    // installer may delete only in the namespaces it made (the edge's confinement policy),
+    // so an attempt object counts only inside a namespace the installer labelled. One
+    // planted elsewhere would be refused, and would hold up the sweep of the whole edge.
+    let release_namespaces: HashSet<&str> = listed
+        .iter()
+        .filter(|item| item.found == Found::Namespace)
+        .map(|item| item.name.as_str())
+        .collect();
     for item in listed {
         let uid = item.object.label(names::LABEL_WORKSPACE_UID);
         if uid.is_empty() || live.contains(uid) || item.object.deleting {
+            continue;
+        }
+        if item.found != Found::Namespace && !release_namespaces.contains(item.namespace.as_str()) {
             continue;
         }
         let before = sweep.actions.len() + releases.len();

@@ -106,15 +106,34 @@ async fn sweep_edge(ctx: &Context, edge: &str, client: &Client) -> Result<()> {
     if plan.actions.is_empty() {
         return Ok(());
     }
+    // A step that fails is logged and the others go on: one object the installer may not
+    // remove must not hold up every other orphan's cleanup. A namespace is released only
+    // once every step in it went through (the releases come last).
+    let mut failed_in: HashSet<String> = HashSet::new();
     for action in &plan.actions {
-        let name = execute(edge, client, action).await?;
-        ctx.metrics
-            .orphans_swept
-            .get_or_create(&SweptLabels {
-                edge: edge.to_owned(),
-                action: name.to_owned(),
-            })
-            .inc();
+        let namespace = match action {
+            SweepAction::Delete(deletion) => deletion.namespace.as_str(),
+            SweepAction::ReleaseJob { namespace, .. } => namespace.as_str(),
+            SweepAction::ReleaseNamespace { name, .. } => name.as_str(),
+        };
+        if matches!(action, SweepAction::ReleaseNamespace { .. }) && failed_in.contains(namespace) {
+            continue;
+        }
+        match execute(edge, client, action).await {
+            Ok(name) => {
+                ctx.metrics
+                    .orphans_swept
+                    .get_or_create(&SweptLabels {
+                        edge: edge.to_owned(),
+                        action: name.to_owned(),
+                    })
+                    .inc();
+            }
+            Err(error) => {
+                tracing::warn!(%edge, namespace, %error, "orphan sweep: a step failed; the others go on");
+                failed_in.insert(namespace.to_owned());
+            }
+        }
     }
     for (uid, (workspace, count)) in &plan.orphans {
         let note = format!(

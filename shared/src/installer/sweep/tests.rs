@@ -121,3 +121,39 @@ fn released_namespaces_and_objects_being_deleted_are_left_alone() {
     ];
     assert_eq!(sweep(&items, &HashSet::new()), Sweep::default());
 }
+
+/// Rule `sweep_acts_only_in_release_namespaces`: an object labelled as an orphan's attempt
+/// outside every namespace the installer labelled (planted by anyone who may create a
+/// ServiceAccount somewhere on the edge) is not acted on; the orphan's own objects are.
+#[test]
+fn objects_outside_the_installers_namespaces_are_left_alone() {
+    let mut planted = listed(
+        Found::Attempt(Kind::ServiceAccount),
+        "poison",
+        object("poison", "ghost", "ghost"),
+    );
+    planted.namespace = "default".into();
+    let items = vec![
+        listed(Found::Namespace, "ns", object("ns", "gone", "")),
+        listed(
+            Found::Attempt(Kind::ServiceAccount),
+            "r",
+            object("sa", "gone", "a1"),
+        ),
+        planted,
+    ];
+    let plan = sweep(&items, &HashSet::new());
+    let touched: Vec<String> = plan
+        .actions
+        .iter()
+        .map(|a| match a {
+            SweepAction::Delete(d) => format!("{}/{}", d.namespace, d.name),
+            SweepAction::ReleaseJob {
+                namespace, name, ..
+            } => format!("{namespace}/{name}"),
+            SweepAction::ReleaseNamespace { name, .. } => name.clone(),
+        })
+        .collect();
+    assert_eq!(touched, ["ns/r", "ns"], "only the orphan's own objects");
+    assert!(!plan.orphans.contains_key("ghost"));
+}

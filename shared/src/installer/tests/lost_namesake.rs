@@ -141,3 +141,33 @@ fn once_released_by_the_sweep_the_namespace_is_adopted_by_the_restored_workspace
     );
     assert!(events(&decision).contains(&"NamespaceAdopted"));
 }
+
+/// A lost namesake's runner object already being deleted, but held by a finalizer that is
+/// not the installer's, is skipped by the sweep: the attempt does not wait for it (that
+/// wait would never end) but is refused, naming it.
+#[test]
+fn a_lost_namesakes_object_held_in_deletion_is_refused_not_waited_for() {
+    let mut held = lost("old-sa", "a-old");
+    held.deleting = true;
+    held.finalizers = vec!["example.com/keep".into()];
+    let mut remote = Remote {
+        namespace: Some(namespace_of(UID)),
+        ..Default::default()
+    };
+    remote.service_account = Some(held);
+    let mut status = bound(1, None);
+    status.namespace_admission_known = false;
+    status.namespace_admitted = false;
+    status.namespace_uid = None;
+    let ws = workspace(Some(plan(1)), Some(status));
+    let mut case = Case::new(&ws);
+    case.remote = Some(remote);
+    let decision = case.decide();
+    let status = last_status(&decision);
+    assert_ne!(
+        condition(&status, "Progressing").1,
+        "WaitingForOrphanSweep",
+        "no endless wait"
+    );
+    assert_eq!(condition(&status, "Failed").1, "JobConflict");
+}
