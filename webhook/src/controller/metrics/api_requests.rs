@@ -25,10 +25,7 @@ pub fn verb<B>(request: &Request<B>) -> &'static str {
         return "other";
     }
     // namespaces/NS/RESOURCE[/NAME[/SUB]] or RESOURCE[/NAME[/SUB]].
-    let collection = match rest.as_slice() {
-        ["namespaces", _, _] | [_] => true,
-        _ => false,
-    };
+    let collection = matches!(rest.as_slice(), ["namespaces", _, _] | [_]);
     let watch = request
         .uri()
         .query()
