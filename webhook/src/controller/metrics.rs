@@ -66,8 +66,9 @@ pub struct PlanLabels {
 
 /// Upper bounds in seconds from a plan's seal to its attempt's result: a chart installs in
 /// seconds to minutes; an attempt that waits for its edge can take hours.
-const SEAL_TO_RESULT_BUCKETS: [f64; 14] = [
-    1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0, 10800.0, 86400.0,
+const SEAL_TO_RESULT_BUCKETS: [f64; 16] = [
+    0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0, 10800.0,
+    86400.0,
 ];
 
 fn seal_to_result_histogram() -> Histogram {
