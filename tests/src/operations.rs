@@ -318,12 +318,29 @@ impl Bed {
         Ok(())
     }
 
-    /// Replaces every installer replica, one at a time, as a rolling update does: the new
-    /// one started, then the old one sent SIGTERM and gone before the next.
+    /// Replaces every installer replica, one at a time, as a rolling update with
+    /// `maxSurge: 1` does: the new one started and Ready (its `/readyz`), then the old one
+    /// sent SIGTERM and gone before the next.
     pub async fn roll_installers(&mut self) -> anyhow::Result<()> {
         let old = std::mem::take(&mut self.installers);
         for mut process in old {
             self.add_installer().await?;
+            let new = self.installers.last().context("the new replica")?;
+            let deadline = Instant::now() + PROCESS_WAIT;
+            while !new
+                .readyz()
+                .await
+                .is_ok_and(|a| a.lines().next().is_some_and(|l| l.contains(" 200 ")))
+            {
+                if Instant::now() > deadline {
+                    bail!(
+                        "{} was not ready within {PROCESS_WAIT:?}:\n{}",
+                        new.identity,
+                        new.log_tail()
+                    );
+                }
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
             crate::process::signal(process.pid().context("the installer's pid")?, "TERM")?;
             let status = process.exited(PROCESS_WAIT).await?;
             if !status.success() {
