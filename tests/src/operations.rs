@@ -16,7 +16,7 @@ use kube::{
     Api, Client, ResourceExt,
     api::{ListParams, Patch, PatchParams},
 };
-use providers::api::{ChartRef, Recipe, RecipeSpec, ValueField, ValueType, Workspace};
+use providers::api::Workspace;
 
 use crate::{
     Supervised, User,
@@ -551,43 +551,12 @@ pub struct Settled {
     pub waiting: Vec<String>,
 }
 
-/// The Recipe the load installs: the demo chart's shape, one string value.
+/// The Recipe the load installs: the demo chart's shape, one string value, a release
+/// namespace per Workspace (the load creates and deletes many).
 async fn publish_recipe(admin: &Client) -> anyhow::Result<()> {
-    let recipe = Recipe::new(
-        RECIPE,
-        RecipeSpec {
-            drift: None,
-            chart: ChartRef {
-                repository: REPOSITORY.into(),
-                name: "hello".into(),
-            },
-            versions: vec!["0.1.0".into()],
-            // A release namespace per Workspace: the load creates and deletes many.
-            namespace: Some("{org}-{workspace}".into()),
-            release: None,
-            values: Some(serde_json::json!({"hub": {"credentialSecret": ""}})),
-            values_schema: vec![ValueField {
-                path: "greeting".into(),
-                type_: ValueType::String,
-                description: None,
-                enum_: None,
-                pattern: None,
-                max_length: Some(64),
-                minimum: None,
-                maximum: None,
-            }],
-            execution: vec![installer::rule("", "configmaps")],
-            runtime_credential: None,
-        },
-    );
-    Api::<Recipe>::all(admin.clone())
-        .patch(
-            RECIPE,
-            &PatchParams::apply("platform").force(),
-            &Patch::Apply(&recipe),
-        )
-        .await?;
-    Ok(())
+    let mut recipe = crate::system::greeting_recipe(RECIPE, REPOSITORY, "hello", &["0.1.0"]);
+    recipe.spec.namespace = Some("{org}-{workspace}".into());
+    crate::system::apply_recipe(admin, &recipe).await
 }
 
 /// The routine operations measured under load.

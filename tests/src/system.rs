@@ -132,18 +132,27 @@ pub async fn publish_with_defaults(
     versions: &[&str],
     defaults: serde_json::Value,
 ) -> anyhow::Result<()> {
-    let recipe = Recipe::new(
+    let mut recipe = greeting_recipe(name, &env.repo.url, chart, versions);
+    recipe.spec.values = Some(defaults);
+    apply_recipe(&env.hub_admin().await?, &recipe).await
+}
+
+/// The Recipe `name` of `chart` from `repository` at `versions` that the tests publish:
+/// the default namespace and release, the hub credential off, one string value
+/// `greeting`, and its runner allowed ConfigMaps.
+pub fn greeting_recipe(name: &str, repository: &str, chart: &str, versions: &[&str]) -> Recipe {
+    Recipe::new(
         name,
         RecipeSpec {
             drift: None,
             chart: ChartRef {
-                repository: env.repo.url.clone(),
+                repository: repository.into(),
                 name: chart.into(),
             },
             versions: versions.iter().map(|v| (*v).to_owned()).collect(),
             namespace: None,
             release: None,
-            values: Some(defaults),
+            values: Some(json!({"hub": {"credentialSecret": ""}})),
             values_schema: vec![ValueField {
                 path: "greeting".into(),
                 type_: ValueType::String,
@@ -157,12 +166,16 @@ pub async fn publish_with_defaults(
             execution: vec![installer::rule("", "configmaps")],
             runtime_credential: None,
         },
-    );
-    Api::<Recipe>::all(env.hub_admin().await?)
+    )
+}
+
+/// Applies `recipe` as the platform does (server-side, field manager `platform`).
+pub async fn apply_recipe(admin: &kube::Client, recipe: &Recipe) -> anyhow::Result<()> {
+    Api::<Recipe>::all(admin.clone())
         .patch(
-            name,
+            &recipe.name_any(),
             &PatchParams::apply("platform").force(),
-            &Patch::Apply(&recipe),
+            &Patch::Apply(recipe),
         )
         .await?;
     Ok(())

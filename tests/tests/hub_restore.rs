@@ -33,7 +33,7 @@ use kube::{
     Api, Client, Resource, ResourceExt,
     api::{ListParams, Patch, PatchParams},
 };
-use providers::api::{ChartRef, PlanValues, Recipe, RecipeSpec, ValueField, ValueType, Workspace};
+use providers::api::{PlanValues, Workspace};
 use serde_json::{Value, json};
 use testbed::{
     User,
@@ -68,40 +68,10 @@ fn controller_options(run: &str) -> ControllerOptions {
 
 /// A Recipe whose namespace and release are one fixed name, whoever installs it.
 async fn publish_shared(env: &Environment) -> anyhow::Result<()> {
-    let recipe = Recipe::new(
-        SHARED,
-        RecipeSpec {
-            drift: None,
-            chart: ChartRef {
-                repository: env.repo.url.clone(),
-                name: "hello".into(),
-            },
-            versions: vec!["0.1.0".into()],
-            namespace: Some(SHARED.into()),
-            release: Some(SHARED.into()),
-            values: Some(json!({"hub": {"credentialSecret": ""}})),
-            values_schema: vec![ValueField {
-                path: "greeting".into(),
-                type_: ValueType::String,
-                description: None,
-                enum_: None,
-                pattern: None,
-                max_length: Some(64),
-                minimum: None,
-                maximum: None,
-            }],
-            execution: vec![installer::rule("", "configmaps")],
-            runtime_credential: None,
-        },
-    );
-    Api::<Recipe>::all(env.hub_admin().await?)
-        .patch(
-            SHARED,
-            &PatchParams::apply("platform").force(),
-            &Patch::Apply(&recipe),
-        )
-        .await?;
-    Ok(())
+    let mut recipe = testbed::system::greeting_recipe(SHARED, &env.repo.url, "hello", &["0.1.0"]);
+    recipe.spec.namespace = Some(SHARED.into());
+    recipe.spec.release = Some(SHARED.into());
+    testbed::system::apply_recipe(&env.hub_admin().await?, &recipe).await
 }
 
 fn install(env: &Environment, name: &str, recipe: &str, greeting: &str) -> anyhow::Result<()> {

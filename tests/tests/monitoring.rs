@@ -315,28 +315,19 @@ fn the_prometheus_rule_the_chart_and_the_kustomize_build_carry_the_same_rules() 
     );
     let kustomized = documents(&String::from_utf8_lossy(&out.stdout));
 
-    let helm = binaries::path("helm").unwrap();
-    let home = tempfile::tempdir().unwrap();
-    let out = Command::new(helm)
-        .args([
-            "template",
-            "providers",
-            "charts/providers",
-            "--namespace",
-            "providers-system",
-            "--set",
-            "webhook.allowUnauthenticatedCallers=true",
-            "--set",
-            "monitoring.prometheusRule.enabled=true",
-            "--set",
-            "monitoring.dashboard.enabled=true",
-        ])
-        .current_dir(&root)
-        .env("HELM_CACHE_HOME", home.path().join("cache"))
-        .env("HELM_CONFIG_HOME", home.path().join("config"))
-        .env("HELM_DATA_HOME", home.path().join("data"))
-        .output()
-        .unwrap();
+    let out = helm(&[
+        "template",
+        "providers",
+        "charts/providers",
+        "--namespace",
+        "providers-system",
+        "--set",
+        "webhook.allowUnauthenticatedCallers=true",
+        "--set",
+        "monitoring.prometheusRule.enabled=true",
+        "--set",
+        "monitoring.dashboard.enabled=true",
+    ]);
     assert!(
         out.status.success(),
         "{}",
@@ -375,26 +366,19 @@ fn the_prometheus_rule_the_chart_and_the_kustomize_build_carry_the_same_rules() 
     }
 
     // helm lint --strict passes with both on.
-    let out = Command::new(binaries::path("helm").unwrap())
-        .args([
-            "lint",
-            "--strict",
-            "charts/providers",
-            "--set",
-            "webhook.allowUnauthenticatedCallers=true",
-            "--set",
-            "monitoring.prometheusRule.enabled=true",
-            "--set",
-            "monitoring.dashboard.enabled=true",
-            "--set",
-            "monitoring.dashboard.annotations.grafana_folder=Providers",
-        ])
-        .current_dir(&root)
-        .env("HELM_CACHE_HOME", home.path().join("cache"))
-        .env("HELM_CONFIG_HOME", home.path().join("config"))
-        .env("HELM_DATA_HOME", home.path().join("data"))
-        .output()
-        .unwrap();
+    let out = helm(&[
+        "lint",
+        "--strict",
+        "charts/providers",
+        "--set",
+        "webhook.allowUnauthenticatedCallers=true",
+        "--set",
+        "monitoring.prometheusRule.enabled=true",
+        "--set",
+        "monitoring.dashboard.enabled=true",
+        "--set",
+        "monitoring.dashboard.annotations.grafana_folder=Providers",
+    ]);
     assert!(
         out.status.success(),
         "{}{}",
@@ -403,23 +387,29 @@ fn the_prometheus_rule_the_chart_and_the_kustomize_build_carry_the_same_rules() 
     );
 
     // Off by default in the chart.
-    let out = Command::new(binaries::path("helm").unwrap())
-        .args([
-            "template",
-            "providers",
-            "charts/providers",
-            "--set",
-            "webhook.allowUnauthenticatedCallers=true",
-        ])
-        .current_dir(&root)
-        .env("HELM_CACHE_HOME", home.path().join("cache"))
-        .env("HELM_CONFIG_HOME", home.path().join("config"))
-        .env("HELM_DATA_HOME", home.path().join("data"))
-        .output()
-        .unwrap();
+    let out = helm(&[
+        "template",
+        "providers",
+        "charts/providers",
+        "--set",
+        "webhook.allowUnauthenticatedCallers=true",
+    ]);
     let defaults = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success());
     assert!(
         !defaults.contains("kind: PrometheusRule") && !defaults.contains("providers-dashboard")
     );
+}
+
+/// Runs the test control plane's helm in the repository, with a home of its own.
+fn helm(args: &[&str]) -> std::process::Output {
+    let home = tempfile::tempdir().unwrap();
+    Command::new(binaries::path("helm").unwrap())
+        .args(args)
+        .current_dir(binaries::workspace_root().unwrap())
+        .env("HELM_CACHE_HOME", home.path().join("cache"))
+        .env("HELM_CONFIG_HOME", home.path().join("config"))
+        .env("HELM_DATA_HOME", home.path().join("data"))
+        .output()
+        .unwrap()
 }

@@ -57,14 +57,7 @@ fn deletion_removes_the_jobs_of_earlier_attempts_and_only_its_own() {
     ];
     case.remote = Some(remote);
     let decision = case.decide();
-    let deleted: Vec<(String, String)> = decision
-        .actions
-        .iter()
-        .filter_map(|a| match a {
-            Action::Delete(d) if d.kind == Kind::Job => Some((d.name.clone(), d.uid.clone())),
-            _ => None,
-        })
-        .collect();
+    let deleted = deleted_jobs(&decision);
     assert!(
         deleted.contains(&("demo-job-1".into(), "job-1-uid".into()))
             && deleted.contains(&("demo-job-2".into(), "job-2-uid".into())),
@@ -74,14 +67,7 @@ fn deletion_removes_the_jobs_of_earlier_attempts_and_only_its_own() {
         !deleted.iter().any(|(name, _)| name == "theirs"),
         "another Workspace's Job is never touched: {deleted:?}"
     );
-    let released: Vec<&str> = decision
-        .actions
-        .iter()
-        .filter_map(|a| match a {
-            Action::ReleaseJob { name, .. } => Some(name.as_str()),
-            _ => None,
-        })
-        .collect();
+    let released = released_jobs(&decision);
     assert!(
         released.contains(&"demo-job-1"),
         "a kept Job's finalizer is removed before it is deleted: {released:?}"

@@ -250,6 +250,30 @@ pub(super) fn steps(decision: &Decision) -> Vec<&'static str> {
         .collect()
 }
 
+/// The Jobs a decision deletes, as (name, UID).
+fn deleted_jobs(decision: &Decision) -> Vec<(String, String)> {
+    decision
+        .actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Delete(d) if d.kind == Kind::Job => Some((d.name.clone(), d.uid.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The Jobs whose finalizer a decision removes, by name.
+fn released_jobs(decision: &Decision) -> Vec<&str> {
+    decision
+        .actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::ReleaseJob { name, .. } => Some(name.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The steps on the edge and the hub, without status writes and events.
 fn edge_steps(decision: &Decision) -> Vec<&'static str> {
     steps(decision)

@@ -173,14 +173,7 @@ fn cleanup_removes_the_jobs_of_earlier_attempts() {
         ..Default::default()
     });
     let decision = case.decide();
-    let deleted: Vec<(String, String)> = decision
-        .actions
-        .iter()
-        .filter_map(|a| match a {
-            Action::Delete(d) if d.kind == Kind::Job => Some((d.name.clone(), d.uid.clone())),
-            _ => None,
-        })
-        .collect();
+    let deleted = deleted_jobs(&decision);
     assert_eq!(
         deleted,
         [
@@ -189,14 +182,7 @@ fn cleanup_removes_the_jobs_of_earlier_attempts() {
         ],
         "only the earlier attempts' Jobs of this Workspace go, by UID"
     );
-    let released: Vec<&str> = decision
-        .actions
-        .iter()
-        .filter_map(|a| match a {
-            Action::ReleaseJob { name, .. } => Some(name.as_str()),
-            _ => None,
-        })
-        .collect();
+    let released = released_jobs(&decision);
     assert_eq!(
         released,
         ["demo-job-1"],
