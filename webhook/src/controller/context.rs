@@ -5,10 +5,7 @@ use std::{
     sync::{Arc, Mutex, PoisonError},
 };
 
-use kube::{
-    Client,
-    runtime::events::{Recorder, Reporter},
-};
+use kube::Client;
 use providers::installer::Settings;
 
 use super::{
@@ -17,8 +14,8 @@ use super::{
 };
 
 use super::{
-    credential::HubEndpoint, edges::Edges, metrics::Metrics, published_keys::Keys,
-    readiness::ControllerReadiness,
+    credential::HubEndpoint, edges::Edges, event_recorder::EventRecorder, metrics::Metrics,
+    published_keys::Keys, readiness::ControllerReadiness,
 };
 use crate::cli::ControllerArgs;
 
@@ -32,7 +29,7 @@ pub struct Context {
     pub edges: Edges,
     /// What `/readyz` says: standby, or leading with its caches synced and edges probed.
     pub readiness: Arc<ControllerReadiness>,
-    pub recorder: Recorder,
+    pub recorder: EventRecorder,
     /// Which edges this replica may write to (every edge, without `--shard-edges`).
     pub shards: Arc<Shards>,
     /// This replica's name (in its Leases, Events and the Edges' status).
@@ -60,13 +57,7 @@ impl Context {
         } else {
             Shards::single()
         };
-        let recorder = Recorder::new(
-            hub.clone(),
-            Reporter {
-                controller: "providers-installer".into(),
-                instance: Some(identity.clone()),
-            },
-        );
+        let recorder = EventRecorder::new(hub.clone(), "providers-installer", &identity);
         let edges = Edges::default();
         Self {
             keys: Keys::new(&args.namespace, &args.keys_config_map, metrics.clone()),

@@ -11,6 +11,7 @@ mod edge_cache;
 mod edge_grants;
 mod edges;
 mod error;
+mod event_recorder;
 mod execute;
 mod fault;
 mod helm_release;
