@@ -87,6 +87,38 @@ enum Seen {
     Job(JobState),
 }
 
+impl Own {
+    fn at(&self) -> Instant {
+        match self {
+            Own::Present(_, at) | Own::Gone { at, .. } => *at,
+        }
+    }
+}
+
+/// The installer's own writes, by object, until the watches show them. An entry older than
+/// [`OWN_WRITES_TTL`] is no longer trusted, and is dropped at the first write once a TTL
+/// has passed since the last sweep: an object the installer never reads again (a deleted
+/// Job, the objects of a deleted Workspace) would otherwise be kept for the process's life.
+#[derive(Default)]
+struct OwnWrites {
+    entries: HashMap<Key, Own>,
+    swept_at: Option<Instant>,
+}
+
+impl OwnWrites {
+    fn insert(&mut self, key: Key, own: Own, now: Instant) {
+        if self
+            .swept_at
+            .is_none_or(|at| now.duration_since(at) >= OWN_WRITES_TTL)
+        {
+            self.entries
+                .retain(|_, own| now.duration_since(own.at()) < OWN_WRITES_TTL);
+            self.swept_at = Some(now);
+        }
+        self.entries.insert(key, own);
+    }
+}
+
 /// The caches of one edge. Cloning shares them.
 #[derive(Clone)]
 pub struct EdgeCache {
@@ -97,7 +129,7 @@ pub struct EdgeCache {
     /// The Secrets of each namespace of the installer's (Helm's records among them).
     namespaced: Arc<NamespaceWatches>,
     jobs: Store<Job>,
-    own: Arc<Mutex<HashMap<Key, Own>>>,
+    own: Arc<Mutex<OwnWrites>>,
     /// The installed releases watched for drift: `(namespace, release)` → the Workspace
     /// (`<org>/<name>`) a change of their records wakes.
     followed: Followed,
@@ -477,6 +509,7 @@ impl EdgeCache {
 
     /// The installer deleted the object with `uid` (or found it gone).
     pub fn deleted(&self, kind: Cached, namespace: &str, name: &str, uid: &str) {
+        let now = Instant::now();
         self.lock().insert(
             Key {
                 kind,
@@ -485,8 +518,9 @@ impl EdgeCache {
             },
             Own::Gone {
                 uid: uid.to_owned(),
-                at: Instant::now(),
+                at: now,
             },
+            now,
         );
     }
 
@@ -496,7 +530,7 @@ impl EdgeCache {
             namespace: meta.namespace.clone().unwrap_or_default(),
             name: meta.name.clone().unwrap_or_default(),
         };
-        self.lock().insert(key, own);
+        self.lock().insert(key, own, Instant::now());
     }
 
     /// What the installer's own writes say of an object the cache holds with
@@ -518,7 +552,7 @@ impl EdgeCache {
             name: name.to_owned(),
         };
         let mut own = self.lock();
-        let Some(entry) = own.get(&key) else {
+        let Some(entry) = own.entries.get(&key) else {
             return Mine::Cache;
         };
         let answer = match entry {
@@ -544,13 +578,13 @@ impl EdgeCache {
         match answer {
             Some(mine) => mine,
             None => {
-                own.remove(&key);
+                own.entries.remove(&key);
                 Mine::Cache
             }
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Own>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, OwnWrites> {
         // Nothing panics while holding the lock, so a poisoned map is still whole.
         self.own.lock().unwrap_or_else(PoisonError::into_inner)
     }

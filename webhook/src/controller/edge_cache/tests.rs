@@ -37,7 +37,7 @@ fn cache() -> (EdgeCache, Writer<PartialObjectMeta<ServiceAccount>>) {
             Arc::new(|_: &str| {}),
         )),
         jobs: reflector::store().0,
-        own: Arc::new(Mutex::new(HashMap::new())),
+        own: Arc::default(),
         followed: Arc::new(Mutex::new(HashMap::new())),
         unreachable: Arc::new(Mutex::new(None)),
         listed: Arc::default(),
@@ -58,7 +58,7 @@ fn an_own_create_is_seen_before_the_watch_brings_it_and_forgotten_after() {
     writer.apply_watcher_event(&watcher::Event::Apply(meta("r", "ns", "u1")));
     assert_eq!(cache.object(SA, "ns", "r").unwrap().uid, "u1");
     assert!(
-        cache.lock().is_empty(),
+        cache.lock().entries.is_empty(),
         "caught up: the own write is forgotten"
     );
 }
@@ -189,4 +189,32 @@ async fn a_namespace_not_watched_is_ready_at_once_and_one_listed_is_ready() {
         .namespaced
         .keep_only(&std::collections::HashSet::new());
     assert_eq!(cache.namespaces_watched(), 0);
+}
+
+#[test]
+fn own_writes_of_objects_never_read_again_are_dropped_after_their_ttl() {
+    let key = |name: &str| Key {
+        kind: Cached::Attempt(Kind::Job),
+        namespace: "hello".into(),
+        name: name.into(),
+    };
+    let gone = |at| Own::Gone {
+        uid: "u".into(),
+        at,
+    };
+    let start = Instant::now();
+    let mut own = OwnWrites::default();
+    own.insert(key("first"), gone(start), start);
+    let soon = start + Duration::from_secs(1);
+    own.insert(key("second"), gone(soon), soon);
+    assert_eq!(own.entries.len(), 2, "within the TTL, both are kept");
+    let later = start + OWN_WRITES_TTL + Duration::from_secs(2);
+    own.insert(key("third"), gone(later), later);
+    let mut kept: Vec<_> = own.entries.keys().map(|k| k.name.clone()).collect();
+    kept.sort();
+    assert_eq!(
+        kept,
+        ["third"],
+        "the expired writes are swept at the next write"
+    );
 }

@@ -28,7 +28,7 @@ use providers::installer::{Kind, names};
 use serde::de::DeserializeOwned;
 
 use super::{
-    Cached, EdgeCache, Key, Listed, Own, Seen, Wake, namespaced::NamespaceWatches,
+    Cached, EdgeCache, Key, Listed, Own, OwnWrites, Seen, Wake, namespaced::NamespaceWatches,
     stream_pool::StreamPool,
 };
 use crate::controller::term::Task;
@@ -67,7 +67,7 @@ impl Watches {
         let unreachable = Arc::new(Mutex::new(None));
         let health = Health(unreachable.clone());
         let listed = Arc::new(Listed::default());
-        let own = Arc::new(Mutex::new(HashMap::new()));
+        let own = Arc::new(Mutex::new(OwnWrites::default()));
         let followed: Followed = Arc::new(Mutex::new(HashMap::new()));
         let namespaced = Arc::new(NamespaceWatches::new(
             Some(streams),
@@ -188,7 +188,7 @@ fn watch_jobs(
     api: Api<Job>,
     config: watcher::Config,
     (health, listed): (&Health, &Arc<Listed>),
-    own: Arc<Mutex<HashMap<Key, Own>>>,
+    own: Arc<Mutex<OwnWrites>>,
     wake: Wake,
 ) -> (Store<Job>, Task) {
     let (store, writer) = reflector::store();
@@ -216,7 +216,7 @@ fn watch_jobs(
 }
 
 /// Whether `job` is exactly what the installer's own last write of it returned.
-fn is_own_write(own: &Mutex<HashMap<Key, Own>>, job: &Job) -> bool {
+fn is_own_write(own: &Mutex<OwnWrites>, job: &Job) -> bool {
     let key = Key {
         kind: Cached::Attempt(Kind::Job),
         namespace: job.metadata.namespace.clone().unwrap_or_default(),
@@ -224,7 +224,7 @@ fn is_own_write(own: &Mutex<HashMap<Key, Own>>, job: &Job) -> bool {
     };
     let own = own.lock().unwrap_or_else(PoisonError::into_inner);
     matches!(
-        own.get(&key),
+        own.entries.get(&key),
         Some(Own::Present(seen, _)) if matches!(
             seen.as_ref(),
             Seen::Job(mine) if Some(&mine.object.resource_version) == job.metadata.resource_version.as_ref()
