@@ -9,7 +9,7 @@
 FROM rust:1.89-bookworm AS build
 WORKDIR /src
 COPY . .
-RUN cargo build --release --locked -p providers-webhook --bin providers-webhook
+RUN cargo build --profile dist --locked -p providers-webhook --bin providers-webhook
 
 # glibc and CA certificates, no shell, non-root.
 FROM gcr.io/distroless/cc-debian12:nonroot
@@ -22,6 +22,6 @@ LABEL org.opencontainers.image.title="providers-webhook" \
       org.opencontainers.image.revision="${REVISION}" \
       org.opencontainers.image.created="${CREATED}" \
       org.opencontainers.image.licenses="Apache-2.0"
-COPY --from=build /src/target/release/providers-webhook /usr/local/bin/providers-webhook
+COPY --from=build /src/target/dist/providers-webhook /usr/local/bin/providers-webhook
 USER 65532:65532
 ENTRYPOINT ["/usr/local/bin/providers-webhook"]
