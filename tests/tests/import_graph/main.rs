@@ -1,0 +1,129 @@
+//! The import graph of every crate of the workspace is acyclic at file level: files read
+//! top-down, and no two files (or more) name each other round a circle. An edge A -> B is
+//! A naming a module written in B (`imports.rs` says exactly what counts); each circle is
+//! reported with its files and the edges inside it.
+//!
+//! Unit-test files are files like any other: a `tests.rs` naming its parent is an edge,
+//! and it makes no circle because nothing names a test module back.
+//!
+//! While circles remain, `tests/import-circles.allow` lists the edges inside them: the
+//! check fails on an edge inside a circle that is not listed (a new circle, or an old one
+//! grown) and on a listed edge that is no longer inside one (delete its line).
+//!
+//! Run alone: `cargo test -p providers-tests --test import_graph`.
+
+mod circles;
+mod imports;
+mod lex;
+mod modules;
+mod planted;
+
+use std::{
+    collections::BTreeSet,
+    fs,
+    path::{Path, PathBuf},
+};
+
+use imports::Edge;
+
+const CRATES: [&str; 4] = ["shared", "webhook", "plugin", "tests"];
+const ALLOW_LIST: &str = "tests/import-circles.allow";
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Every crate root of a package: its library, binaries, integration tests and benches.
+fn crate_roots(workspace: &Path, package: &str) -> Vec<PathBuf> {
+    let mut roots = Vec::new();
+    for file in ["src/lib.rs", "src/main.rs"] {
+        let root = Path::new(package).join(file);
+        if workspace.join(&root).is_file() {
+            roots.push(root);
+        }
+    }
+    for dir in ["src/bin", "tests", "benches", "examples"] {
+        let dir = Path::new(package).join(dir);
+        let Ok(entries) = fs::read_dir(workspace.join(&dir)) else {
+            continue;
+        };
+        let mut names: Vec<_> = entries.flatten().map(|entry| entry.file_name()).collect();
+        names.sort();
+        for name in names {
+            let path = dir.join(&name);
+            if path.extension().is_some_and(|ext| ext == "rs") {
+                roots.push(path);
+            } else if workspace.join(&path).join("main.rs").is_file() {
+                roots.push(path.join("main.rs"));
+            }
+        }
+    }
+    roots
+}
+
+fn workspace_edges(workspace: &Path) -> BTreeSet<Edge> {
+    let read = |path: &Path| fs::read_to_string(workspace.join(path)).ok();
+    CRATES
+        .iter()
+        .flat_map(|package| crate_roots(workspace, package))
+        .flat_map(|root| imports::edges(&modules::load_crate(&root, &read)))
+        .collect()
+}
+
+fn allowed(workspace: &Path) -> BTreeSet<Edge> {
+    let text = fs::read_to_string(workspace.join(ALLOW_LIST)).unwrap_or_default();
+    text.lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+        .map(|line| {
+            let (from, to) = line
+                .split_once(" -> ")
+                .unwrap_or_else(|| panic!("{ALLOW_LIST}: not `from -> to`: {line}"));
+            (PathBuf::from(from.trim()), PathBuf::from(to.trim()))
+        })
+        .collect()
+}
+
+fn show((from, to): &Edge) -> String {
+    format!("{} -> {}", from.display(), to.display())
+}
+
+#[test]
+fn every_crate_reads_top_down() {
+    let workspace = workspace();
+    let edges = workspace_edges(&workspace);
+    assert!(
+        edges.len() > 100,
+        "the scan found only {} edges: are the crates where it looks?",
+        edges.len()
+    );
+    let found = circles::circles(&edges);
+    let in_circles: BTreeSet<Edge> = found.iter().flat_map(|c| c.edges.iter().cloned()).collect();
+    let allowed = allowed(&workspace);
+    let new: Vec<&Edge> = in_circles.difference(&allowed).collect();
+    let stale: Vec<&Edge> = allowed.difference(&in_circles).collect();
+    let mut report = String::new();
+    for circle in &found {
+        report += &format!("\nimport circle of {} files:\n", circle.files.len());
+        for edge in &circle.edges {
+            let mark = if allowed.contains(edge) {
+                "  (allowed)"
+            } else {
+                ""
+            };
+            report += &format!("  {}{mark}\n", show(edge));
+        }
+    }
+    if !stale.is_empty() {
+        report += &format!("\nno longer inside a circle; delete from {ALLOW_LIST}:\n");
+        for edge in &stale {
+            report += &format!("  {}\n", show(edge));
+        }
+    }
+    assert!(
+        new.is_empty() && stale.is_empty(),
+        "{} edges inside import circles are not in {ALLOW_LIST}, {} listed are stale:{report}",
+        new.len(),
+        stale.len()
+    );
+}
