@@ -23,6 +23,7 @@ mod reconcile;
 mod runner_log;
 pub mod shards;
 mod sweep;
+pub mod task;
 pub mod term;
 mod values_sweep;
 

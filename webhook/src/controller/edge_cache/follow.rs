@@ -39,7 +39,7 @@ use super::{
     stream_pool::Leased,
     watches::{Followed, wake_release},
 };
-use crate::controller::{edge_grants, term::Task};
+use crate::controller::{edge_grants, task::Task};
 
 /// The label Helm puts on every object it makes, as a selector and as key and value.
 const HELM_MANAGED: &str = "app.kubernetes.io/managed-by=Helm";

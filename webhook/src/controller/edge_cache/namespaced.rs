@@ -37,7 +37,7 @@ use super::{
     stream_pool::{Leased, StreamPool},
     watches::{Followed, wake_release},
 };
-use crate::controller::{edge_grants, term::Task};
+use crate::controller::{edge_grants, task::Task};
 
 /// The prefix of the annotations the installer reads on its own objects.
 const OWN_ANNOTATIONS: &str = "providers.platform.dev/";

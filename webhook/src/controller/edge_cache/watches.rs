@@ -31,7 +31,7 @@ use super::{
     Cached, EdgeCache, Key, Listed, Own, Seen, Wake, namespaced::NamespaceWatches,
     stream_pool::StreamPool,
 };
-use crate::controller::term::Task;
+use crate::controller::task::Task;
 
 /// Installed releases by `(namespace, release)`, and the Workspace each belongs to.
 pub(super) type Followed = Arc<Mutex<HashMap<(String, String), String>>>;

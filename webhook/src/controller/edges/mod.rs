@@ -19,7 +19,7 @@ use kube::{
 };
 use providers::api::{Edge, EdgeSpec, Workspace};
 
-use super::{context::Context, metrics::EdgeLabels, term::Task};
+use super::{context::Context, metrics::EdgeLabels, task::Task};
 
 mod probe;
 mod registry;
