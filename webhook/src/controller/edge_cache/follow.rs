@@ -33,11 +33,10 @@ use providers::installer::{
 };
 
 use super::{
-    Wake,
     metadata_watch::{Collection, Lists, metadata_watch},
-    namespaced::Flag,
     stream_pool::Leased,
-    watches::{Followed, wake_release},
+    sync::Flag,
+    wake::{Followed, Wake, wake_release},
 };
 use crate::controller::{edge_grants, task::Task};
 

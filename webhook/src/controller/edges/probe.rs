@@ -22,7 +22,7 @@ use serde_json::json;
 use super::Waker;
 use crate::controller::{
     context::Context,
-    edge_cache::{StreamPool, Watches},
+    edge_cache::{StreamPool, watches::Watches},
     error::is_transport,
     metrics::EdgeLabels,
 };
