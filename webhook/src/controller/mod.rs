@@ -26,6 +26,7 @@ mod sweep;
 pub mod task;
 pub mod term;
 mod values_sweep;
+mod workspace_memory;
 
 pub use context::Context;
 pub use edge_cache::DEFAULT_STREAMS_PER_CONNECTION;

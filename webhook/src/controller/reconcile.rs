@@ -16,18 +16,36 @@ use super::{
     execute::execute,
     metrics::ReasonLabels,
     observe::observe,
+    workspace_memory::WorkspaceMemory,
 };
 
 /// Passes in one reconcile before handing back to the queue. A fresh install takes three
 /// (bind and prepare, create the identity and the Job, record the Job); cleanup two.
 const PASSES: usize = 8;
 
-pub async fn reconcile(cached: Arc<Workspace>, ctx: Arc<Context>) -> Result<Requeue> {
+/// What every reconcile is given: the controller's handles, and what it remembers of each
+/// Workspace.
+pub struct Reconciler {
+    pub ctx: Arc<Context>,
+    pub memory: WorkspaceMemory,
+}
+
+impl Reconciler {
+    pub fn new(ctx: Arc<Context>) -> Self {
+        Self {
+            ctx,
+            memory: WorkspaceMemory::default(),
+        }
+    }
+}
+
+pub async fn reconcile(cached: Arc<Workspace>, reconciler: Arc<Reconciler>) -> Result<Requeue> {
+    let ctx = &reconciler.ctx;
     let started = Instant::now();
     let result = {
         // Counted down when the reconcile ends or is dropped with its term.
         let _in_flight = InFlight::new(&ctx.metrics.reconciles_in_flight);
-        passes(&cached, &ctx).await
+        passes(&cached, ctx, &reconciler.memory).await
     };
     ctx.metrics
         .reconcile_duration
@@ -51,7 +69,7 @@ impl Drop for InFlight<'_> {
     }
 }
 
-async fn passes(cached: &Workspace, ctx: &Context) -> Result<Requeue> {
+async fn passes(cached: &Workspace, ctx: &Context, memory: &WorkspaceMemory) -> Result<Requeue> {
     let namespace = cached.namespace().unwrap_or_default();
     let name = cached.name_any();
     let key = providers::text::object_key(&namespace, &name);
@@ -68,10 +86,10 @@ async fn passes(cached: &Workspace, ctx: &Context) -> Result<Requeue> {
         api.get_opt(&name).await.map_err(Error::Hub)
     };
     // The watch cache's copy, unless it has not yet seen the installer's own last write.
-    let mut current = if ctx.cache_behind(&key, cached.resource_version().as_deref()) {
+    let mut current = if memory.cache_behind(&key, cached.resource_version().as_deref()) {
         match live().await? {
             Some(workspace) => workspace,
-            None => return Ok(gone(ctx, &key)),
+            None => return Ok(gone(memory, &key)),
         }
     } else {
         cached.clone()
@@ -88,7 +106,7 @@ async fn passes(cached: &Workspace, ctx: &Context) -> Result<Requeue> {
             // first (the decision is cut there and taken again), or else from a live read.
             if !fresh && decision.revokes_or_deletes() && !decision.cut_at_live_read() {
                 let Some(workspace) = live().await? else {
-                    break 'passes Ok(gone(ctx, &key));
+                    break 'passes Ok(gone(memory, &key));
                 };
                 fresh = true;
                 observation = observe(ctx, workspace).await?;
@@ -115,7 +133,7 @@ async fn passes(cached: &Workspace, ctx: &Context) -> Result<Requeue> {
                     tracing::debug!(workspace = %key, action, %message, "interrupted; observing again");
                     match live().await? {
                         Some(workspace) => current = workspace,
-                        None => break 'passes Ok(gone(ctx, &key)),
+                        None => break 'passes Ok(gone(memory, &key)),
                     }
                     fresh = true;
                     continue;
@@ -137,17 +155,17 @@ async fn passes(cached: &Workspace, ctx: &Context) -> Result<Requeue> {
             match decision.next {
                 Next::Continue => continue,
                 Next::Idle => {
-                    ctx.reset_backoff(&key);
+                    memory.reset_backoff(&key);
                     break 'passes Ok(resync);
                 }
                 Next::After(seconds) => {
-                    ctx.reset_backoff(&key);
+                    memory.reset_backoff(&key);
                     break 'passes Ok(Requeue::requeue(Duration::from_secs(
                         seconds.min(ctx.args.resync.max(1)),
                     )));
                 }
                 Next::Backoff => {
-                    let delay = ctx.backoff(&key);
+                    let delay = memory.backoff(&key);
                     tracing::info!(workspace = %key, retry_in = ?delay, "waiting for the edge; backing off");
                     break 'passes Ok(Requeue::requeue(delay));
                 }
@@ -156,19 +174,20 @@ async fn passes(cached: &Workspace, ctx: &Context) -> Result<Requeue> {
         Ok(Requeue::requeue(Duration::from_millis(500)))
     };
     if wrote {
-        ctx.wrote(&key, current.resource_version().as_deref());
+        memory.wrote(&key, current.resource_version().as_deref());
     }
     outcome
 }
 
 /// The Workspace is gone from the hub: nothing more to do for it.
-fn gone(ctx: &Context, key: &str) -> Requeue {
-    ctx.reset_backoff(key);
-    ctx.wrote(key, None);
+fn gone(memory: &WorkspaceMemory, key: &str) -> Requeue {
+    memory.reset_backoff(key);
+    memory.wrote(key, None);
     Requeue::await_change()
 }
 
-pub fn error_policy(cached: Arc<Workspace>, error: &Error, ctx: Arc<Context>) -> Requeue {
+pub fn error_policy(cached: Arc<Workspace>, error: &Error, reconciler: Arc<Reconciler>) -> Requeue {
+    let ctx = &reconciler.ctx;
     let key =
         providers::text::object_key(&cached.namespace().unwrap_or_default(), &cached.name_any());
     ctx.metrics
@@ -177,7 +196,7 @@ pub fn error_policy(cached: Arc<Workspace>, error: &Error, ctx: Arc<Context>) ->
             reason: error.kind().to_owned(),
         })
         .inc();
-    let delay = ctx.backoff(&key);
+    let delay = reconciler.memory.backoff(&key);
     tracing::warn!(workspace = %key, error = %error, retry_in = ?delay, "reconcile failed");
     Requeue::requeue(delay)
 }

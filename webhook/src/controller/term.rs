@@ -72,7 +72,11 @@ pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
     controller
         .reconcile_on(triggered)
         .reconcile_all_on(keys_read)
-        .run(reconcile::reconcile, reconcile::error_policy, ctx.clone())
+        .run(
+            reconcile::reconcile,
+            reconcile::error_policy,
+            Arc::new(reconcile::Reconciler::new(ctx.clone())),
+        )
         .for_each(|result| async move {
             if let Err(error) = result {
                 tracing::debug!(%error, "reconcile");

@@ -19,7 +19,7 @@ use providers::{
 };
 use serde_json::json;
 
-use super::Waker;
+use super::waker::Waker;
 use crate::controller::{
     context::Context,
     edge_cache::{StreamPool, watches::Watches},

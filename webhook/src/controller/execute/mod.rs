@@ -306,7 +306,14 @@ async fn run(
             }
         }
         Action::KeepRunnerLog(log) => {
-            runner_log::keep(ctx, observation.client.as_ref(), ws, log).await;
+            runner_log::keep(
+                &ctx.hub,
+                ctx.args.runner_log_history,
+                observation.client.as_ref(),
+                ws,
+                log,
+            )
+            .await;
         }
         Action::MarkReleaseFailed {
             namespace,
@@ -319,7 +326,7 @@ async fn run(
             helm_release::mark_failed(edge, &client, namespace, secret, uid, description).await?;
         }
         Action::RequestRepair(request) => {
-            return repair_request::request(ctx, &workspaces, &name, request).await;
+            return repair_request::request(&ctx.recorder, &workspaces, &name, request).await;
         }
     }
     Ok(None)
