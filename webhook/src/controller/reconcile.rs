@@ -9,6 +9,7 @@ use providers::{
     installer::{self, Next},
 };
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use super::{
     context::Context,
@@ -39,18 +40,33 @@ impl Reconciler {
     }
 }
 
+/// One reconcile, in its span: every line logged under it (the observation, the actions,
+/// the runner's log, Helm's records) says which Workspace, and which sealed attempt the
+/// reconcile started from.
 pub async fn reconcile(cached: Arc<Workspace>, reconciler: Arc<Reconciler>) -> Result<Requeue> {
-    let ctx = &reconciler.ctx;
-    let started = Instant::now();
-    let result = {
-        // Counted down when the reconcile ends or is dropped with its term.
-        let _in_flight = InFlight::new(&ctx.metrics.reconciles_in_flight);
-        passes(&cached, ctx, &reconciler.memory).await
-    };
-    ctx.metrics
-        .reconcile_duration
-        .observe(started.elapsed().as_secs_f64());
-    result
+    let span = tracing::info_span!(
+        "reconcile",
+        workspace = %providers::text::object_key(
+            &cached.namespace().unwrap_or_default(),
+            &cached.name_any(),
+        ),
+        attempt = cached.spec.plan.as_ref().map(|sealed| sealed.plan.attempt),
+    );
+    async move {
+        let ctx = &reconciler.ctx;
+        let started = Instant::now();
+        let result = {
+            // Counted down when the reconcile ends or is dropped with its term.
+            let _in_flight = InFlight::new(&ctx.metrics.reconciles_in_flight);
+            passes(&cached, ctx, &reconciler.memory).await
+        };
+        ctx.metrics
+            .reconcile_duration
+            .observe(started.elapsed().as_secs_f64());
+        result
+    }
+    .instrument(span)
+    .await
 }
 
 /// One reconcile in `providers_installer_reconciles_in_flight`, for as long as it lives.
@@ -79,7 +95,7 @@ async fn passes(cached: &Workspace, ctx: &Context, memory: &WorkspaceMemory) -> 
     if !ctx.shards.may_write(&super::observe::edge_of(cached)) {
         return Ok(Requeue::await_change());
     }
-    tracing::debug!(workspace = %key, "reconciling");
+    tracing::debug!("reconciling");
     let resync = Requeue::requeue(Duration::from_secs(ctx.args.resync.max(1)));
     let live = || async {
         ctx.metrics.workspace_reads.inc();
@@ -113,7 +129,6 @@ async fn passes(cached: &Workspace, ctx: &Context, memory: &WorkspaceMemory) -> 
                 decision = installer::decide(&observation.observed(), &ctx.settings);
             }
             tracing::debug!(
-                workspace = %key,
                 actions = ?decision.actions.iter().map(|a| a.name()).collect::<Vec<_>>(),
                 next = ?decision.next,
                 "decided"
@@ -130,7 +145,7 @@ async fn passes(cached: &Workspace, ctx: &Context, memory: &WorkspaceMemory) -> 
             match executed.result {
                 Ok(()) => {}
                 Err(Error::Interrupted { action, message }) => {
-                    tracing::debug!(workspace = %key, action, %message, "interrupted; observing again");
+                    tracing::debug!(action, %message, "interrupted; observing again");
                     match live().await? {
                         Some(workspace) => current = workspace,
                         None => break 'passes Ok(gone(memory, &key)),
@@ -139,7 +154,7 @@ async fn passes(cached: &Workspace, ctx: &Context, memory: &WorkspaceMemory) -> 
                     continue;
                 }
                 Err(Error::EdgeUnreachable { edge, message }) => {
-                    tracing::info!(workspace = %key, %edge, %message, "the edge is unreachable; observing again");
+                    tracing::info!(%edge, %message, "the edge is unreachable; observing again");
                     // Until it answers again, decisions see it unreachable, not its caches.
                     if let Some(cache) = &observation.cache {
                         cache.set_unreachable(Some(message));
@@ -147,7 +162,7 @@ async fn passes(cached: &Workspace, ctx: &Context, memory: &WorkspaceMemory) -> 
                     continue;
                 }
                 Err(Error::EdgeNotHeld { edge }) => {
-                    tracing::info!(workspace = %key, %edge, "the edge is no longer this replica's; stopping");
+                    tracing::info!(%edge, "the edge is no longer this replica's; stopping");
                     break 'passes Ok(Requeue::await_change());
                 }
                 Err(other) => break 'passes Err(other),
@@ -166,7 +181,7 @@ async fn passes(cached: &Workspace, ctx: &Context, memory: &WorkspaceMemory) -> 
                 }
                 Next::Backoff => {
                     let delay = memory.backoff(&key);
-                    tracing::info!(workspace = %key, retry_in = ?delay, "waiting for the edge; backing off");
+                    tracing::info!(retry_in = ?delay, "waiting for the edge; backing off");
                     break 'passes Ok(Requeue::requeue(delay));
                 }
             }

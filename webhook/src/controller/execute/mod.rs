@@ -58,11 +58,7 @@ pub async fn execute(ctx: &Context, observation: &Observation, actions: &[Action
                 }),
             };
         }
-        tracing::debug!(
-            workspace = %key(&observation.workspace),
-            action = action.name(),
-            "sending"
-        );
+        tracing::debug!(action = action.name(), "sending");
         match run(ctx, observation, action, &mut status).await {
             Ok(Some(workspace)) => written = Some(workspace),
             Ok(None) => {}
@@ -79,24 +75,13 @@ pub async fn execute(ctx: &Context, observation: &Observation, actions: &[Action
                 action: action.name().to_owned(),
             })
             .inc();
-        tracing::debug!(
-            workspace = %key(&observation.workspace),
-            action = action.name(),
-            "done"
-        );
+        tracing::debug!(action = action.name(), "done");
         fault::after(action.name());
     }
     Executed {
         written,
         result: Ok(()),
     }
-}
-
-fn key(workspace: &Workspace) -> String {
-    providers::text::object_key(
-        workspace.metadata.namespace.as_deref().unwrap_or_default(),
-        workspace.metadata.name.as_deref().unwrap_or_default(),
-    )
 }
 
 async fn run(

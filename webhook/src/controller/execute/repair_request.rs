@@ -59,11 +59,7 @@ async fn refused(recorder: &Recorder, ws: &Workspace, request: &RepairRequest, m
         request.attempt,
         providers::installer::drift::REQUEST_AGAIN_SECONDS
     );
-    tracing::warn!(
-        workspace = %super::key(ws),
-        attempt = request.attempt,
-        "{note}"
-    );
+    tracing::warn!(attempt = request.attempt, "{note}");
     let event = Event {
         type_: EventType::Warning,
         reason: "AutomaticRepairRefused".into(),
