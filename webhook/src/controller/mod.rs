@@ -13,6 +13,7 @@ mod edges;
 mod error;
 mod execute;
 mod fault;
+mod halt;
 mod helm_release;
 mod lease;
 pub mod metrics;

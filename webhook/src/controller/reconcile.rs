@@ -14,7 +14,7 @@ use tracing::Instrument;
 use super::{
     context::Context,
     error::{Error, Result},
-    execute::execute,
+    execute::{Outcome, execute},
     metrics::ReasonLabels,
     observe::observe,
     workspace_memory::WorkspaceMemory,
@@ -142,9 +142,14 @@ async fn passes(cached: &Workspace, ctx: &Context, memory: &WorkspaceMemory) -> 
                 }
                 None => current = observation.workspace.clone(),
             }
-            match executed.result {
-                Ok(()) => {}
-                Err(Error::Interrupted { action, message }) => {
+            // An error ends the reconcile, after the installer's own writes are noted below.
+            let outcome = match executed.outcome {
+                Ok(outcome) => outcome,
+                Err(error) => break 'passes Err(error),
+            };
+            match outcome {
+                Outcome::Done => {}
+                Outcome::ObserveAgain { action, message } => {
                     tracing::debug!(action, %message, "interrupted; observing again");
                     match live().await? {
                         Some(workspace) => current = workspace,
@@ -153,7 +158,7 @@ async fn passes(cached: &Workspace, ctx: &Context, memory: &WorkspaceMemory) -> 
                     fresh = true;
                     continue;
                 }
-                Err(Error::EdgeUnreachable { edge, message }) => {
+                Outcome::EdgeDown { edge, message } => {
                     tracing::info!(%edge, %message, "the edge is unreachable; observing again");
                     // Until it answers again, decisions see it unreachable, not its caches.
                     if let Some(cache) = &observation.cache {
@@ -161,11 +166,10 @@ async fn passes(cached: &Workspace, ctx: &Context, memory: &WorkspaceMemory) -> 
                     }
                     continue;
                 }
-                Err(Error::EdgeNotHeld { edge }) => {
+                Outcome::EdgeNotHeld { edge } => {
                     tracing::info!(%edge, "the edge is no longer this replica's; stopping");
                     break 'passes Ok(Requeue::await_change());
                 }
-                Err(other) => break 'passes Err(other),
             }
             match decision.next {
                 Next::Continue => continue,
