@@ -23,10 +23,23 @@ use std::{
 
 use imports::Edge;
 
-const CRATES: [&str; 4] = ["shared", "webhook", "plugin", "tests"];
-
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The workspace's members, from its Cargo.toml (`members = ["shared", ...]`).
+fn members(workspace: &Path) -> Vec<String> {
+    let manifest =
+        fs::read_to_string(workspace.join("Cargo.toml")).expect("the workspace's Cargo.toml");
+    let line = manifest
+        .lines()
+        .find(|line| line.trim_start().starts_with("members"))
+        .expect("a members line in the workspace's Cargo.toml");
+    line.split('"')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_owned)
+        .collect()
 }
 
 /// Every crate root of a package: its library, binaries, integration tests and benches.
@@ -59,11 +72,23 @@ fn crate_roots(workspace: &Path, package: &str) -> Vec<PathBuf> {
 
 fn workspace_edges(workspace: &Path) -> BTreeSet<Edge> {
     let read = |path: &Path| fs::read_to_string(workspace.join(path)).ok();
-    CRATES
+    let mut edges = BTreeSet::new();
+    for root in members(workspace)
         .iter()
         .flat_map(|package| crate_roots(workspace, package))
-        .flat_map(|root| imports::edges(&modules::load_crate(&root, &read)))
-        .collect()
+    {
+        let krate = modules::load_crate(&root, &read);
+        // A module file chosen by `#[path]` would be read from the wrong place.
+        for file in &krate.files {
+            assert!(
+                !modules::has_path_attribute(&file.tokens),
+                "{}: a #[path] attribute, which this check does not follow",
+                file.path.display()
+            );
+        }
+        edges.extend(imports::edges(&krate));
+    }
+    edges
 }
 
 fn show((from, to): &Edge) -> String {
@@ -73,6 +98,11 @@ fn show((from, to): &Edge) -> String {
 #[test]
 fn every_crate_reads_top_down() {
     let workspace = workspace();
+    let members = members(&workspace);
+    assert!(
+        members.iter().any(|member| member == "shared"),
+        "the workspace's members, as read: {members:?}"
+    );
     let edges = workspace_edges(&workspace);
     assert!(
         edges.len() > 100,

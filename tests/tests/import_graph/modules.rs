@@ -1,7 +1,8 @@
 //! The module tree of one crate, read from its root file by following `mod name;`
 //! declarations (no file outside that tree belongs to the crate). A module is `dir/name.rs`
 //! or `dir/name/mod.rs`; an inline `mod name { ... }` is a module of the file it is written
-//! in, so a path to it names that file.
+//! in, so a path to it names that file. `#[path]` attributes are not followed; the check
+//! refuses a file that has one ([`has_path_attribute`]).
 
 use std::{
     collections::BTreeMap,
@@ -206,4 +207,11 @@ fn declared_children(
             _ => None,
         })
         .collect()
+}
+
+/// Whether the tokens hold a `#[path = "..."]` attribute.
+pub fn has_path_attribute(tokens: &[Token]) -> bool {
+    tokens.windows(4).any(|window| {
+        matches!(window, [Token::Punct('#'), Token::Punct('['), Token::Ident(name), Token::Punct('=')] if name == "path")
+    })
 }

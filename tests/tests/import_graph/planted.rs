@@ -6,7 +6,12 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use super::{circles::circles, imports::edges, modules::load_crate};
+use super::{
+    circles::circles,
+    imports::edges,
+    lex::tokens,
+    modules::{has_path_attribute, load_crate},
+};
 
 /// The edges of a crate whose root is `src/lib.rs`, from `(path, text)` pairs.
 fn edges_of(files: &[(&str, &str)]) -> BTreeSet<(String, String)> {
@@ -173,4 +178,14 @@ fn pub_use_globs_renames_and_bare_child_paths_are_imports() {
             edge("src/c.rs", "src/c/e.rs"),
         ])
     );
+}
+
+#[test]
+fn a_path_attribute_is_seen() {
+    assert!(has_path_attribute(&tokens(
+        r#"#[path = "elsewhere.rs"] mod a;"#
+    )));
+    assert!(!has_path_attribute(&tokens(
+        "#[cfg(test)] mod tests; fn path() {}"
+    )));
 }
