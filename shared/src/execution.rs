@@ -9,7 +9,28 @@
 //! webhook when it seals a plan ([`forbidden`]), and the edge's confinement policy for the
 //! Roles the hub's identity creates.
 
-use crate::api::ExecutionRule;
+use kube::KubeSchema;
+use serde::{Deserialize, Serialize};
+
+/// A namespaced RBAC rule granted to an attempt's runner in the release namespace. No rule
+/// may reach the namespace itself, RBAC, other accounts' tokens or everything (`*`): see
+/// [`forbidden`].
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new(CEL_RULE).message(
+    "a runner may not be granted namespaces, roles, rolebindings, clusterroles, clusterrolebindings, serviceaccounts/token or \"*\", nor the verbs escalate, bind, impersonate or \"*\": with them it could loosen its namespace's Pod Security Standard or widen its own rights"
+))]
+pub struct ExecutionRule {
+    /// API groups, as in an RBAC PolicyRule ("" is the core group).
+    #[schemars(length(max = 8), inner(length(max = 253)))]
+    pub api_groups: Vec<String>,
+    /// Resources, as in an RBAC PolicyRule.
+    #[schemars(length(max = 16), inner(length(max = 96)))]
+    pub resources: Vec<String>,
+    /// Verbs, as in an RBAC PolicyRule.
+    #[schemars(length(max = 8), inner(length(max = 32)))]
+    pub verbs: Vec<String>,
+}
 
 /// Resources no runner is granted.
 pub const FORBIDDEN_RESOURCES: &[&str] = &[

@@ -60,6 +60,9 @@ pub struct ControlPlaneInfo {
     pub webhook_other_subject_key_file: PathBuf,
 }
 
+/// The namespace of the platform's own objects.
+pub const SYSTEM_NAMESPACE: &str = "providers-system";
+
 /// The subject common name of the API server's webhook client certificate: what a webhook's
 /// `--allowed-client` names.
 pub const WEBHOOK_CLIENT_NAME: &str = "kube-apiserver-webhook-client";
@@ -371,7 +374,7 @@ pub async fn onboard(client: &Client, org: &str, users: &[&str]) -> anyhow::Resu
         groups: Vec::new(),
         users: users.iter().map(|u| (*u).to_owned()).collect(),
         installer: (
-            crate::webhook::SYSTEM_NAMESPACE.to_owned(),
+            SYSTEM_NAMESPACE.to_owned(),
             "providers-controller".to_owned(),
         ),
     });

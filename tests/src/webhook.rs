@@ -15,8 +15,10 @@ use crate::{
     ports::free_port, users::User,
 };
 
-/// The namespace of the platform's own objects.
-pub const SYSTEM_NAMESPACE: &str = "providers-system";
+/// The namespace of the platform's own objects (defined with the control plane, which
+/// onboards the organizations with the installer's account there).
+pub use crate::controlplane::SYSTEM_NAMESPACE;
+
 /// The ConfigMap that publishes the sealing public keys.
 pub const KEYS_CONFIGMAP: &str = "providers-sealing-keys";
 

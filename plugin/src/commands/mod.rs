@@ -2,6 +2,7 @@
 
 pub mod complete;
 mod completion;
+mod ctx;
 mod delete;
 mod edges;
 mod history;
@@ -20,50 +21,12 @@ mod values_input;
 mod version;
 mod write;
 
-use std::io::Write;
-
 use crate::{
-    cli::{Cli, Command, GlobalFlags, OutputFormat},
-    connect::{Connection, connect},
-    output::{Rendered, print},
+    cli::{Cli, Command},
+    connect::connect,
 };
 
-/// What every command that talks to the API server gets.
-pub struct Ctx {
-    pub conn: Connection,
-    pub global: GlobalFlags,
-}
-
-impl Ctx {
-    pub fn output(&self) -> &OutputFormat {
-        &self.global.output
-    }
-
-    /// Prints a result in the chosen output format.
-    pub fn print(&self, rendered: &Rendered) -> anyhow::Result<()> {
-        print(
-            &self.global.output,
-            self.global.no_headers,
-            rendered,
-            &mut std::io::stdout().lock(),
-            &mut std::io::stderr().lock(),
-        )
-    }
-
-    /// Prints a line for people (table formats only; scripts asking for yaml, json or
-    /// names get just that on stdout).
-    pub fn say(&self, line: &str) -> anyhow::Result<()> {
-        if self.global.output.is_table() {
-            writeln!(std::io::stdout().lock(), "{line}")?;
-        }
-        Ok(())
-    }
-
-    /// Prints a note on stderr (seen by people, ignored by scripts reading stdout).
-    pub fn note(&self, line: &str) {
-        let _ = writeln!(std::io::stderr().lock(), "{line}");
-    }
-}
+pub use ctx::Ctx;
 
 /// Runs the command. `server` receives the API server's URL once known, for error messages.
 pub async fn run(cli: Cli, server: &mut Option<String>) -> anyhow::Result<()> {

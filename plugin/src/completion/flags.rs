@@ -3,7 +3,7 @@
 
 use clap::{Arg, Command};
 
-use super::described;
+use super::answer::described;
 use crate::{cli::GlobalFlags, duration::parse_duration};
 
 /// The flag a word names (`--output`, `--output=json`, `-o`, `-ojson`), with its inline

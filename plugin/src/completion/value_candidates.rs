@@ -3,7 +3,7 @@
 
 use clap::{Arg, Command};
 
-use super::{Lookup, Plan, directive};
+use super::answer::{Lookup, Plan, directive};
 
 /// Candidates for the value of `arg`; `lead` goes before each (`--flag=`).
 pub fn value_plan(arg: &Arg, prefix: &str, lead: &str) -> Plan {

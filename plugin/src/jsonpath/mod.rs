@@ -9,38 +9,12 @@
 mod closing;
 mod path;
 mod template;
+mod template_error;
 #[cfg(test)]
 mod tests;
 
 pub use self::{
     path::Path,
     template::{Template, value_text},
+    template_error::TemplateError,
 };
-
-/// The deepest `{range}` nesting a template may have (rendering recurses once per level).
-const MAX_RANGE_DEPTH: usize = 16;
-/// The longest template accepted: a command line, not a program.
-const MAX_TEMPLATE_LEN: usize = 8192;
-
-/// Why a template cannot be used.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum TemplateError {
-    #[error("the template is empty: write it like {{.metadata.name}}")]
-    Empty,
-    #[error("the template is longer than {MAX_TEMPLATE_LEN} characters")]
-    TooLong,
-    #[error("unclosed {{ at character {at}")]
-    Unclosed { at: usize },
-    #[error("empty expression {{}} at character {at}")]
-    EmptyExpression { at: usize },
-    #[error("{{end}} without a {{range}} before it")]
-    EndWithoutRange,
-    #[error("{{range {path}}} has no {{end}}")]
-    RangeWithoutEnd { path: String },
-    #[error("{{range}} nested deeper than {MAX_RANGE_DEPTH} levels")]
-    TooDeep,
-    #[error("bad string {literal}: write it like {{\"text\\n\"}}")]
-    BadString { literal: String },
-    #[error("invalid path {path:?}: {reason}")]
-    InvalidPath { path: String, reason: String },
-}

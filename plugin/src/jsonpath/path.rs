@@ -3,7 +3,7 @@
 use jsonpath_rust::{JsonPath as _, parser::parse_json_path};
 use serde_json::Value;
 
-use super::{TemplateError, closing::closing};
+use super::{closing::closing, template_error::TemplateError};
 
 /// A path as kubectl writes it, ready to evaluate.
 #[derive(Clone, Debug, PartialEq, Eq)]

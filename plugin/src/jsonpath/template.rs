@@ -3,7 +3,11 @@
 
 use serde_json::Value;
 
-use super::{MAX_RANGE_DEPTH, MAX_TEMPLATE_LEN, Path, TemplateError, closing::closing};
+use super::{
+    closing::closing,
+    path::Path,
+    template_error::{MAX_RANGE_DEPTH, MAX_TEMPLATE_LEN, TemplateError},
+};
 
 /// A piece of a template.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,3 +1,4 @@
+use super::template_error::{MAX_RANGE_DEPTH, MAX_TEMPLATE_LEN};
 use super::*;
 use serde_json::{Value, json};
 

@@ -13,6 +13,7 @@ mod assign;
 mod set_argument;
 #[cfg(test)]
 mod tests;
+mod values_error;
 mod values_file;
 
 use serde_json::{Map, Value};
@@ -23,19 +24,7 @@ use self::{
     values_file::parse_file,
 };
 
-/// Why a `--set` argument or a values file could not be read. The text names the
-/// argument and says how to write it.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum ValuesError {
-    #[error("--{flag} {arg:?}: {reason}")]
-    Set {
-        flag: &'static str,
-        arg: String,
-        reason: String,
-    },
-    #[error("values file {file}: {reason}")]
-    File { file: String, reason: String },
-}
+pub use values_error::ValuesError;
 
 /// The values the command line asks for: files in order, then every `--set`, then every
 /// `--set-string`, each over `base`.

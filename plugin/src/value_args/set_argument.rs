@@ -3,7 +3,7 @@
 
 use serde_json::{Number, Value};
 
-use super::ValuesError;
+use super::values_error::ValuesError;
 
 /// How `--set` and `--set-string` type what follows `=`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Value};
 
-use super::ValuesError;
+use super::values_error::ValuesError;
 
 /// Reads a values file's text: a YAML (or JSON) mapping.
 pub fn parse_file(file: &str, text: &str) -> Result<Map<String, Value>, ValuesError> {

@@ -15,23 +15,20 @@ mod sealed_plan_decoding;
 #[allow(clippy::duplicated_attributes)]
 mod workspace;
 
+pub use crate::execution::ExecutionRule;
 pub use drift_policy::{DEFAULT_REPAIR_QUIET_PERIOD_SECONDS, DriftPolicy, IgnoredFields, Repair};
 pub use edge::{Edge, EdgeSpec, EdgeStatus, SecretKeyRef};
 pub use map_adapter::{AdaptedObject, EntriesAdapter, MapKey};
-pub use plan::{Cause, ChartRef, Owner, Plan, Seal, SealedPlan, WorkspaceIdentity};
+pub use plan::{Cause, Owner, Plan, Seal, SealedPlan, WorkspaceIdentity};
 pub use plan_values::{PlanValues, PlanValuesSpec};
-pub use recipe::{ExecutionRule, Recipe, RecipeSpec, RuntimeCredential, ValueField, ValueType};
+pub use recipe::{ChartRef, Recipe, RecipeSpec, RuntimeCredential, ValueField, ValueType};
 pub use workspace::{
     AttemptRecord, AutomaticRepair, AutomaticRepairState, Drift, DriftedObject, InstalledRelease,
-    JobResult, KeptPlan, Phase, Preparation, Target, Workspace, WorkspaceSpec, WorkspaceStatus,
+    JobResult, KeptPlan, MAX_RETRY, Phase, Preparation, Target, Workspace, WorkspaceSpec,
+    WorkspaceStatus,
 };
 
 /// The API group of every kind this project defines.
 pub const GROUP: &str = "providers.platform.dev";
 /// The served and stored version.
 pub const VERSION: &str = "v1alpha1";
-
-/// The largest `spec.retry`: 2^53 - 1, the largest integer every JSON reader (JavaScript,
-/// jq, a YAML tool's float) keeps exact, so a raised counter is never read back as
-/// another number, and one more never overflows.
-pub const MAX_RETRY: i64 = (1 << 53) - 1;

@@ -5,17 +5,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::recipe::{ExecutionRule, RuntimeCredential};
-
-/// A chart in an HTTP(S) chart repository.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ChartRef {
-    /// The chart repository's URL (the folder that holds index.yaml).
-    pub repository: String,
-    /// The chart's name in the repository.
-    pub name: String,
-}
+use super::recipe::{ChartRef, RuntimeCredential};
+use crate::execution::ExecutionRule;
 
 /// The Workspace an attempt was sealed for. A plan copied to another Workspace, or to a
 /// same-name replacement, no longer matches.

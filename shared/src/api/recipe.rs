@@ -1,9 +1,9 @@
-use kube::{CustomResource, KubeSchema};
+use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::plan::ChartRef;
+use crate::execution::ExecutionRule;
 
 /// A platform recipe: which chart a tenant may install, at which versions, with which
 /// defaults, and which value paths a tenant may set. Cluster-scoped and writable only
@@ -138,26 +138,6 @@ pub enum ValueType {
     Boolean,
 }
 
-/// A namespaced RBAC rule granted to an attempt's runner in the release namespace. No rule
-/// may reach the namespace itself, RBAC, other accounts' tokens or everything (`*`): see
-/// `providers::execution`.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, KubeSchema)]
-#[serde(rename_all = "camelCase")]
-#[x_kube(validation = Rule::new(crate::execution::CEL_RULE).message(
-    "a runner may not be granted namespaces, roles, rolebindings, clusterroles, clusterrolebindings, serviceaccounts/token or \"*\", nor the verbs escalate, bind, impersonate or \"*\": with them it could loosen its namespace's Pod Security Standard or widen its own rights"
-))]
-pub struct ExecutionRule {
-    /// API groups, as in an RBAC PolicyRule ("" is the core group).
-    #[schemars(length(max = 8), inner(length(max = 253)))]
-    pub api_groups: Vec<String>,
-    /// Resources, as in an RBAC PolicyRule.
-    #[schemars(length(max = 16), inner(length(max = 96)))]
-    pub resources: Vec<String>,
-    /// Verbs, as in an RBAC PolicyRule.
-    #[schemars(length(max = 8), inner(length(max = 32)))]
-    pub verbs: Vec<String>,
-}
-
 /// The provider's own way back to the hub.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -170,4 +150,14 @@ pub struct RuntimeCredential {
     /// The chart value path that receives the name of the Secret holding the provider's
     /// hub kubeconfig.
     pub value_path: String,
+}
+
+/// A chart in an HTTP(S) chart repository.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ChartRef {
+    /// The chart repository's URL (the folder that holds index.yaml).
+    pub repository: String,
+    /// The chart's name in the repository.
+    pub name: String,
 }

@@ -5,6 +5,11 @@ use serde_json::Value;
 
 use super::plan::{Cause, SealedPlan};
 
+/// The largest `spec.retry`: 2^53 - 1, the largest integer every JSON reader (JavaScript,
+/// jq, a YAML tool's float) keeps exact, so a raised counter is never read back as
+/// another number, and one more never overflows.
+pub const MAX_RETRY: i64 = (1 << 53) - 1;
+
 /// A tenant's provider workspace: which recipe to install on which edge, with which
 /// values. Namespaced; the namespace is the organization.
 #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -79,7 +84,7 @@ pub struct WorkspaceSpec {
     /// original pinned plan: the same chart, version and values. At most 2^53 - 1, the
     /// largest integer every JSON reader keeps exact.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 0, max = crate::api::MAX_RETRY))]
+    #[schemars(range(min = 0, max = MAX_RETRY))]
     pub retry: Option<i64>,
     /// The sealed plan of the current attempt. Written by the admission webhook only; a
     /// plan it did not produce is refused.

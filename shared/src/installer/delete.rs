@@ -3,8 +3,9 @@
 //! Workspace go. The release, the namespace, PVCs and the provider's runtime credential
 //! stay on the edge.
 
-use crate::api::{JobResult, Workspace, WorkspaceStatus};
+use crate::api::JobResult;
 
+pub use super::left_on_edge::{abandoned, edge_touched};
 use super::{
     action::{Action, Kind, NamespaceChange, Next, Note},
     conditions::{Failure, Outlook, reason},
@@ -142,21 +143,4 @@ impl Machine<'_> {
         self.actions.push(Action::RemoveFinalizer);
         Next::Idle
     }
-}
-
-/// The reason the platform gave for abandoning the edge's objects, when it did.
-pub fn abandoned(workspace: &Workspace) -> Option<&str> {
-    workspace
-        .metadata
-        .annotations
-        .as_ref()?
-        .get(names::ANNOTATION_ABANDON)
-        .map(String::as_str)
-}
-
-/// Whether the installer may have created anything on an edge for this Workspace: the
-/// current attempt has a preparation record (written before its first edge object) or a
-/// Job, or a release namespace was seen for an earlier one.
-pub fn edge_touched(status: &WorkspaceStatus) -> bool {
-    status.preparation.is_some() || status.job_uid.is_some() || status.namespace_uid.is_some()
 }

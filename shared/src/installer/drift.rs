@@ -19,36 +19,15 @@ use super::{
     observed::ReleaseRevision,
 };
 
+pub use super::observed::ReleaseContent;
+
 /// Drift reasons: the Drifted condition's reason.
-pub mod reason {
-    /// No revision of the release is left on the edge: it was uninstalled.
-    pub const RELEASE_MISSING: &str = "ReleaseMissing";
-    /// A revision the installer did not make is the newest, or the installed one changed.
-    pub const RELEASE_CHANGED: &str = "ReleaseChanged";
-    /// The release was uninstalled and installed again outside the installer.
-    pub const RELEASE_REPLACED: &str = "ReleaseReplaced";
-    /// The release is as the installed attempt left it.
-    pub const IN_SYNC: &str = "ReleaseInSync";
-    /// An object of the release was changed by someone else than the release.
-    pub const OBJECT_CHANGED: &str = "ObjectChanged";
-    /// An object of the release is gone.
-    pub const OBJECT_DELETED: &str = "ObjectDeleted";
-}
+pub mod reason;
 
 /// How long after a Job's completion a revision may have been made and still count as the
 /// attempt's own: helm writes its record before it exits, the job controller notes the
 /// completion after. The rest is room for a slow edge.
 const OWN_REVISION_SLACK: SignedDuration = SignedDuration::from_secs(30);
-
-/// What Helm recorded of one revision, read from the content of its storage record
-/// (`chart.metadata.name`, `chart.metadata.version` and `config`, the values helm was given).
-#[derive(Clone, Debug, PartialEq)]
-pub struct ReleaseContent {
-    pub chart: String,
-    pub version: String,
-    /// The values supplied to helm (the release's `config`).
-    pub values: Value,
-}
 
 /// Whether the shell should read the content of `newest` to describe it: it is not the
 /// installed revision, and the recorded drift does not describe it yet.
@@ -311,7 +290,7 @@ impl Machine<'_> {
             };
             kept += 1;
             bytes += serde_json::to_vec(plan).map(|json| json.len()).unwrap_or(0);
-            if kept > keep || (kept > 1 && bytes > super::KEPT_PLANS_BYTES) {
+            if kept > keep || (kept > 1 && bytes > super::settings::KEPT_PLANS_BYTES) {
                 record.kept = None;
             }
         }
@@ -403,7 +382,9 @@ pub fn first_difference(found: &Value, wanted: &Value, at: &str) -> Option<Strin
 
 mod automatic_repair;
 mod objects;
+mod stopped_repair;
 
-pub use automatic_repair::{REPAIR_LOOP, REQUEST_AGAIN_SECONDS, repair_stopped};
+pub use automatic_repair::REQUEST_AGAIN_SECONDS;
+pub use stopped_repair::{REPAIR_LOOP, repair_stopped};
 #[cfg(test)]
 mod tests;

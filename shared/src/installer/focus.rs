@@ -94,7 +94,9 @@ pub fn focus(workspace: &Workspace) -> Option<Focus> {
     };
     if workspace.metadata.deletion_timestamp.is_some() {
         // Deletion needs the edge only where something may be there to clean up.
-        if super::delete::abandoned(workspace).is_some() || !super::delete::edge_touched(&status) {
+        if super::left_on_edge::abandoned(workspace).is_some()
+            || !super::left_on_edge::edge_touched(&status)
+        {
             return None;
         }
         return recorded.as_ref().map(|r| of_recorded(r, false));

@@ -7,11 +7,11 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use crate::api::{JobResult, Workspace, WorkspaceStatus};
 
 use super::{
-    Settings,
     action::{Action, Decision, Deletion, Kind, Next, Note},
     conditions::{self, Failure, Outlook, reason},
     names,
     observed::{EdgeState, Observed, Remote},
+    settings::Settings,
 };
 
 pub(super) struct Machine<'a> {

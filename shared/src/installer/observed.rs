@@ -8,6 +8,8 @@ use k8s_openapi::{
     jiff::Timestamp,
 };
 
+use serde_json::Value;
+
 use crate::{admission::binding_of, api::Workspace, seal::Keyring, verify::verify_plan};
 
 use super::{
@@ -243,7 +245,7 @@ pub struct Remote {
     /// The newest revision of the Helm release, from Helm's own storage.
     pub release: Option<ReleaseRevision>,
     /// What that revision installs, read when drift is to be described.
-    pub release_content: Option<super::drift::ReleaseContent>,
+    pub release_content: Option<ReleaseContent>,
     /// The objects of the installed revision and what their metadata shows, once the
     /// release is installed and its objects are followed.
     pub objects: Option<ReleaseObjects>,
@@ -431,4 +433,14 @@ pub fn newest_revision(records: &[ObjectMeta]) -> Option<ReleaseRevision> {
             })
         })
         .max_by_key(|r| r.revision)
+}
+
+/// What Helm recorded of one revision, read from the content of its storage record
+/// (`chart.metadata.name`, `chart.metadata.version` and `config`, the values helm was given).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReleaseContent {
+    pub chart: String,
+    pub version: String,
+    /// The values supplied to helm (the release's `config`).
+    pub values: Value,
 }

@@ -2,6 +2,8 @@
 
 mod identifiers;
 mod names;
+mod repository_allowlist;
+mod resolve_error;
 mod withdrawn;
 
 use k8s_openapi::{apimachinery::pkg::apis::meta::v1::Time, jiff::Timestamp};
@@ -10,14 +12,15 @@ use crate::{
     api::{
         Cause, EdgeSpec, Owner, Plan, PlanValuesSpec, RecipeSpec, WorkspaceIdentity, WorkspaceSpec,
     },
-    plan_values::{self, ValuesTooLarge},
-    tenant_values::{self, ValueError},
+    plan_values, tenant_values,
 };
 
 pub use identifiers::{attempt_id, job_name, runtime_credential_secret};
 pub use names::{
     DEFAULT_NAMESPACE, DEFAULT_RELEASE, dns_label, dns_subdomain, is_reserved_namespace,
 };
+pub use repository_allowlist::repository_allowed;
+pub use resolve_error::ResolveError;
 pub use withdrawn::{Withdrawn, check_retry};
 
 use names::Names;
@@ -38,78 +41,6 @@ pub struct AttemptContext {
     pub cause: Cause,
     /// For a rollback: the attempt whose plan it seals again.
     pub restores: Option<i64>,
-}
-
-/// Why a recipe and intent do not resolve into a plan. The Display text is what a user sees.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum ResolveError {
-    #[error(
-        "spec.version: recipe {recipe:?} does not offer version {version}; choose one of {allowed:?} or leave spec.version out for {default:?}"
-    )]
-    VersionNotAllowed {
-        recipe: String,
-        version: String,
-        allowed: Vec<String>,
-        default: String,
-    },
-    #[error(
-        "spec.version: a chart version is at most {max} bytes, this one has {length}; choose a version the Recipe offers (kubectl provider recipes) or leave spec.version out for its default"
-    )]
-    VersionTooLong { length: usize, max: usize },
-    #[error("recipe {recipe:?} lists no chart versions; ask the platform team to fix the recipe")]
-    NoVersions { recipe: String },
-    #[error(
-        "recipe {recipe:?} installs from {repository:?}, which is not an allowlisted chart repository; ask the platform team to fix the recipe or the webhook's --allowed-chart-repository"
-    )]
-    RepositoryNotAllowed { recipe: String, repository: String },
-    #[error("{0}")]
-    Values(#[from] ValueError),
-    #[error("recipe {recipe:?}: {why}")]
-    ValuesTooLarge { recipe: String, why: ValuesTooLarge },
-    #[error(
-        "recipe {recipe:?} grants the runner a rule the installer never grants ({why}); ask the platform team to fix the recipe's spec.execution"
-    )]
-    ForbiddenRule { recipe: String, why: String },
-    #[error(
-        "recipe {recipe:?} derives the {what} {resolved} for this Workspace, which cannot be used: {why}; choose another Workspace name, or ask the platform team to change the recipe's {what} template {template:?}"
-    )]
-    InvalidName {
-        recipe: String,
-        what: &'static str,
-        template: String,
-        resolved: String,
-        why: String,
-    },
-}
-
-impl ResolveError {
-    /// The field the error is about.
-    pub fn field(&self) -> String {
-        match self {
-            ResolveError::VersionNotAllowed { .. } | ResolveError::VersionTooLong { .. } => {
-                "spec.version".to_owned()
-            }
-            ResolveError::NoVersions { .. }
-            | ResolveError::RepositoryNotAllowed { .. }
-            | ResolveError::ValuesTooLarge { .. }
-            | ResolveError::ForbiddenRule { .. } => "spec.recipe".to_owned(),
-            ResolveError::InvalidName { .. } => "metadata.name".to_owned(),
-            ResolveError::Values(error) => error.field(),
-        }
-    }
-}
-
-/// Whether a chart repository URL is under one of the allowlisted prefixes. A prefix
-/// matches whole path segments: `https://charts.example/team` allows
-/// `https://charts.example/team/stable` but not `https://charts.example/team-evil`.
-pub fn repository_allowed(repository: &str, allowlist: &[String]) -> bool {
-    allowlist.iter().any(|prefix| {
-        let prefix = prefix.trim_end_matches('/');
-        !prefix.is_empty()
-            && repository
-                .strip_prefix(prefix)
-                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
-    })
 }
 
 /// A new attempt's plan and the values it refers to by digest, in their stored form.

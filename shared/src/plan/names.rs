@@ -1,7 +1,7 @@
 //! The namespace and release name a Recipe's templates derive for a Workspace, and the
 //! checks a derived name passes.
 
-use super::ResolveError;
+use super::resolve_error::ResolveError;
 
 /// The namespace a Recipe installs into when it names none: one per organization.
 pub const DEFAULT_NAMESPACE: &str = "{org}-{recipe}";

@@ -2,7 +2,7 @@
 
 use crate::api::{EdgeSpec, ExecutionRule, Plan, RecipeSpec};
 
-use super::{is_reserved_namespace, repository_allowed};
+use super::{names::is_reserved_namespace, repository_allowlist::repository_allowed};
 
 /// What the platform withdrew since a plan was sealed, so that it may not run again.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

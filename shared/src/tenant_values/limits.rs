@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{ValueError, render_path};
+use super::value_error::{ValueError, render_path};
 
 /// The most bytes the values may take as JSON text.
 pub const MAX_BYTES: usize = 32 * 1024;

@@ -14,7 +14,7 @@ use crate::{
     text::quoted,
 };
 
-use super::{ValueError, render_path, type_name};
+use super::value_error::{ValueError, render_path, type_name};
 
 /// The recipe's value paths as a tree of their segments.
 pub(super) struct SchemaTree<'s> {

@@ -1,4 +1,4 @@
-//! Reading a review's body: at most [`super::BODY_LIMIT`] bytes, and nothing past it.
+//! Reading a review's body: at most [`super::review::BODY_LIMIT`] bytes, and nothing past it.
 //!
 //! A body over the limit is not read to its end. When its start names the review's UID, as
 //! every AdmissionReview the API server sends does (`{"kind":…,"apiVersion":…,"request":

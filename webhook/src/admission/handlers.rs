@@ -30,13 +30,12 @@ use tracing::Instrument;
 use crate::authz;
 
 use super::{
-    BODY_LIMIT,
     answer::Answer,
     app_state::AppState,
     body::{self, ReadBody},
     metrics::Outcome,
     plan_values,
-    review::{self, Review, ReviewError, WorkspaceReview},
+    review::{self, BODY_LIMIT, Review, ReviewError, WorkspaceReview},
 };
 
 #[derive(Clone, Copy)]

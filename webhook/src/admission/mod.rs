@@ -18,11 +18,7 @@ use std::sync::Arc;
 use axum::{Router, routing::post};
 
 pub use app_state::AppState;
-
-/// The largest AdmissionReview read: an object up to the API server's 3 MiB request limit,
-/// its stored version (etcd keeps at most 1.5 MiB), and the envelope, as long as few of
-/// their characters are escaped. One larger is answered without being read ([`body`]).
-pub const BODY_LIMIT: usize = 6 * 1024 * 1024;
+pub use review::BODY_LIMIT;
 
 /// The admission routes. Reviews whose bodies add up to more than `budget_bytes` wait with
 /// their bodies unread (see [`budget`]).

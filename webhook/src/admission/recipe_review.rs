@@ -10,12 +10,11 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::{
-    BODY_LIMIT,
     answer::Answer,
     app_state::AppState,
     body::{self, ReadBody},
     metrics::Outcome,
-    review::{ReviewError, uid_is_well_formed},
+    review::{BODY_LIMIT, ReviewError, uid_is_well_formed},
 };
 
 const ENDPOINT: &str = "validate-recipe";

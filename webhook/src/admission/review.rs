@@ -40,12 +40,17 @@ pub enum ReviewError {
     Unreadable(String),
 }
 
-/// Why a review over [`super::BODY_LIMIT`] is not read, in an AdmissionReview denial or
+/// The largest AdmissionReview read: an object up to the API server's 3 MiB request limit,
+/// its stored version (etcd keeps at most 1.5 MiB), and the envelope, as long as few of
+/// their characters are escaped. One larger is answered without being read ([`super::body`]).
+pub const BODY_LIMIT: usize = 6 * 1024 * 1024;
+
+/// Why a review over [`BODY_LIMIT`] is not read, in an AdmissionReview denial or
 /// an HTTP 413.
 pub fn too_large() -> String {
     format!(
         "the AdmissionReview is larger than the {} MiB this webhook reads: the Workspace, its stored version and the requester's identity are too large (in the API server's JSON, each &, < and > and each byte that is not UTF-8 takes six bytes); a Workspace is far smaller (spec.values holds at most 32 KiB): send a smaller one",
-        super::BODY_LIMIT / (1024 * 1024)
+        BODY_LIMIT / (1024 * 1024)
     )
 }
 

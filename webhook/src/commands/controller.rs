@@ -12,8 +12,9 @@ use crate::{
     controller::{
         Context, Elector, LeaseConfig, credential,
         metrics::{Metrics, api_requests::CountRequests},
-        shards, term,
-        term::Task,
+        shards,
+        task::Task,
+        term,
     },
     runtime::{admin, shutdown_signal},
 };

@@ -19,7 +19,8 @@ use providers::installer::{
 
 use super::{
     edge_grants,
-    error::{self, Error, Result},
+    error::Error,
+    halt::{self, EdgeFailure, Halt},
 };
 
 /// The most a release record's content may inflate to when it is read: a chart's
@@ -42,7 +43,7 @@ pub async fn content(
     client: &Client,
     namespace: &str,
     secret: &str,
-) -> Result<Option<ReleaseContent>> {
+) -> Result<Option<ReleaseContent>, EdgeFailure> {
     read_record(edge, client, namespace, secret, |encoded| summary(&encoded)).await
 }
 
@@ -54,7 +55,7 @@ pub async fn objects(
     client: &Client,
     namespace: &str,
     secret: &str,
-) -> Result<Option<Vec<ReleaseObject>>> {
+) -> Result<Option<Vec<ReleaseObject>>, EdgeFailure> {
     let release_namespace = namespace.to_owned();
     read_record(edge, client, namespace, secret, move |encoded| {
         manifest_objects(&encoded, &release_namespace)
@@ -71,13 +72,13 @@ async fn read_record<T: Send + 'static>(
     namespace: &str,
     secret: &str,
     decode: impl FnOnce(Vec<u8>) -> Result<T, String> + Send + 'static,
-) -> Result<Option<T>> {
+) -> Result<Option<T>, EdgeFailure> {
     let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
     let get = || api.get_opt(secret);
     let Some(record) =
         edge_grants::with_grant(client, namespace, edge_grants::NAMESPACE_RIGHTS, get)
             .await
-            .map_err(|e| error::edge(edge, e))?
+            .map_err(|e| halt::edge(edge, e))?
     else {
         return Ok(None);
     };
@@ -187,18 +188,18 @@ pub async fn mark_failed(
     secret: &str,
     uid: &str,
     description: &str,
-) -> Result<()> {
+) -> Result<(), Halt> {
     let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
     let get = || api.get_opt(secret);
     let Some(mut record) =
         edge_grants::with_grant(client, namespace, edge_grants::NAMESPACE_RIGHTS, get)
             .await
-            .map_err(|e| error::edge(edge, e))?
+            .map_err(|e| halt::edge(edge, e))?
     else {
         return Ok(());
     };
     if record.metadata.uid.as_deref() != Some(uid) {
-        return Err(Error::Interrupted {
+        return Err(Halt::Interrupted {
             action: "mark-release-failed",
             message: format!("release record {secret} was replaced"),
         });
@@ -226,11 +227,11 @@ pub async fn mark_failed(
     // The resourceVersion read above makes this write fail if the record changed since.
     match api.replace(secret, &PostParams::default(), &record).await {
         Ok(_) => Ok(()),
-        Err(kube::Error::Api(status)) if status.is_conflict() => Err(Error::Interrupted {
+        Err(kube::Error::Api(status)) if status.is_conflict() => Err(Halt::Interrupted {
             action: "mark-release-failed",
             message: format!("release record {secret} changed: {}", status.message),
         }),
-        Err(failed) => Err(error::edge(edge, failed)),
+        Err(failed) => Err(halt::edge(edge, failed).into()),
     }
 }
 

@@ -14,6 +14,7 @@ mod error;
 mod event_recorder;
 mod execute;
 mod fault;
+mod halt;
 mod helm_release;
 mod lease;
 pub mod metrics;
@@ -24,8 +25,10 @@ mod reconcile;
 mod runner_log;
 pub mod shards;
 mod sweep;
+pub mod task;
 pub mod term;
 mod values_sweep;
+mod workspace_memory;
 
 pub use context::Context;
 pub use edge_cache::DEFAULT_STREAMS_PER_CONNECTION;

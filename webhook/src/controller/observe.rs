@@ -27,7 +27,8 @@ use super::{
     edge_cache::{self, Cached, EdgeCache},
     edge_grants,
     edges::EdgeView,
-    error::{self, Error, Result},
+    error::{Error, Result},
+    halt::{self, EdgeFailure},
     helm_release,
 };
 
@@ -111,10 +112,10 @@ pub async fn observe(ctx: &Context, workspace: Workspace) -> Result<Observation>
             };
             match read_remote(&reads, focus, &workspace).await {
                 Ok(objects) => remote = Some(objects),
-                Err(Error::EdgeUnreachable { message, .. }) => {
+                Err(EdgeFailure::Unreachable { message, .. }) => {
                     edge = EdgeState::Unreachable(message)
                 }
-                Err(other) => return Err(other),
+                Err(EdgeFailure::Failed(error)) => return Err(error),
             }
         }
     }
@@ -209,7 +210,7 @@ async fn read_remote(
     reads: &EdgeReads<'_>,
     focus: &Focus,
     workspace: &Workspace,
-) -> Result<Remote> {
+) -> Result<Remote, EdgeFailure> {
     let EdgeReads {
         edge,
         client,
@@ -225,7 +226,7 @@ async fn read_remote(
         // that nothing is recorded as prepared for an edge that does not answer, and a
         // namespace that is not the installer's (outside its caches) is seen at once.
         let api: Api<Namespace> = Api::all(client.clone());
-        if let Some(found) = api.get_opt(ns).await.map_err(|e| error::edge(edge, e))? {
+        if let Some(found) = api.get_opt(ns).await.map_err(|e| halt::edge(edge, e))? {
             cache.wrote(Cached::Namespace, &found);
         }
     }
@@ -282,7 +283,7 @@ async fn read_installed(
     reads: &EdgeReads<'_>,
     focus: &Focus,
     workspace: &Workspace,
-) -> Result<Remote> {
+) -> Result<Remote, EdgeFailure> {
     let ns = focus.namespace.as_str();
     let Some(release) = focus.release.as_deref() else {
         return Ok(Remote::default());
@@ -331,7 +332,7 @@ async fn release_objects(
     namespace: &str,
     revision: &installer::ReleaseRevision,
     workspace: &Workspace,
-) -> Result<Option<installer::ReleaseObjects>> {
+) -> Result<Option<installer::ReleaseObjects>, EdgeFailure> {
     let execution = workspace
         .spec
         .plan
@@ -373,14 +374,14 @@ async fn runner_of(
     client: &Client,
     namespace: &str,
     job: &str,
-) -> Result<Option<installer::RunnerPod>> {
+) -> Result<Option<installer::RunnerPod>, EdgeFailure> {
     let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
     let selector = ListParams::default().labels(&format!("batch.kubernetes.io/job-name={job}"));
     let listed = edge_grants::with_grant(client, namespace, edge_grants::RUNNER_LOGS, || {
         pods.list(&selector)
     })
     .await
-    .map_err(|e| error::edge(edge, e))?;
+    .map_err(|e| halt::edge(edge, e))?;
     Ok(installer::runner_pod(&listed.items))
 }
 

@@ -9,30 +9,64 @@ use providers::{
     installer::{self, Next},
 };
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use super::{
     context::Context,
     error::{Error, Result},
-    execute::execute,
+    execute::{Outcome, execute},
     metrics::ReasonLabels,
     observe::observe,
+    workspace_memory::WorkspaceMemory,
 };
 
 /// Passes in one reconcile before handing back to the queue. A fresh install takes three
 /// (bind and prepare, create the identity and the Job, record the Job); cleanup two.
 const PASSES: usize = 8;
 
-pub async fn reconcile(cached: Arc<Workspace>, ctx: Arc<Context>) -> Result<Requeue> {
-    let started = Instant::now();
-    let result = {
-        // Counted down when the reconcile ends or is dropped with its term.
-        let _in_flight = InFlight::new(&ctx.metrics.reconciles_in_flight);
-        passes(&cached, &ctx).await
-    };
-    ctx.metrics
-        .reconcile_duration
-        .observe(started.elapsed().as_secs_f64());
-    result
+/// What every reconcile is given: the controller's handles, and what it remembers of each
+/// Workspace.
+pub struct Reconciler {
+    pub ctx: Arc<Context>,
+    pub memory: WorkspaceMemory,
+}
+
+impl Reconciler {
+    pub fn new(ctx: Arc<Context>) -> Self {
+        Self {
+            ctx,
+            memory: WorkspaceMemory::default(),
+        }
+    }
+}
+
+/// One reconcile, in its span: every line logged under it (the observation, the actions,
+/// the runner's log, Helm's records) says which Workspace, and which sealed attempt the
+/// reconcile started from.
+pub async fn reconcile(cached: Arc<Workspace>, reconciler: Arc<Reconciler>) -> Result<Requeue> {
+    let span = tracing::info_span!(
+        "reconcile",
+        workspace = %providers::text::object_key(
+            &cached.namespace().unwrap_or_default(),
+            &cached.name_any(),
+        ),
+        attempt = cached.spec.plan.as_ref().map(|sealed| sealed.plan.attempt),
+    );
+    async move {
+        let ctx = &reconciler.ctx;
+        let started = Instant::now();
+        let result = {
+            // Counted down when the reconcile ends or is dropped with its term.
+            let _in_flight = InFlight::new(&ctx.metrics.reconciles_in_flight);
+            passes(&cached, ctx, &reconciler.memory).await
+        };
+        ctx.metrics
+            .reconcile_duration
+            .observe(started.elapsed().as_secs_f64());
+        result
+    }
+    .instrument(span)
+    .await
 }
 
 /// One reconcile in `providers_installer_reconciles_in_flight`, for as long as it lives.
@@ -51,7 +85,7 @@ impl Drop for InFlight<'_> {
     }
 }
 
-async fn passes(cached: &Workspace, ctx: &Context) -> Result<Requeue> {
+async fn passes(cached: &Workspace, ctx: &Context, memory: &WorkspaceMemory) -> Result<Requeue> {
     let namespace = cached.namespace().unwrap_or_default();
     let name = cached.name_any();
     let key = providers::text::object_key(&namespace, &name);
@@ -61,17 +95,17 @@ async fn passes(cached: &Workspace, ctx: &Context) -> Result<Requeue> {
     if !ctx.shards.may_write(&super::observe::edge_of(cached)) {
         return Ok(Requeue::await_change());
     }
-    tracing::debug!(workspace = %key, "reconciling");
+    tracing::debug!("reconciling");
     let resync = Requeue::requeue(Duration::from_secs(ctx.args.resync.max(1)));
     let live = || async {
         ctx.metrics.workspace_reads.inc();
         api.get_opt(&name).await.map_err(Error::Hub)
     };
     // The watch cache's copy, unless it has not yet seen the installer's own last write.
-    let mut current = if ctx.cache_behind(&key, cached.resource_version().as_deref()) {
+    let mut current = if memory.cache_behind(&key, cached.resource_version().as_deref()) {
         match live().await? {
             Some(workspace) => workspace,
-            None => return Ok(gone(ctx, &key)),
+            None => return Ok(gone(memory, &key)),
         }
     } else {
         cached.clone()
@@ -88,14 +122,13 @@ async fn passes(cached: &Workspace, ctx: &Context) -> Result<Requeue> {
             // first (the decision is cut there and taken again), or else from a live read.
             if !fresh && decision.revokes_or_deletes() && !decision.cut_at_live_read() {
                 let Some(workspace) = live().await? else {
-                    break 'passes Ok(gone(ctx, &key));
+                    break 'passes Ok(gone(memory, &key));
                 };
                 fresh = true;
                 observation = observe(ctx, workspace).await?;
                 decision = installer::decide(&observation.observed(), &ctx.settings);
             }
             tracing::debug!(
-                workspace = %key,
                 actions = ?decision.actions.iter().map(|a| a.name()).collect::<Vec<_>>(),
                 next = ?decision.next,
                 "decided"
@@ -109,46 +142,50 @@ async fn passes(cached: &Workspace, ctx: &Context) -> Result<Requeue> {
                 }
                 None => current = observation.workspace.clone(),
             }
-            match executed.result {
-                Ok(()) => {}
-                Err(Error::Interrupted { action, message }) => {
-                    tracing::debug!(workspace = %key, action, %message, "interrupted; observing again");
+            // An error ends the reconcile, after the installer's own writes are noted below.
+            let outcome = match executed.outcome {
+                Ok(outcome) => outcome,
+                Err(error) => break 'passes Err(error),
+            };
+            match outcome {
+                Outcome::Done => {}
+                Outcome::ObserveAgain { action, message } => {
+                    tracing::debug!(action, %message, "interrupted; observing again");
                     match live().await? {
                         Some(workspace) => current = workspace,
-                        None => break 'passes Ok(gone(ctx, &key)),
+                        None => break 'passes Ok(gone(memory, &key)),
                     }
                     fresh = true;
                     continue;
                 }
-                Err(Error::EdgeUnreachable { edge, message }) => {
-                    tracing::info!(workspace = %key, %edge, %message, "the edge is unreachable; observing again");
+                Outcome::EdgeDown { edge, message } => {
+                    tracing::info!(%edge, %message, "the edge is unreachable; observing again");
                     // Until it answers again, decisions see it unreachable, not its caches.
                     if let Some(cache) = &observation.cache {
                         cache.set_unreachable(Some(message));
                     }
                     continue;
                 }
-                Err(Error::EdgeNotHeld { edge }) => {
-                    tracing::info!(workspace = %key, %edge, "the edge is no longer this replica's; stopping");
+                Outcome::EdgeNotHeld { edge } => {
+                    tracing::info!(%edge, "the edge is no longer this replica's; stopping");
                     break 'passes Ok(Requeue::await_change());
                 }
-                Err(other) => break 'passes Err(other),
             }
             match decision.next {
                 Next::Continue => continue,
                 Next::Idle => {
-                    ctx.reset_backoff(&key);
+                    memory.reset_backoff(&key);
                     break 'passes Ok(resync);
                 }
                 Next::After(seconds) => {
-                    ctx.reset_backoff(&key);
+                    memory.reset_backoff(&key);
                     break 'passes Ok(Requeue::requeue(Duration::from_secs(
                         seconds.min(ctx.args.resync.max(1)),
                     )));
                 }
                 Next::Backoff => {
-                    let delay = ctx.backoff(&key);
-                    tracing::info!(workspace = %key, retry_in = ?delay, "waiting for the edge; backing off");
+                    let delay = memory.backoff(&key);
+                    tracing::info!(retry_in = ?delay, "waiting for the edge; backing off");
                     break 'passes Ok(Requeue::requeue(delay));
                 }
             }
@@ -156,19 +193,20 @@ async fn passes(cached: &Workspace, ctx: &Context) -> Result<Requeue> {
         Ok(Requeue::requeue(Duration::from_millis(500)))
     };
     if wrote {
-        ctx.wrote(&key, current.resource_version().as_deref());
+        memory.wrote(&key, current.resource_version().as_deref());
     }
     outcome
 }
 
 /// The Workspace is gone from the hub: nothing more to do for it.
-fn gone(ctx: &Context, key: &str) -> Requeue {
-    ctx.reset_backoff(key);
-    ctx.wrote(key, None);
+fn gone(memory: &WorkspaceMemory, key: &str) -> Requeue {
+    memory.reset_backoff(key);
+    memory.wrote(key, None);
     Requeue::await_change()
 }
 
-pub fn error_policy(cached: Arc<Workspace>, error: &Error, ctx: Arc<Context>) -> Requeue {
+pub fn error_policy(cached: Arc<Workspace>, error: &Error, reconciler: Arc<Reconciler>) -> Requeue {
+    let ctx = &reconciler.ctx;
     let key =
         providers::text::object_key(&cached.namespace().unwrap_or_default(), &cached.name_any());
     ctx.metrics
@@ -177,7 +215,7 @@ pub fn error_policy(cached: Arc<Workspace>, error: &Error, ctx: Arc<Context>) ->
             reason: error.kind().to_owned(),
         })
         .inc();
-    let delay = ctx.backoff(&key);
+    let delay = reconciler.memory.backoff(&key);
     tracing::warn!(workspace = %key, error = %error, retry_in = ?delay, "reconcile failed");
     Requeue::requeue(delay)
 }

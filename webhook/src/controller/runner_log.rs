@@ -16,8 +16,6 @@ use providers::{
 };
 use serde_json::{Value, json};
 
-use super::context::Context;
-
 /// The most of a runner's log kept per attempt.
 pub const LOG_LIMIT: i64 = 64 * 1024;
 /// The last lines of a runner's log that are read.
@@ -25,7 +23,16 @@ const TAIL_LINES: i64 = 1000;
 
 /// Fetches the log and keeps it; failures are logged, never returned: a log is a help for
 /// people, and nothing of the attempt waits for it.
-pub async fn keep(ctx: &Context, edge: Option<&Client>, workspace: &Workspace, log: &RunnerLog) {
+///
+/// The log goes to the Workspace's ConfigMap on `hub`, which keeps the logs of the newest
+/// `history` attempts.
+pub async fn keep(
+    hub: &Client,
+    history: usize,
+    edge: Option<&Client>,
+    workspace: &Workspace,
+    log: &RunnerLog,
+) {
     let Some(edge) = edge else {
         tracing::warn!(pod = %log.pod, "no edge client: the runner's log is not kept");
         return;
@@ -37,7 +44,7 @@ pub async fn keep(ctx: &Context, edge: Option<&Client>, workspace: &Workspace, l
             return;
         }
     };
-    if let Err(error) = store(ctx, workspace, log.attempt, &text).await {
+    if let Err(error) = store(hub, history, workspace, log.attempt, &text).await {
         tracing::warn!(pod = %log.pod, %error, "cannot keep the runner's log on the hub");
     }
 }
@@ -61,7 +68,8 @@ async fn fetch(edge: &Client, log: &RunnerLog) -> Result<String, kube::Error> {
 }
 
 async fn store(
-    ctx: &Context,
+    hub: &Client,
+    history: usize,
     workspace: &Workspace,
     attempt: i64,
     text: &str,
@@ -69,7 +77,7 @@ async fn store(
     let namespace = workspace.metadata.namespace.clone().unwrap_or_default();
     let name = workspace.metadata.name.clone().unwrap_or_default();
     let uid = workspace.metadata.uid.clone().unwrap_or_default();
-    let api: Api<ConfigMap> = Api::namespaced(ctx.hub.clone(), &namespace);
+    let api: Api<ConfigMap> = Api::namespaced(hub.clone(), &namespace);
     let config_map = names::runner_logs(&name);
     // Whatever a chart printed, tenant values included, is kept only as plain text.
     let text = text::for_terminal(text);
@@ -96,7 +104,7 @@ async fn store(
         Err(error) => return Err(error),
     };
     // The newest attempts only: older keys are removed, guarded the same way.
-    let stale = stale_attempts(&written, ctx.args.runner_log_history.max(1));
+    let stale = stale_attempts(&written, history.max(1));
     if stale.is_empty() {
         return Ok(());
     }

@@ -35,8 +35,9 @@ use serde::de::DeserializeOwned;
 
 use super::{
     context::Context,
-    error::{self, Result},
+    error::Error,
     execute::delete,
+    halt::{self, EdgeFailure},
     metrics::SweptLabels,
 };
 
@@ -65,7 +66,7 @@ pub async fn run(ctx: Arc<Context>) {
     }
 }
 
-async fn sweep_edge(ctx: &Context, edge: &str, client: &Client) -> Result<()> {
+async fn sweep_edge(ctx: &Context, edge: &str, client: &Client) -> Result<(), EdgeFailure> {
     // The edge first: anything made for a Workspace created meanwhile belongs to one the
     // hub list below holds.
     let mut listed = Vec::new();
@@ -97,7 +98,7 @@ async fn sweep_edge(ctx: &Context, edge: &str, client: &Client) -> Result<()> {
     let live: HashSet<String> = Api::<Workspace>::all(ctx.hub.clone())
         .list_metadata(&ListParams::default())
         .await
-        .map_err(super::error::Error::Hub)?
+        .map_err(Error::Hub)?
         .items
         .into_iter()
         .filter_map(|w| w.metadata.uid)
@@ -154,7 +155,7 @@ async fn sweep_edge(ctx: &Context, edge: &str, client: &Client) -> Result<()> {
     Ok(())
 }
 
-async fn list<K>(edge: &str, client: &Client, found: Found) -> Result<Vec<Listed>>
+async fn list<K>(edge: &str, client: &Client, found: Found) -> Result<Vec<Listed>, EdgeFailure>
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
 {
@@ -163,7 +164,7 @@ where
     let items = api
         .list_metadata(&ListParams::default().labels(&selector))
         .await
-        .map_err(|e| error::edge(edge, e))?
+        .map_err(|e| halt::edge(edge, e))?
         .items;
     Ok(items
         .into_iter()
@@ -177,7 +178,11 @@ where
 }
 
 /// Runs one sweep step; returns its name for the metric.
-async fn execute(edge: &str, client: &Client, action: &SweepAction) -> Result<&'static str> {
+async fn execute(
+    edge: &str,
+    client: &Client,
+    action: &SweepAction,
+) -> Result<&'static str, EdgeFailure> {
     let params = PatchParams::default();
     let tolerate_gone = |result: std::result::Result<(), kube::Error>| match result {
         Err(kube::Error::Api(status)) if status.is_not_found() || status.code == 422 => Ok(()),
@@ -194,7 +199,7 @@ async fn execute(edge: &str, client: &Client, action: &SweepAction) -> Result<&'
                 .patch(name, &params, &Patch::Json::<()>(patch.clone()))
                 .await
                 .map(|_| ());
-            tolerate_gone(result).map_err(|e| error::edge(edge, e))?;
+            tolerate_gone(result).map_err(|e| halt::edge(edge, e))?;
             Ok("release-job")
         }
         SweepAction::ReleaseNamespace { name, patch } => {
@@ -203,7 +208,7 @@ async fn execute(edge: &str, client: &Client, action: &SweepAction) -> Result<&'
                 .patch(name, &params, &Patch::Json::<()>(patch.clone()))
                 .await
                 .map(|_| ());
-            tolerate_gone(result).map_err(|e| error::edge(edge, e))?;
+            tolerate_gone(result).map_err(|e| halt::edge(edge, e))?;
             Ok("release-namespace")
         }
         SweepAction::Delete(deletion) => {
@@ -219,7 +224,7 @@ async fn execute(edge: &str, client: &Client, action: &SweepAction) -> Result<&'
                 Err(kube::Error::Api(status)) if status.is_conflict() => Ok(()),
                 other => other,
             };
-            result.map_err(|e| error::edge(edge, e))?;
+            result.map_err(|e| halt::edge(edge, e))?;
             Ok(match deletion.kind {
                 Kind::ServiceAccount => "delete-service-account",
                 Kind::Role => "delete-role",

@@ -12,40 +12,10 @@ use kube::{
     },
 };
 use providers::api::Workspace;
-use tokio::task::JoinHandle;
 
-use super::{context::Context, edges, metrics::fleet::Fleet, reconcile, sweep, values_sweep};
-
-/// A spawned task that is aborted when dropped, so a term's tasks end with the term.
-pub struct Task(JoinHandle<()>);
-
-impl Task {
-    pub fn spawn(future: impl Future<Output = ()> + Send + 'static) -> Self {
-        Self(tokio::spawn(future))
-    }
-}
-
-impl Task {
-    /// Whether the task has ended (its future returned).
-    pub fn is_finished(&self) -> bool {
-        self.0.is_finished()
-    }
-
-    /// Aborts the task and returns once it has ended: an abort takes effect at the task's
-    /// next await, and a task polled on another thread meanwhile may still act once.
-    pub async fn stop(self) {
-        self.0.abort();
-        while !self.0.is_finished() {
-            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
-        }
-    }
-}
-
-impl Drop for Task {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
+use super::{
+    context::Context, edges, metrics::fleet::Fleet, reconcile, sweep, task::Task, values_sweep,
+};
 
 pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
     ctx.edges.reset();
@@ -102,7 +72,11 @@ pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
     controller
         .reconcile_on(triggered)
         .reconcile_all_on(keys_read)
-        .run(reconcile::reconcile, reconcile::error_policy, ctx.clone())
+        .run(
+            reconcile::reconcile,
+            reconcile::error_policy,
+            Arc::new(reconcile::Reconciler::new(ctx.clone())),
+        )
         .for_each(|result| async move {
             if let Err(error) = result {
                 tracing::debug!(%error, "reconcile");

@@ -4,7 +4,7 @@ use kube::ResourceExt;
 use providers::api::{Cause, Workspace};
 use serde_json::json;
 
-use super::{name_of, result_word};
+use super::shown::{name_of, result_word};
 use crate::{
     attempt_state::state,
     objects::Fetched,

@@ -4,7 +4,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use providers::api::Workspace;
 
-use super::{name_of, result_word, version};
+use super::shown::{name_of, result_word, version};
 use crate::{
     attempt_state::{State, next_steps::next_steps, state},
     objects::Fetched,

@@ -3,7 +3,7 @@
 use providers::api::Workspace;
 use serde_json::json;
 
-use super::name_of;
+use super::shown::name_of;
 use crate::{
     objects::Fetched,
     output::Rendered,

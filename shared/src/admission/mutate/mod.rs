@@ -6,6 +6,7 @@ mod start;
 
 use crate::{api::SealedPlan, text::quoted};
 
+pub use super::request::is_object_name;
 use super::{Denial, Operation, Request};
 
 pub use carried::carried_plan_warning;
@@ -50,17 +51,4 @@ pub fn plan_action(request: &Request<'_>) -> Result<PlanAction, Denial> {
         (Some(sealed), None) => PlanAction::Restore(Box::new(sealed.clone())),
         _ => PlanAction::Keep,
     })
-}
-
-/// Whether `name` can name a cluster-scoped object: a DNS subdomain (RFC 1123), as the API
-/// server requires of Recipe and Edge names.
-pub fn is_object_name(name: &str) -> bool {
-    let alphanumeric = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
-    !name.is_empty()
-        && name.len() <= 253
-        && name.split('.').all(|label| {
-            label.starts_with(alphanumeric)
-                && label.ends_with(alphanumeric)
-                && label.chars().all(|c| alphanumeric(c) || c == '-')
-        })
 }

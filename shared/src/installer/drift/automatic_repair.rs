@@ -10,14 +10,12 @@ use super::super::{
     action::{Action, Note, RepairRequest},
     machine::Machine,
 };
+use super::stopped_repair::state_of;
 
 /// How long a request the webhook refused (or that never arrived) waits before it is made
 /// again: the owner's rights or the Recipe may be back by then, and a refusal costs one
 /// write and two RBAC questions.
 pub const REQUEST_AGAIN_SECONDS: i64 = 300;
-
-/// The Stalled reason once automatic repair has stopped.
-pub const REPAIR_LOOP: &str = "RepairLoop";
 
 impl Machine<'_> {
     pub(super) fn repair_automatically(&mut self, sealed: &SealedPlan) {
@@ -75,13 +73,4 @@ impl Machine<'_> {
             retry: self.ws.spec.retry.unwrap_or(0),
         }));
     }
-}
-
-fn state_of(drift: &crate::api::Drift) -> Option<AutomaticRepairState> {
-    drift.automatic_repair.as_ref().map(|r| r.state)
-}
-
-/// Whether automatic repair of this drift has stopped: the Stalled condition says so.
-pub fn repair_stopped(drift: &crate::api::Drift) -> bool {
-    state_of(drift) == Some(AutomaticRepairState::Stopped)
 }

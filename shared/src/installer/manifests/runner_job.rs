@@ -23,7 +23,7 @@ use crate::{
     },
 };
 
-use super::{Marks, values_text};
+use super::{marks::Marks, values::values_text};
 
 /// The argument vector of the runner: `helm upgrade --install` with the pinned chart,
 /// version, release, namespace and values file. Never a shell.

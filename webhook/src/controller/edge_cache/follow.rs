@@ -33,13 +33,12 @@ use providers::installer::{
 };
 
 use super::{
-    Wake,
     metadata_watch::{Collection, Lists, metadata_watch},
-    namespaced::Flag,
     stream_pool::Leased,
-    watches::{Followed, wake_release},
+    sync::Flag,
+    wake::{Followed, Wake, wake_release},
 };
-use crate::controller::{edge_grants, term::Task};
+use crate::controller::{edge_grants, task::Task};
 
 /// The label Helm puts on every object it makes, as a selector and as key and value.
 const HELM_MANAGED: &str = "app.kubernetes.io/managed-by=Helm";

@@ -20,7 +20,7 @@ use std::{
 use k8s_openapi::{
     api::{
         batch::v1::Job,
-        core::v1::{Namespace, Secret, ServiceAccount},
+        core::v1::{Namespace, ServiceAccount},
         rbac::v1::{Role, RoleBinding},
     },
     apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -42,23 +42,22 @@ mod metadata_decode;
 mod metadata_watch;
 mod namespaced;
 mod stream_pool;
-mod watches;
+mod sync;
+mod wake;
+pub mod watches;
 
 pub use stream_pool::{DEFAULT_STREAMS_PER_CONNECTION, StreamPool};
 
 use tokio::sync::Notify;
 
-use namespaced::NamespaceWatches;
-pub use watches::Watches;
-use watches::{Followed, Health};
+use namespaced::{NamespaceWatches, is_helm_record};
+pub use sync::SYNC_TIMEOUT;
+use wake::Followed;
 
 /// How long the installer trusts what its own write returned over a watch cache that has
 /// not seen it yet. Far longer than a watch lags; short enough that a cache that never
 /// sees the object (one without the installer's label) is asked again soon.
 const OWN_WRITES_TTL: Duration = Duration::from_secs(60);
-
-/// How long a decision waits for an edge's caches to be filled after (re)connecting.
-pub const SYNC_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The kinds of edge objects a decision reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -200,9 +199,6 @@ impl Listed {
         }
     }
 }
-
-/// Who to wake when an object on the edge changes: the Workspace named in its annotation.
-pub type Wake = Arc<dyn Fn(&str) + Send + Sync>;
 
 impl EdgeCache {
     /// Waits until every cache holds its first list: at once when they do, and every
@@ -596,9 +592,14 @@ enum Mine {
     Cache,
 }
 
-/// Whether `secret` is one of Helm's release records (Helm labels them `owner=helm`).
-fn is_helm_record(secret: &PartialObjectMeta<Secret>) -> bool {
-    secret.labels().get("owner").map(String::as_str) == Some("helm")
+/// Whether the edge's watches connect: shared by the watches of one edge.
+#[derive(Clone)]
+pub(super) struct Health(pub(super) Arc<Mutex<Option<String>>>);
+
+impl Health {
+    pub(super) fn set(&self, why: Option<String>) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = why;
+    }
 }
 
 fn meta_of<K>(

@@ -10,10 +10,7 @@
 
 use std::{
     collections::{HashMap, HashSet},
-    sync::{
-        Arc, Mutex, PoisonError,
-        atomic::{AtomicBool, Ordering},
-    },
+    sync::{Arc, Mutex, PoisonError},
     time::Duration,
 };
 
@@ -28,16 +25,15 @@ use kube::{
         watcher,
     },
 };
-use tokio::sync::Notify;
 
 use super::{
-    SYNC_TIMEOUT, Wake,
     follow::{FollowWatch, Follower, Selected},
     metadata_watch::{Collection, Lists, metadata_watch},
     stream_pool::{Leased, StreamPool},
-    watches::{Followed, wake_release},
+    sync::{Flag, SYNC_TIMEOUT},
+    wake::{Followed, Wake, wake_release},
 };
-use crate::controller::{edge_grants, term::Task};
+use crate::controller::{edge_grants, task::Task};
 
 /// The prefix of the annotations the installer reads on its own objects.
 const OWN_ANNOTATIONS: &str = "providers.platform.dev/";
@@ -77,33 +73,9 @@ pub(super) struct Entry {
     _stream: Option<Leased>,
 }
 
-/// A one-way "has listed" mark that any number of waiters can wait for.
-#[derive(Debug, Default)]
-pub(super) struct Flag {
-    set: AtomicBool,
-    changed: Notify,
-}
-
-impl Flag {
-    pub(super) fn set(&self) {
-        self.set.store(true, Ordering::Release);
-        self.changed.notify_waiters();
-    }
-
-    pub(super) fn is_set(&self) -> bool {
-        self.set.load(Ordering::Acquire)
-    }
-
-    async fn wait(&self) {
-        loop {
-            // Registered before the check, so a set between the two is not missed.
-            let changed = self.changed.notified();
-            if self.set.load(Ordering::Acquire) {
-                return;
-            }
-            changed.await;
-        }
-    }
+/// Whether `secret` is one of Helm's release records (Helm labels them `owner=helm`).
+pub(super) fn is_helm_record(secret: &PartialObjectMeta<Secret>) -> bool {
+    secret.labels().get("owner").map(String::as_str) == Some("helm")
 }
 
 impl NamespaceWatches {
@@ -401,7 +373,7 @@ fn wake_follower(
             watcher::Event::Apply(record) | watcher::Event::Delete(record) => record,
             _ => return,
         };
-        if !super::is_helm_record(record) {
+        if !is_helm_record(record) {
             return;
         }
         wake_release(

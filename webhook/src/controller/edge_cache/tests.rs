@@ -1,6 +1,7 @@
 //! The edge caches: what they keep and what they answer.
 
 use super::*;
+use k8s_openapi::api::core::v1::Secret;
 use kube::runtime::reflector::store::Writer;
 use kube::runtime::{reflector, watcher};
 

@@ -28,25 +28,12 @@ use providers::installer::{Kind, names};
 use serde::de::DeserializeOwned;
 
 use super::{
-    Cached, EdgeCache, Key, Listed, Own, OwnWrites, Seen, Wake, namespaced::NamespaceWatches,
+    Cached, EdgeCache, Health, Key, Listed, Own, OwnWrites, Seen,
+    namespaced::NamespaceWatches,
     stream_pool::StreamPool,
+    wake::{Followed, Wake},
 };
-use crate::controller::term::Task;
-
-/// Installed releases by `(namespace, release)`, and the Workspace each belongs to.
-pub(super) type Followed = Arc<Mutex<HashMap<(String, String), String>>>;
-
-/// Wakes the Workspace following `release` in `namespace`, if one does.
-pub(super) fn wake_release(followed: &Followed, wake: &Wake, namespace: &str, release: &str) {
-    let owner = followed
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .get(&(namespace.to_owned(), release.to_owned()))
-        .cloned();
-    if let Some(workspace) = owner {
-        wake(&workspace);
-    }
-}
+use crate::controller::task::Task;
 
 /// The caches and the tasks that fill them; the tasks stop when this is dropped.
 pub struct Watches {
@@ -240,16 +227,6 @@ fn wake_owner(wake: &Wake, meta: &ObjectMeta) {
         .and_then(|a| a.get(names::ANNOTATION_WORKSPACE))
     {
         wake(key);
-    }
-}
-
-/// Whether the edge's watches connect: shared by the watches of one edge.
-#[derive(Clone)]
-pub(super) struct Health(pub(super) Arc<Mutex<Option<String>>>);
-
-impl Health {
-    pub(super) fn set(&self, why: Option<String>) {
-        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = why;
     }
 }
 

@@ -19,13 +19,15 @@ use kube::{
 };
 use providers::api::{Edge, EdgeSpec, Workspace};
 
-use super::{context::Context, metrics::EdgeLabels, term::Task};
+use super::{context::Context, metrics::EdgeLabels, task::Task};
 
 mod probe;
 mod registry;
+mod waker;
 
 use probe::probe_loop;
 pub use registry::{EdgeView, Edges};
+use waker::Waker;
 
 /// Follows the Edges until the term ends. With `--shard-edges`, only the edges whose Lease
 /// this replica holds are worked; others start and stop as their Leases come and go.
@@ -175,50 +177,4 @@ fn stop(
         edge: name.to_owned(),
     });
     wake.edge(name);
-}
-
-/// Triggers reconciles of Workspaces.
-#[derive(Clone)]
-struct Waker {
-    store: Store<Workspace>,
-    trigger: UnboundedSender<ObjectRef<Workspace>>,
-}
-
-impl Waker {
-    fn edge(&self, edge: &str) {
-        for workspace in self.store.state() {
-            let targets = workspace.spec.edge == edge
-                || workspace
-                    .spec
-                    .plan
-                    .as_ref()
-                    .is_some_and(|p| p.plan.edge_name == edge)
-                || workspace
-                    .status
-                    .as_ref()
-                    .and_then(|s| s.target.as_ref())
-                    .is_some_and(|t| t.edge == edge);
-            if targets {
-                let _ = self
-                    .trigger
-                    .unbounded_send(ObjectRef::from_obj(&*workspace));
-            }
-        }
-    }
-
-    fn all(&self) {
-        for workspace in self.store.state() {
-            let _ = self
-                .trigger
-                .unbounded_send(ObjectRef::from_obj(&*workspace));
-        }
-    }
-
-    fn workspace(&self, key: &str) {
-        if let Some((namespace, name)) = key.split_once('/') {
-            let _ = self
-                .trigger
-                .unbounded_send(ObjectRef::new(name).within(namespace));
-        }
-    }
 }

@@ -19,10 +19,10 @@ use providers::{
 };
 use serde_json::json;
 
-use super::Waker;
+use super::waker::Waker;
 use crate::controller::{
     context::Context,
-    edge_cache::{StreamPool, Watches},
+    edge_cache::{StreamPool, watches::Watches},
     error::is_transport,
     metrics::EdgeLabels,
 };

@@ -29,7 +29,9 @@ use super::{
     edge_cache::Cached,
     edge_grants,
     error::{Error, Result},
-    fault, helm_release,
+    fault,
+    halt::Halt,
+    helm_release,
     metrics::{ReasonLabels, ResultLabels},
     observe::Observation,
     runner_log,
@@ -38,12 +40,31 @@ use super::{
 /// What running a decision's actions came to.
 pub struct Executed {
     /// The Workspace as the last of the actions' own writes left it, if one wrote it (also
-    /// when a later action failed).
+    /// when a later action stopped short).
     pub written: Option<Workspace>,
-    pub result: Result<()>,
+    /// How the actions ended; an error ends the reconcile.
+    pub outcome: Result<Outcome>,
 }
 
-/// Runs `actions` in order, stopping at the first that fails.
+/// How a decision's actions ended, short of an error.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Every action ran.
+    Done,
+    /// What a write was based on changed in between (a precondition or `test` failed, or
+    /// the object appeared): read the Workspace live, observe and decide again.
+    ObserveAgain {
+        action: &'static str,
+        message: String,
+    },
+    /// The edge API did not answer: observe again, with the edge seen unreachable.
+    EdgeDown { edge: String, message: String },
+    /// This replica may no longer write for the Workspace's edge (its fencing Lease is
+    /// another's, or was not renewed in time): stop, write nothing more.
+    EdgeNotHeld { edge: String },
+}
+
+/// Runs `actions` in order, stopping at the first that does not complete.
 pub async fn execute(ctx: &Context, observation: &Observation, actions: &[Action]) -> Executed {
     let mut status = observation.workspace.status.clone().unwrap_or_default();
     let mut written = None;
@@ -53,23 +74,19 @@ pub async fn execute(ctx: &Context, observation: &Observation, actions: &[Action
         if !ctx.shards.may_write(&observation.edge_name) {
             return Executed {
                 written,
-                result: Err(Error::EdgeNotHeld {
+                outcome: Ok(Outcome::EdgeNotHeld {
                     edge: observation.edge_name.clone(),
                 }),
             };
         }
-        tracing::debug!(
-            workspace = %key(&observation.workspace),
-            action = action.name(),
-            "sending"
-        );
+        tracing::debug!(action = action.name(), "sending");
         match run(ctx, observation, action, &mut status).await {
             Ok(Some(workspace)) => written = Some(workspace),
             Ok(None) => {}
-            Err(error) => {
+            Err(halt) => {
                 return Executed {
                     written,
-                    result: Err(error),
+                    outcome: outcome_of(halt),
                 };
             }
         }
@@ -79,24 +96,22 @@ pub async fn execute(ctx: &Context, observation: &Observation, actions: &[Action
                 action: action.name().to_owned(),
             })
             .inc();
-        tracing::debug!(
-            workspace = %key(&observation.workspace),
-            action = action.name(),
-            "done"
-        );
+        tracing::debug!(action = action.name(), "done");
         fault::after(action.name());
     }
     Executed {
         written,
-        result: Ok(()),
+        outcome: Ok(Outcome::Done),
     }
 }
 
-fn key(workspace: &Workspace) -> String {
-    providers::text::object_key(
-        workspace.metadata.namespace.as_deref().unwrap_or_default(),
-        workspace.metadata.name.as_deref().unwrap_or_default(),
-    )
+/// The outcome of an action that stopped short.
+fn outcome_of(halt: Halt) -> Result<Outcome> {
+    match halt {
+        Halt::Interrupted { action, message } => Ok(Outcome::ObserveAgain { action, message }),
+        Halt::Unreachable { edge, message } => Ok(Outcome::EdgeDown { edge, message }),
+        Halt::Failed(error) => Err(error),
+    }
 }
 
 async fn run(
@@ -104,7 +119,7 @@ async fn run(
     observation: &Observation,
     action: &Action,
     status: &mut WorkspaceStatus,
-) -> Result<Option<Workspace>> {
+) -> Result<Option<Workspace>, Halt> {
     let ws = &observation.workspace;
     let name = ws.metadata.name.clone().unwrap_or_default();
     let namespace = ws.metadata.namespace.clone().unwrap_or_default();
@@ -306,7 +321,14 @@ async fn run(
             }
         }
         Action::KeepRunnerLog(log) => {
-            runner_log::keep(ctx, observation.client.as_ref(), ws, log).await;
+            runner_log::keep(
+                &ctx.hub,
+                ctx.args.runner_log_history,
+                observation.client.as_ref(),
+                ws,
+                log,
+            )
+            .await;
         }
         Action::MarkReleaseFailed {
             namespace,
@@ -319,7 +341,7 @@ async fn run(
             helm_release::mark_failed(edge, &client, namespace, secret, uid, description).await?;
         }
         Action::RequestRepair(request) => {
-            return repair_request::request(ctx, &workspaces, &name, request).await;
+            return repair_request::request(&ctx.recorder, &workspaces, &name, request).await;
         }
     }
     Ok(None)
@@ -379,5 +401,44 @@ fn count_results(ctx: &Context, ws: &Workspace, before: &WorkspaceStatus, after:
                 .inc();
         }
         None => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_halt_is_an_outcome_and_only_a_failure_an_error() {
+        let interrupted = Halt::Interrupted {
+            action: "write-status",
+            message: "the UID changed".into(),
+        };
+        assert_eq!(
+            outcome_of(interrupted).unwrap(),
+            Outcome::ObserveAgain {
+                action: "write-status",
+                message: "the UID changed".into(),
+            }
+        );
+        let unreachable = Halt::Unreachable {
+            edge: "edge-1".into(),
+            message: "no client for the edge".into(),
+        };
+        assert_eq!(
+            outcome_of(unreachable).unwrap(),
+            Outcome::EdgeDown {
+                edge: "edge-1".into(),
+                message: "no client for the edge".into(),
+            }
+        );
+        let failed = Halt::Failed(Error::ReleaseRecord {
+            secret: "sh.helm.release.v1.r.v1".into(),
+            message: "not gzip".into(),
+        });
+        assert!(matches!(
+            outcome_of(failed),
+            Err(Error::ReleaseRecord { .. })
+        ));
     }
 }

@@ -13,7 +13,7 @@ use providers::{
 };
 
 use super::writes::hub_write;
-use crate::controller::{context::Context, error::Result};
+use crate::controller::{event_recorder::EventRecorder, halt::Halt};
 
 /// A request found the Workspace changed between the read and the write this many times
 /// before it gives up until the next decision.
@@ -21,11 +21,11 @@ const TRIES: usize = 3;
 
 /// Asks for the repair; the Workspace as the webhook left it when the request was sealed.
 pub async fn request(
-    ctx: &Context,
+    recorder: &EventRecorder,
     workspaces: &Api<Workspace>,
     name: &str,
     request: &RepairRequest,
-) -> Result<Option<Workspace>> {
+) -> Result<Option<Workspace>, Halt> {
     for _ in 0..TRIES {
         let live = workspaces
             .get(name)
@@ -43,7 +43,7 @@ pub async fn request(
             // The resourceVersion moved between the read and the write: read again.
             Err(kube::Error::Api(status)) if super::writes::is_failed_test(&status) => continue,
             Err(kube::Error::Api(status)) => {
-                refused(ctx, &live, request, &status.message).await;
+                refused(recorder, &live, request, &status.message).await;
                 return Ok(None);
             }
             Err(error) => return Err(hub_write("request-repair", error)),
@@ -53,17 +53,13 @@ pub async fn request(
 }
 
 /// The webhook (or RBAC) refused the request: said where the tenant looks, and in the log.
-async fn refused(ctx: &Context, ws: &Workspace, request: &RepairRequest, message: &str) {
+async fn refused(recorder: &EventRecorder, ws: &Workspace, request: &RepairRequest, message: &str) {
     let note = format!(
         "the automatic repair of attempt {} was refused: {message}; it is asked again in {} s, or repair by hand: kubectl provider repair",
         request.attempt,
         providers::installer::drift::REQUEST_AGAIN_SECONDS
     );
-    tracing::warn!(
-        workspace = %super::key(ws),
-        attempt = request.attempt,
-        "{note}"
-    );
+    tracing::warn!(attempt = request.attempt, "{note}");
     let event = Event {
         type_: EventType::Warning,
         reason: "AutomaticRepairRefused".into(),
@@ -71,7 +67,7 @@ async fn refused(ctx: &Context, ws: &Workspace, request: &RepairRequest, message
         action: format!("Attempt{}", request.attempt),
         secondary: None,
     };
-    if let Err(error) = ctx.recorder.publish(&event, &ws.object_ref(&())).await {
+    if let Err(error) = recorder.publish(&event, &ws.object_ref(&())).await {
         tracing::warn!(%error, "cannot publish an Event");
     }
 }

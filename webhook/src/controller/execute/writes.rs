@@ -15,39 +15,40 @@ use serde::{Serialize, de::DeserializeOwned};
 use crate::controller::{
     edge_cache::{Cached, EdgeCache},
     edge_grants,
-    error::{self, Error, Result},
+    error::Error,
+    halt::{self, Halt},
     observe::Observation,
 };
 
 /// A write that found the state changed: decide again from a fresh observation.
-fn interrupted(action: &'static str, status: &kube::core::Status) -> Error {
-    Error::Interrupted {
+fn interrupted(action: &'static str, status: &kube::core::Status) -> Halt {
+    Halt::Interrupted {
         action,
         message: status.message.clone(),
     }
 }
 
 /// Maps a hub write error: a failed guard or a conflict interrupts the pass.
-pub(super) fn hub_write(action: &'static str, error: kube::Error) -> Error {
+pub(super) fn hub_write(action: &'static str, error: kube::Error) -> Halt {
     match error {
         kube::Error::Api(status)
             if status.is_conflict() || status.is_already_exists() || is_failed_test(&status) =>
         {
             interrupted(action, &status)
         }
-        other => Error::Hub(other),
+        other => Error::Hub(other).into(),
     }
 }
 
 /// Maps an edge write error the same way.
-pub(super) fn edge_write(edge: &str, action: &'static str, error: kube::Error) -> Error {
+pub(super) fn edge_write(edge: &str, action: &'static str, error: kube::Error) -> Halt {
     match error {
         kube::Error::Api(status)
             if status.is_conflict() || status.is_already_exists() || is_failed_test(&status) =>
         {
             interrupted(action, &status)
         }
-        other => error::edge(edge, other),
+        other => halt::edge(edge, other).into(),
     }
 }
 
@@ -57,14 +58,11 @@ pub(super) fn is_failed_test(status: &kube::core::Status) -> bool {
         && status.message == "the server rejected our request due to an error in our request"
 }
 
-pub(super) fn edge_client(observation: &Observation) -> Result<Client> {
-    observation
-        .client
-        .clone()
-        .ok_or_else(|| Error::EdgeUnreachable {
-            edge: observation.edge_name.clone(),
-            message: "no client for the edge".into(),
-        })
+pub(super) fn edge_client(observation: &Observation) -> Result<Client, Halt> {
+    observation.client.clone().ok_or_else(|| Halt::Unreachable {
+        edge: observation.edge_name.clone(),
+        message: "no client for the edge".into(),
+    })
 }
 
 pub(super) async fn create_in<K>(client: &Client, object: &K) -> Result<K, kube::Error>

@@ -9,6 +9,7 @@
 //! Every decision is a pure function in [`decide`] (docs/adr/0030-leader-election.md); the
 //! [`Elector`] only reads and writes the Lease and waits.
 
+mod config;
 mod decide;
 #[cfg(test)]
 mod tests;
@@ -21,18 +22,9 @@ use k8s_openapi::{
 use kube::{Api, Client, api::PostParams};
 use tokio::time::{Instant, sleep, timeout};
 
+pub use self::config::LeaseConfig;
 pub use self::decide::Observation;
 use self::decide::{Attempt, Decision, Loss, Renewal};
-
-#[derive(Clone, Debug)]
-pub struct LeaseConfig {
-    pub namespace: String,
-    pub name: String,
-    pub identity: String,
-    pub duration: Duration,
-    pub renew_deadline: Duration,
-    pub retry_period: Duration,
-}
 
 pub struct Elector {
     api: Api<Lease>,

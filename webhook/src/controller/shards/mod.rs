@@ -38,7 +38,7 @@ use self::lease_clock::LeaseClock;
 use super::{
     lease::{Elector, LeaseConfig},
     metrics::Metrics,
-    term::Task,
+    task::Task,
 };
 
 /// How long a change waits for the ones right behind it (renewals come in bursts, one per

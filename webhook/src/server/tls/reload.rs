@@ -14,7 +14,7 @@ use notify::{
 use rustls::crypto::CryptoProvider;
 use tokio::{sync::Notify, task::JoinHandle};
 
-use super::{
+use super::serving_cert::{
     Reload, ServingCert, TlsError, TlsFiles, content_digest, fingerprint, parse_pair, read_files,
     read_pair,
 };

@@ -1,6 +1,7 @@
 //! Loading and reloading the serving certificate.
 
 use super::reload::is_content_change;
+use super::serving_cert::{Reload, TlsError};
 use super::*;
 use crate::server::testing::{TestPki, ring};
 use std::path::Path;
