@@ -137,6 +137,8 @@ impl ControlPlane {
         write_private(&dir.join("sa.key"), &sa_private)?;
         write_private(&dir.join("sa.pub"), &sa_public)?;
         let admission_config = write_webhook_client(&dir)?;
+        let audit_policy = dir.join("audit-policy.yaml");
+        std::fs::write(&audit_policy, crate::audit::policy())?;
 
         let mut tokens = BTreeMap::new();
         let mut token_file = String::new();
@@ -233,6 +235,13 @@ impl ControlPlane {
             .arg(format!(
                 "--admission-control-config-file={}",
                 admission_config.display()
+            ))
+            // What the hub's identity on an edge reads of Secrets, for the tests that prove
+            // it reads metadata alone (`crate::audit`).
+            .arg(format!("--audit-policy-file={}", audit_policy.display()))
+            .arg(format!(
+                "--audit-log-path={}",
+                dir.join(crate::audit::LOG_FILE).display()
             ))
             // There is no kube-controller-manager or kubelet: no endpoints to reconcile.
             .args(["--endpoint-reconciler-type", "none"])

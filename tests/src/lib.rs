@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 pub mod apimetrics;
+pub mod audit;
 pub mod balancer;
 pub mod bench;
 pub mod binaries;

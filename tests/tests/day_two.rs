@@ -715,7 +715,8 @@ fn deployment_ready_when_made(
 /// What the Recipe says is not drift is not: a Deployment's replicas written through its
 /// scale subresource (as an HPA does) when the Recipe lists `spec.replicas` for
 /// Deployments, and a write by a field manager it expects. A hand edit of the chart's
-/// Secret is drift, named from its managed fields; its data is never shown.
+/// Secret is drift, named from its managed fields; its data is never shown, and never
+/// fetched (the edge's audit log).
 #[tokio::test]
 async fn what_the_recipe_expects_is_not_drift_and_a_secret_edit_is() -> anyhow::Result<()> {
     let System { env, .. } = system().await?;
@@ -841,6 +842,43 @@ async fn what_the_recipe_expects_is_not_drift_and_a_secret_edit_is() -> anyhow::
         !shown.contains("planted-by-hand") && !shown.contains("sealed-token"),
         "a Secret's data reached the status: {shown}"
     );
+
+    // Nor was it fetched: the edge's audit log has every Secret request of the hub's
+    // identity in the namespace with what the API server answered. Its lists (the
+    // namespace's Secret watch lists them) answered metadata alone, and the chart's Secret
+    // was never read by name (Helm's release records are, by design: they hold the
+    // release, and the installer's own attempt Secrets are its to read).
+    let secret = format!("{release}-token");
+    let requests = testbed::audit::secret_requests(&env.edge.dir, namespace)?;
+    let lists: Vec<_> = requests.iter().filter(|r| r.verb == "list").collect();
+    ensure!(
+        !lists.is_empty(),
+        "the installer's Secret lists of {namespace} are in the audit log: {requests:?}"
+    );
+    for list in &lists {
+        ensure!(
+            list.response_kind.as_deref() == Some("PartialObjectMetadataList"),
+            "a list of {namespace}'s Secrets answered more than metadata: {} -> {:?}",
+            list.request_uri,
+            list.response_kind
+        );
+    }
+    for request in &requests {
+        ensure!(
+            request.name.as_deref() != Some(secret.as_str()),
+            "the installer asked for the chart's Secret by name: {} {}",
+            request.verb,
+            request.request_uri
+        );
+        for data in ["planted-by-hand", "cGxhbnRlZC1ieS1oYW5k"] {
+            ensure!(
+                !request.line.contains(data),
+                "the chart's Secret data reached the installer: {} {}",
+                request.verb,
+                request.request_uri
+            );
+        }
+    }
     Ok(())
 }
 
