@@ -22,8 +22,4 @@ pub use denial::Denial;
 pub use request::{MAX_VERSION_BYTES, Operation, Request, binding_of};
 
 #[cfg(test)]
-mod automatic_repair_tests;
-#[cfg(test)]
-mod rollback_tests;
-#[cfg(test)]
 mod tests;

@@ -1,5 +1,8 @@
 //! Table-driven tests of the admission rules, one case per rule.
 
+mod automatic_repair;
+mod rollback;
+
 use k8s_openapi::{
     api::authentication::v1::UserInfo,
     apimachinery::pkg::apis::meta::v1::Time,

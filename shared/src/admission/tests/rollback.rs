@@ -2,11 +2,9 @@
 
 use serde_json::json;
 
-use super::{
-    Denial, Operation,
-    tests::{admit, admit_with, created, raise_retry, recipe, with_result},
-};
+use super::{admit, admit_with, created, raise_retry, recipe, with_result};
 use crate::{
+    admission::{Denial, Operation},
     api::{AttemptRecord, Cause, JobResult, KeptPlan, Workspace},
     installer::names::ANNOTATION_ROLLBACK_TO,
 };

@@ -4,15 +4,15 @@ use k8s_openapi::{api::authentication::v1::UserInfo, apimachinery::pkg::apis::me
 use serde_json::json;
 
 use super::{
-    Denial, Operation,
-    automatic_repair::automatic_repair_consumed,
-    mutate::{Lookups, PlanAction, plan_action},
-    tests::{
-        admit_with, alice, allow, edge, now, recipe, request, seal_with, with_result, workspace,
-    },
-    validate::validate,
+    admit_with, alice, allow, edge, now, recipe, request, seal_with, with_result, workspace,
 };
 use crate::{
+    admission::{
+        Denial, Operation,
+        automatic_repair::automatic_repair_consumed,
+        mutate::{Lookups, PlanAction, plan_action},
+        validate::validate,
+    },
     api::{Cause, Drift, DriftPolicy, JobResult, RecipeSpec, Repair, Workspace},
     installer::names::ANNOTATION_AUTOMATIC_REPAIR,
     seal::Keyring,
@@ -237,7 +237,7 @@ fn an_annotation_nothing_was_sealed_for_is_never_stored() {
     let user = installer();
     let denial = validate(
         &request(Operation::Update, &user, &new, Some(&old)),
-        &Keyring::from(&super::tests::sealer()),
+        &Keyring::from(&super::sealer()),
     )
     .unwrap_err();
     assert_eq!(denial.reason(), "AutomaticRepairRefused");
