@@ -260,11 +260,24 @@ async fn edges_are_shared_over_replicas_and_a_dead_replicas_edges_are_taken_over
         );
         // A replica writes only its own edges' Workspaces.
         let log = process.log_text();
-        for edge in EDGES.into_iter().filter(|e| !mine(who).contains(e)) {
-            ensure!(
-                !log.contains(&format!("done workspace=org-b/{edge} ")),
-                "{who} wrote for {edge}, another replica's edge"
-            );
+        let wrote_for = |edge: &str| {
+            let key = format!("org-b/{edge}");
+            log.lines()
+                .any(|line| in_reconcile_of(line, &key) && line.contains("execute: done"))
+        };
+        for edge in EDGES {
+            if mine(who).contains(&edge) {
+                // What the check below looks for is in the log: the owner's own writes.
+                ensure!(
+                    wrote_for(edge),
+                    "{who}'s log shows no write for {edge}, its own edge"
+                );
+            } else {
+                ensure!(
+                    !wrote_for(edge),
+                    "{who} wrote for {edge}, another replica's edge"
+                );
+            }
         }
     }
 
@@ -413,7 +426,10 @@ async fn a_replica_frozen_past_its_lease_sends_nothing_once_another_took_its_edg
         after.contains("running again"),
         "replica-1 resumed:\n{after}"
     );
-    let sent = after.find("sending workspace=org-b/frozen-demo ");
+    // Each of its log lines names the Workspace in the reconcile's span.
+    let sent = line_offset(after, |line| {
+        in_reconcile_of(line, "org-b/frozen-demo") && line.contains("execute: sending")
+    });
     let retook = after.find(&format!("holding the edge's Lease: working it edge={edge}"));
     match (sent, retook) {
         (None, _) => {}
@@ -427,6 +443,24 @@ async fn a_replica_frozen_past_its_lease_sends_nothing_once_another_took_its_edg
         ws.status
     );
     Ok(())
+}
+
+/// Whether an installer log line was written in a reconcile of the Workspace `key`
+/// (`namespace/name`): the reconcile's span names it.
+fn in_reconcile_of(line: &str, key: &str) -> bool {
+    line.contains(&format!("{{workspace={key} ")) || line.contains(&format!("{{workspace={key}}}"))
+}
+
+/// Where in `text` the first line that `matches` starts.
+fn line_offset(text: &str, matches: impl Fn(&str) -> bool) -> Option<usize> {
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        if matches(line) {
+            return Some(offset);
+        }
+        offset += line.len();
+    }
+    None
 }
 
 /// Every edge's fencing Lease held by nobody live, as the Lease reads (released: no

@@ -78,7 +78,7 @@ async fn under_load(event: Event, installers: usize) -> anyhow::Result<(Bed, Eve
         bail!(
             "attempts run twice: {:?}\nthe installers on org-a/{workspace}:\n{}",
             run.run_twice,
-            bed.installer_lines(&format!("workspace=org-a/{workspace} "))
+            bed.installer_lines(&format!("{{workspace=org-a/{workspace}"))
         );
     }
     // The event ran under the load: writes went on through it at about the load's rate

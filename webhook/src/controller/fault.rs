@@ -48,11 +48,14 @@ pub fn after(action: &str) {
             action,
             "{FREEZE}: stopping this process right after {action}"
         );
-        // `kill` returns once the signal is sent, so the whole process is stopped before
-        // this thread goes on (it blocks the thread meanwhile, as a stall would).
+        // `kill` returns once the signal is sent, but the stop reaches each thread when it
+        // next enters the kernel: this thread sleeps there meanwhile, so that it does no
+        // more work (no "running again", no next action) before the process is stopped.
+        // Past a freeze longer than the sleep, it goes on as soon as the process runs again.
         let _ = std::process::Command::new("kill")
             .args(["-STOP", &std::process::id().to_string()])
             .status();
+        std::thread::sleep(std::time::Duration::from_secs(1));
         tracing::warn!(action, "{FREEZE}: running again");
     }
 }
