@@ -49,11 +49,7 @@ pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
         .reflect(writer)
         // Said from the stream itself: the store's wait_until_ready wakes only its last
         // waiter, and the controller is one already.
-        .inspect_ok(move |event| {
-            if matches!(event, watcher::Event::InitDone) {
-                readiness.set_workspaces_synced();
-            }
-        })
+        .inspect_ok(move |event| readiness.workspaces().observe(event))
         .applied_objects()
         .predicate_filter(predicates::generation, PredicateConfig::default());
     let controller = Controller::for_stream(changes, reader)

@@ -25,10 +25,8 @@ use super::context::Context;
 pub async fn run(ctx: Arc<Context>, workspaces: Store<Workspace>) {
     let interval = Duration::from_secs(ctx.args.plan_values_sweep_interval.max(1));
     // The first sweep waits for the Workspace cache: before it is in, every object would
-    // look unreferenced. (Polled: the store's own wait wakes one waiter only.)
-    while !ctx.readiness.workspaces_synced() {
-        tokio::time::sleep(Duration::from_secs(1)).await;
-    }
+    // look unreferenced.
+    ctx.readiness.workspaces().wait().await;
     loop {
         if let Err(error) = sweep(&ctx, &workspaces).await {
             tracing::warn!(%error, "PlanValues sweep failed; trying again at the next interval");

@@ -35,10 +35,12 @@ use providers::installer::{
 use super::{
     metadata_watch::{Collection, Lists, metadata_watch},
     stream_pool::Leased,
-    sync::Flag,
     wake::{Followed, Wake, wake_release},
 };
-use crate::controller::{edge_grants, task::Task};
+use crate::{
+    controller::{edge_grants, task::Task},
+    runtime::Synced,
+};
 
 /// The label Helm puts on every object it makes, as a selector and as key and value.
 const HELM_MANAGED: &str = "app.kubernetes.io/managed-by=Helm";
@@ -50,7 +52,7 @@ const HELM_RELEASE: &str = "meta.helm.sh/release-name";
 /// One namespace's watch of one kind.
 pub(super) struct FollowWatch {
     traces: Arc<Mutex<HashMap<String, ObjectTrace>>>,
-    listed: Arc<Flag>,
+    listed: Arc<Synced>,
     /// RBAC refused the last list: what the watch showed is no longer known.
     refused: Arc<AtomicBool>,
     /// The watch's task and its stream on a connection to the edge, stopped and freed when
@@ -167,7 +169,7 @@ struct Target {
     namespace: String,
     kind: String,
     traces: Arc<Mutex<HashMap<String, ObjectTrace>>>,
-    listed: Arc<Flag>,
+    listed: Arc<Synced>,
     refused: Arc<AtomicBool>,
     followed: Followed,
     wake: Wake,

@@ -10,10 +10,7 @@
 
 use std::{
     collections::HashMap,
-    sync::{
-        Arc, Mutex, PoisonError,
-        atomic::{AtomicUsize, Ordering},
-    },
+    sync::{Arc, Mutex, PoisonError},
     time::{Duration, Instant},
 };
 
@@ -48,9 +45,8 @@ pub mod watches;
 
 pub use stream_pool::{DEFAULT_STREAMS_PER_CONNECTION, StreamPool};
 
-use tokio::sync::Notify;
-
 use namespaced::{NamespaceWatches, is_helm_record};
+use sync::AllListed;
 pub use sync::SYNC_TIMEOUT;
 use wake::Followed;
 
@@ -137,7 +133,7 @@ pub struct EdgeCache {
     /// decision should act on.
     unreachable: Arc<Mutex<Option<String>>>,
     /// How many of the watches have listed once.
-    listed: Arc<Listed>,
+    listed: Arc<AllListed>,
     /// The API resource of each `(apiVersion, kind)` a release made, found once by
     /// discovery; `None` for a kind not served or not namespaced (not followed).
     kinds: Arc<Mutex<HashMap<KindKey, FoundKind>>>,
@@ -159,46 +155,6 @@ const MAX_MANIFEST_OBJECTS: usize = 200_000;
 const KIND_MISS_TTL: Duration = Duration::from_secs(600);
 /// The most kinds whose discovery is remembered per edge.
 const MAX_KINDS: usize = 1_000;
-
-/// How many of an edge's watches have had their first list, of how many, and a wake-up
-/// for every reconcile that waits for all of them. (A store's own `wait_until_ready`
-/// wakes only the last of several waiters; the others would wait for their timeout.)
-#[derive(Debug, Default)]
-pub(super) struct Listed {
-    count: AtomicUsize,
-    of: AtomicUsize,
-    changed: Notify,
-}
-
-impl Listed {
-    /// One more watch has its first list.
-    pub(super) fn one_more(&self) {
-        self.count.fetch_add(1, Ordering::AcqRel);
-        self.changed.notify_waiters();
-    }
-
-    /// How many watches there are, once all are started.
-    pub(super) fn of(&self, watches: usize) {
-        self.of.store(watches, Ordering::Release);
-        self.changed.notify_waiters();
-    }
-
-    fn all(&self) -> bool {
-        let of = self.of.load(Ordering::Acquire);
-        of > 0 && self.count.load(Ordering::Acquire) >= of
-    }
-
-    async fn wait_all(&self) {
-        loop {
-            // Registered before the check, so a change between the two is not missed.
-            let changed = self.changed.notified();
-            if self.all() {
-                return;
-            }
-            changed.await;
-        }
-    }
-}
 
 impl EdgeCache {
     /// Waits until every cache holds its first list: at once when they do, and every

@@ -30,10 +30,13 @@ use super::{
     follow::{FollowWatch, Follower, Selected},
     metadata_watch::{Collection, Lists, metadata_watch},
     stream_pool::{Leased, StreamPool},
-    sync::{Flag, SYNC_TIMEOUT},
+    sync::SYNC_TIMEOUT,
     wake::{Followed, Wake, wake_release},
 };
-use crate::controller::{edge_grants, task::Task};
+use crate::{
+    controller::{edge_grants, task::Task},
+    runtime::Synced,
+};
 
 /// The prefix of the annotations the installer reads on its own objects.
 const OWN_ANNOTATIONS: &str = "providers.platform.dev/";
@@ -62,7 +65,7 @@ pub(super) struct NamespaceWatches {
 /// One namespace's Secrets (metadata) and whether its watch has listed once.
 pub(super) struct Entry {
     pub(super) secrets: Store<PartialObjectMeta<Secret>>,
-    listed: Arc<Flag>,
+    listed: Arc<Synced>,
     /// The watches of the kinds its installed releases made, by `(apiVersion, kind)`.
     follows: Mutex<HashMap<(String, String), Arc<FollowWatch>>>,
     /// The follow of the namespace's Secrets, fed by its Secret watch; in `follows` once a
@@ -96,7 +99,7 @@ impl NamespaceWatches {
             return;
         }
         let (secrets, writer) = reflector::store();
-        let listed = Arc::new(Flag::default());
+        let listed = Arc::new(Synced::default());
         let (secret_follow, mut secret_follower) = self.secret_follow(namespace);
         let stream = self.lease(namespace);
         let task = stream.as_ref().map(|Leased { client, .. }| {
@@ -289,7 +292,7 @@ impl NamespaceWatches {
         namespace: &str,
     ) -> reflector::store::Writer<PartialObjectMeta<Secret>> {
         let (secrets, writer) = reflector::store();
-        let listed = Arc::new(Flag::default());
+        let listed = Arc::new(Synced::default());
         listed.set();
         let (secret_follow, _) = self.secret_follow(namespace);
         self.lock().insert(
@@ -321,7 +324,7 @@ struct Refused {
 async fn drive<S>(
     mut stream: S,
     refused: Refused,
-    listed: Arc<Flag>,
+    listed: Arc<Synced>,
     mut on_event: impl FnMut(&watcher::Event<PartialObjectMeta<Secret>>),
 ) where
     S: Stream<Item = Result<watcher::Event<PartialObjectMeta<Secret>>, watcher::Error>> + Unpin,
@@ -330,9 +333,7 @@ async fn drive<S>(
     while let Some(event) = stream.next().await {
         match event {
             Ok(event) => {
-                if matches!(event, watcher::Event::InitDone) {
-                    listed.set();
-                }
+                listed.observe(&event);
                 on_event(&event);
             }
             Err(

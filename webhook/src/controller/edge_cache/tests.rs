@@ -95,7 +95,7 @@ fn a_failed_write_marks_the_edge_unreachable_until_it_answers() {
 
 #[tokio::test]
 async fn every_reconcile_waiting_for_the_first_lists_is_woken() {
-    let listed = Arc::new(Listed::default());
+    let listed = Arc::new(AllListed::default());
     let waiters: Vec<_> = (0..8)
         .map(|_| {
             let listed = listed.clone();

@@ -28,7 +28,7 @@ use providers::installer::{Kind, names};
 use serde::de::DeserializeOwned;
 
 use super::{
-    Cached, EdgeCache, Health, Key, Listed, Own, OwnWrites, Seen,
+    AllListed, Cached, EdgeCache, Health, Key, Own, OwnWrites, Seen,
     namespaced::NamespaceWatches,
     stream_pool::StreamPool,
     wake::{Followed, Wake},
@@ -53,7 +53,7 @@ impl Watches {
         ));
         let unreachable = Arc::new(Mutex::new(None));
         let health = Health(unreachable.clone());
-        let listed = Arc::new(Listed::default());
+        let listed = Arc::new(AllListed::default());
         let own = Arc::new(Mutex::new(OwnWrites::default()));
         let followed: Followed = Arc::new(Mutex::new(HashMap::new()));
         let namespaced = Arc::new(NamespaceWatches::new(
@@ -108,7 +108,7 @@ impl Watches {
 struct Starter<'a> {
     client: &'a Client,
     health: &'a Health,
-    listed: &'a Arc<Listed>,
+    listed: &'a Arc<AllListed>,
     tasks: Vec<Task>,
 }
 
@@ -174,7 +174,7 @@ fn on_namespace(
 fn watch_jobs(
     api: Api<Job>,
     config: watcher::Config,
-    (health, listed): (&Health, &Arc<Listed>),
+    (health, listed): (&Health, &Arc<AllListed>),
     own: Arc<Mutex<OwnWrites>>,
     wake: Wake,
 ) -> (Store<Job>, Task) {
@@ -233,7 +233,7 @@ fn wake_owner(wake: &Wake, meta: &ObjectMeta) {
 async fn drive<K, S>(
     stream: S,
     health: Health,
-    listed: Arc<Listed>,
+    listed: Arc<AllListed>,
     mut on_event: impl FnMut(&watcher::Event<K>),
 ) where
     S: Stream<Item = Result<watcher::Event<K>, watcher::Error>>,

@@ -9,7 +9,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::Client;
 use providers::installer::EdgeState;
 
-use crate::controller::edge_cache::EdgeCache;
+use crate::{controller::edge_cache::EdgeCache, runtime::Synced};
 
 /// What the reconciler needs of an edge.
 #[derive(Clone)]
@@ -33,13 +33,13 @@ pub struct EdgeView {
 #[derive(Clone, Default)]
 pub struct Edges {
     inner: Arc<RwLock<Registry>>,
+    /// Whether the first list of Edges is in: an unknown edge is then missing.
+    listed: Arc<Synced>,
 }
 
 #[derive(Default)]
 struct Registry {
     entries: HashMap<String, Entry>,
-    /// Whether the first list of Edges is in: an unknown edge is then missing.
-    synced: bool,
     /// The Edges that have a worker, probed or not.
     followed: HashSet<String>,
 }
@@ -63,7 +63,7 @@ impl Edges {
                 client: entry.client.clone(),
                 cache: entry.cache.clone(),
             },
-            None if registry.synced => view(EdgeState::Missing),
+            None if self.listed.is_set() => view(EdgeState::Missing),
             None => view(EdgeState::Unprobed),
         }
     }
@@ -83,6 +83,7 @@ impl Edges {
 
     /// Forgets everything: a new term probes afresh.
     pub fn reset(&self) {
+        self.listed.clear();
         if let Ok(mut registry) = self.inner.write() {
             *registry = Registry::default();
         }
@@ -94,7 +95,7 @@ impl Edges {
         let Ok(registry) = self.inner.read() else {
             return Err("the edge registry is unavailable".into());
         };
-        if !registry.synced {
+        if !self.listed.is_set() {
             return Err("the Edge list is not in yet".into());
         }
         let awaited = registry
@@ -116,10 +117,9 @@ impl Edges {
         }
     }
 
+    /// The first list of Edges is in.
     pub(crate) fn set_synced(&self) {
-        if let Ok(mut registry) = self.inner.write() {
-            registry.synced = true;
-        }
+        self.listed.set();
     }
 
     /// Records a probe; returns the time of the last change of state.

@@ -40,6 +40,7 @@ use super::{
     metrics::Metrics,
     task::Task,
 };
+use crate::runtime::Synced;
 
 /// How long a change waits for the ones right behind it (renewals come in bursts, one per
 /// held Lease of every replica each retry period), so a round runs at most ten times a
@@ -245,14 +246,15 @@ pub async fn run(hub: Client, shards: Arc<Shards>, metrics: Arc<Metrics>) {
     // up to two listing periods later), and its edges are taken at once.
     let (lease_store, lease_writer) = reflector::store::<Lease>();
     let (edge_store, edge_writer) = reflector::store::<PartialObjectMeta<Edge>>();
+    let (leases_listed, edges_listed) = (Synced::default(), Synced::default());
     let lease_changes = watcher(leases, watcher::Config::default())
         .default_backoff()
         .reflect(lease_writer)
-        .map(|event| event.map(|_| ()));
+        .map(|event| event.map(|event| leases_listed.observe(&event)));
     let edge_changes = watcher(edges, watcher::Config::default())
         .default_backoff()
         .reflect(edge_writer)
-        .map(|event| event.map(|_| ()));
+        .map(|event| event.map(|event| edges_listed.observe(&event)));
     let mut changes = std::pin::pin!(futures::stream::select(lease_changes, edge_changes));
     // Every Lease as last seen, and since when it looked so: members are live, and an
     // edge taken over from a replica that died is taken, as soon as its Lease has expired
@@ -276,9 +278,7 @@ pub async fn run(hub: Client, shards: Arc<Shards>, metrics: Arc<Metrics>) {
             () = tokio::time::sleep(wake) => {}
         }
         while let Some(Some(_)) = changes.next().now_or_never() {}
-        let ready = lease_store.wait_until_ready().now_or_never().is_some()
-            && edge_store.wait_until_ready().now_or_never().is_some();
-        if !ready {
+        if !(leases_listed.is_set() && edges_listed.is_set()) {
             wake = config.leader.retry_period;
             continue;
         }
