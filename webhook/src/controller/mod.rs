@@ -19,6 +19,7 @@ mod helm_release;
 mod lease;
 pub mod metrics;
 mod observe;
+mod own_writes;
 mod published_keys;
 mod readiness;
 mod reconcile;

@@ -1,19 +1,37 @@
 //! What the installer remembers of each Workspace between its reconciles: how often in a
-//! row it backed off, and the resourceVersion its own last write left. Only reconciles
-//! read and write it.
+//! row it backed off, and the resourceVersion its own last write left (an `OwnWrites`
+//! overlay, the same rules as the edges' objects). Only reconciles read and write it.
 
 use std::{
     collections::HashMap,
     sync::{Mutex, PoisonError},
+    time::{Duration, Instant},
 };
 
-#[derive(Default)]
+use super::own_writes::OwnWrites;
+
+/// How long the installer trusts the resourceVersion its own write of a Workspace left over
+/// a watch cache that shows another. A hub watch lags by seconds, so in practice the cache
+/// has caught up long before; the limit is there so that the entry of a Workspace deleted
+/// (or changed by someone else) before its cache showed the write is swept, not kept for
+/// the process's life, and ten minutes keeps it far from any lag the hub's watch has.
+const WRITTEN_TTL: Duration = Duration::from_secs(600);
+
 pub struct WorkspaceMemory {
     /// Consecutive backoffs per Workspace (`namespace/name`).
     backoff: Mutex<HashMap<String, u32>>,
     /// The resourceVersion of each Workspace as the installer's last write of it left it,
     /// until the watch cache has it too.
-    written: Mutex<HashMap<String, String>>,
+    written: Mutex<OwnWrites<String, String>>,
+}
+
+impl Default for WorkspaceMemory {
+    fn default() -> Self {
+        Self {
+            backoff: Mutex::default(),
+            written: Mutex::new(OwnWrites::new(WRITTEN_TTL)),
+        }
+    }
 }
 
 impl WorkspaceMemory {
@@ -21,26 +39,21 @@ impl WorkspaceMemory {
     /// last write of it; forgets the write once the cache has it.
     pub fn cache_behind(&self, key: &str, cached_version: Option<&str>) -> bool {
         let mut written = self.written.lock().unwrap_or_else(PoisonError::into_inner);
-        match written.get(key) {
-            None => false,
-            Some(version) if Some(version.as_str()) == cached_version => {
-                written.remove(key);
-                false
-            }
-            Some(_) => true,
-        }
+        written
+            .trusted(
+                key,
+                |version| Some(version.as_str()) == cached_version,
+                Instant::now(),
+            )
+            .is_some()
     }
 
     /// Remembers the resourceVersion the installer's last write of a Workspace left.
     pub fn wrote(&self, key: &str, version: Option<&str>) {
         let mut written = self.written.lock().unwrap_or_else(PoisonError::into_inner);
         match version {
-            Some(version) => {
-                written.insert(key.to_owned(), version.to_owned());
-            }
-            None => {
-                written.remove(key);
-            }
+            Some(version) => written.insert(key.to_owned(), version.to_owned(), Instant::now()),
+            None => written.forget(key),
         }
     }
 

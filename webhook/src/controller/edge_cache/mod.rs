@@ -50,9 +50,11 @@ use sync::AllListed;
 pub use sync::SYNC_TIMEOUT;
 use wake::Followed;
 
-/// How long the installer trusts what its own write returned over a watch cache that has
-/// not seen it yet. Far longer than a watch lags; short enough that a cache that never
-/// sees the object (one without the installer's label) is asked again soon.
+use super::own_writes::OwnWrites;
+
+/// How long the installer trusts what its own write to an edge returned over a watch
+/// cache that has not seen it yet. Far longer than a watch lags; short enough that a cache
+/// that never sees the object (one without the installer's label) is asked again soon.
 const OWN_WRITES_TTL: Duration = Duration::from_secs(60);
 
 /// The kinds of edge objects a decision reads.
@@ -72,8 +74,8 @@ struct Key {
 /// What a write of the installer's own said about an object.
 #[derive(Clone, Debug)]
 enum Own {
-    Present(Box<Seen>, Instant),
-    Gone { uid: String, at: Instant },
+    Present(Box<Seen>),
+    Gone { uid: String },
 }
 
 #[derive(Clone, Debug)]
@@ -83,36 +85,24 @@ enum Seen {
 }
 
 impl Own {
-    fn at(&self) -> Instant {
+    /// Whether the cache, holding the object with `cached_uid`, shows this write: the
+    /// object written is there, or the one deleted is not.
+    fn shown(&self, cached_uid: Option<&str>) -> bool {
         match self {
-            Own::Present(_, at) | Own::Gone { at, .. } => *at,
+            Own::Present(seen) => {
+                let uid = match seen.as_ref() {
+                    Seen::Object(o) => o.uid.as_str(),
+                    Seen::Job(j) => j.object.uid.as_str(),
+                };
+                cached_uid == Some(uid)
+            }
+            Own::Gone { uid } => cached_uid != Some(uid.as_str()),
         }
     }
 }
 
-/// The installer's own writes, by object, until the watches show them. An entry older than
-/// [`OWN_WRITES_TTL`] is no longer trusted, and is dropped at the first write once a TTL
-/// has passed since the last sweep: an object the installer never reads again (a deleted
-/// Job, the objects of a deleted Workspace) would otherwise be kept for the process's life.
-#[derive(Default)]
-struct OwnWrites {
-    entries: HashMap<Key, Own>,
-    swept_at: Option<Instant>,
-}
-
-impl OwnWrites {
-    fn insert(&mut self, key: Key, own: Own, now: Instant) {
-        if self
-            .swept_at
-            .is_none_or(|at| now.duration_since(at) >= OWN_WRITES_TTL)
-        {
-            self.entries
-                .retain(|_, own| now.duration_since(own.at()) < OWN_WRITES_TTL);
-            self.swept_at = Some(now);
-        }
-        self.entries.insert(key, own);
-    }
-}
+/// The installer's own writes to an edge, by object, until the watches show them.
+type EdgeWrites = OwnWrites<Key, Own>;
 
 /// The caches of one edge. Cloning shares them.
 #[derive(Clone)]
@@ -124,7 +114,7 @@ pub struct EdgeCache {
     /// The Secrets of each namespace of the installer's (Helm's records among them).
     namespaced: Arc<NamespaceWatches>,
     jobs: Store<Job>,
-    own: Arc<Mutex<OwnWrites>>,
+    own: Arc<Mutex<EdgeWrites>>,
     /// The installed releases watched for drift: `(namespace, release)` → the Workspace
     /// (`<org>/<name>`) a change of their records wakes.
     followed: Followed,
@@ -442,11 +432,7 @@ impl EdgeCache {
     /// The installer created or changed `object` (the API server's answer).
     pub fn wrote<K: Resource>(&self, kind: Cached, object: &K) {
         let seen = Seen::Object(state_of(object));
-        self.remember(
-            kind,
-            object.meta(),
-            Own::Present(Box::new(seen), Instant::now()),
-        );
+        self.remember(kind, object.meta(), Own::Present(Box::new(seen)));
     }
 
     /// The installer created or changed a Job (the API server's answer).
@@ -455,13 +441,12 @@ impl EdgeCache {
         self.remember(
             Cached::Attempt(Kind::Job),
             &job.metadata,
-            Own::Present(Box::new(seen), Instant::now()),
+            Own::Present(Box::new(seen)),
         );
     }
 
     /// The installer deleted the object with `uid` (or found it gone).
     pub fn deleted(&self, kind: Cached, namespace: &str, name: &str, uid: &str) {
-        let now = Instant::now();
         self.lock().insert(
             Key {
                 kind,
@@ -470,9 +455,8 @@ impl EdgeCache {
             },
             Own::Gone {
                 uid: uid.to_owned(),
-                at: now,
             },
-            now,
+            Instant::now(),
         );
     }
 
@@ -503,40 +487,17 @@ impl EdgeCache {
             namespace,
             name: name.to_owned(),
         };
-        let mut own = self.lock();
-        let Some(entry) = own.entries.get(&key) else {
-            return Mine::Cache;
-        };
-        let answer = match entry {
-            Own::Present(seen, at) => {
-                let uid = match seen.as_ref() {
-                    Seen::Object(o) => o.uid.as_str(),
-                    Seen::Job(j) => j.object.uid.as_str(),
-                };
-                if cached_uid == Some(uid) || at.elapsed() > OWN_WRITES_TTL {
-                    None
-                } else {
-                    Some(Mine::Present(seen.clone()))
-                }
-            }
-            Own::Gone { uid, at } => {
-                if cached_uid != Some(uid.as_str()) || at.elapsed() > OWN_WRITES_TTL {
-                    None
-                } else {
-                    Some(Mine::Gone)
-                }
-            }
-        };
-        match answer {
-            Some(mine) => mine,
-            None => {
-                own.entries.remove(&key);
-                Mine::Cache
-            }
+        match self
+            .lock()
+            .trusted(&key, |own| own.shown(cached_uid), Instant::now())
+        {
+            Some(Own::Present(seen)) => Mine::Present(seen.clone()),
+            Some(Own::Gone { .. }) => Mine::Gone,
+            None => Mine::Cache,
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, OwnWrites> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, EdgeWrites> {
         // Nothing panics while holding the lock, so a poisoned map is still whole.
         self.own.lock().unwrap_or_else(PoisonError::into_inner)
     }

@@ -28,7 +28,7 @@ use providers::installer::{Kind, names};
 use serde::de::DeserializeOwned;
 
 use super::{
-    AllListed, Cached, EdgeCache, Health, Key, Own, OwnWrites, Seen,
+    AllListed, Cached, EdgeCache, EdgeWrites, Health, Key, OWN_WRITES_TTL, Own, Seen,
     namespaced::NamespaceWatches,
     stream_pool::StreamPool,
     wake::{Followed, Wake},
@@ -54,7 +54,7 @@ impl Watches {
         let unreachable = Arc::new(Mutex::new(None));
         let health = Health(unreachable.clone());
         let listed = Arc::new(AllListed::default());
-        let own = Arc::new(Mutex::new(OwnWrites::default()));
+        let own = Arc::new(Mutex::new(EdgeWrites::new(OWN_WRITES_TTL)));
         let followed: Followed = Arc::new(Mutex::new(HashMap::new()));
         let namespaced = Arc::new(NamespaceWatches::new(
             Some(streams),
@@ -175,7 +175,7 @@ fn watch_jobs(
     api: Api<Job>,
     config: watcher::Config,
     (health, listed): (&Health, &Arc<AllListed>),
-    own: Arc<Mutex<OwnWrites>>,
+    own: Arc<Mutex<EdgeWrites>>,
     wake: Wake,
 ) -> (Store<Job>, Task) {
     let (store, writer) = reflector::store();
@@ -203,7 +203,7 @@ fn watch_jobs(
 }
 
 /// Whether `job` is exactly what the installer's own last write of it returned.
-fn is_own_write(own: &Mutex<OwnWrites>, job: &Job) -> bool {
+fn is_own_write(own: &Mutex<EdgeWrites>, job: &Job) -> bool {
     let key = Key {
         kind: Cached::Attempt(Kind::Job),
         namespace: job.metadata.namespace.clone().unwrap_or_default(),
@@ -211,8 +211,8 @@ fn is_own_write(own: &Mutex<OwnWrites>, job: &Job) -> bool {
     };
     let own = own.lock().unwrap_or_else(PoisonError::into_inner);
     matches!(
-        own.entries.get(&key),
-        Some(Own::Present(seen, _)) if matches!(
+        own.last(&key),
+        Some(Own::Present(seen)) if matches!(
             seen.as_ref(),
             Seen::Job(mine) if Some(&mine.object.resource_version) == job.metadata.resource_version.as_ref()
                 && Some(&mine.object.uid) == job.metadata.uid.as_ref()
