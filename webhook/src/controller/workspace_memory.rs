@@ -4,11 +4,12 @@
 
 use std::{
     collections::HashMap,
-    sync::{Mutex, PoisonError},
+    sync::Mutex,
     time::{Duration, Instant},
 };
 
 use super::own_writes::OwnWrites;
+use crate::locks::Locked;
 
 /// How long the installer trusts the resourceVersion its own write of a Workspace left over
 /// a watch cache that shows another. A hub watch lags by seconds, so in practice the cache
@@ -38,7 +39,7 @@ impl WorkspaceMemory {
     /// Whether the watch cache's copy of a Workspace may be older than the installer's own
     /// last write of it; forgets the write once the cache has it.
     pub fn cache_behind(&self, key: &str, cached_version: Option<&str>) -> bool {
-        let mut written = self.written.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut written = self.written.locked();
         written
             .trusted(
                 key,
@@ -50,7 +51,7 @@ impl WorkspaceMemory {
 
     /// Remembers the resourceVersion the installer's last write of a Workspace left.
     pub fn wrote(&self, key: &str, version: Option<&str>) {
-        let mut written = self.written.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut written = self.written.locked();
         match version {
             Some(version) => written.insert(key.to_owned(), version.to_owned(), Instant::now()),
             None => written.forget(key),
@@ -60,9 +61,7 @@ impl WorkspaceMemory {
     /// The next delay for a Workspace that keeps waiting on a transient problem:
     /// 1 s, 2 s, 4 s, ... up to 60 s.
     pub fn backoff(&self, key: &str) -> std::time::Duration {
-        let Ok(mut map) = self.backoff.lock() else {
-            return std::time::Duration::from_secs(5);
-        };
+        let mut map = self.backoff.locked();
         let count = map.entry(key.to_owned()).or_insert(0);
         let seconds = 1u64 << (*count).min(6);
         *count = count.saturating_add(1);
@@ -71,8 +70,6 @@ impl WorkspaceMemory {
 
     /// Forgets the backoff of a Workspace that made progress.
     pub fn reset_backoff(&self, key: &str) {
-        if let Ok(mut map) = self.backoff.lock() {
-            map.remove(key);
-        }
+        self.backoff.locked().remove(key);
     }
 }

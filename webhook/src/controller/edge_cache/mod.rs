@@ -10,7 +10,7 @@
 
 use std::{
     collections::HashMap,
-    sync::{Arc, Mutex, PoisonError},
+    sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
 
@@ -51,6 +51,7 @@ pub use sync::SYNC_TIMEOUT;
 use wake::Followed;
 
 use super::own_writes::OwnWrites;
+use crate::locks::Locked;
 
 /// How long the installer trusts what its own write to an edge returned over a watch
 /// cache that has not seen it yet. Far longer than a watch lags; short enough that a cache
@@ -157,10 +158,7 @@ impl EdgeCache {
 
     /// Why the edge is thought unreachable, when it is.
     pub fn unreachable(&self) -> Option<String> {
-        self.unreachable
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.unreachable.locked().clone()
     }
 
     /// A write or a probe found the edge unreachable (`Some`) or answering (`None`).
@@ -320,19 +318,12 @@ impl EdgeCache {
 
     /// The objects of the installed revision recorded in `record_uid`, when read before.
     pub fn manifest(&self, record_uid: &str) -> Option<Arc<Vec<ReleaseObject>>> {
-        self.manifests
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(record_uid)
-            .cloned()
+        self.manifests.locked().get(record_uid).cloned()
     }
 
     /// Keeps the objects of the revision recorded in `record_uid`.
     pub fn keep_manifest(&self, record_uid: &str, objects: Arc<Vec<ReleaseObject>>) {
-        let mut manifests = self
-            .manifests
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut manifests = self.manifests.locked();
         let held: usize = manifests.values().map(|o| o.len()).sum();
         if held + objects.len() > MAX_MANIFEST_OBJECTS {
             manifests.clear();
@@ -388,11 +379,7 @@ impl EdgeCache {
     /// The namespaced API resource of a kind, asked once of the edge's discovery (a kind
     /// not found, or not namespaced, again after [`KIND_MISS_TTL`]).
     async fn resource_of(&self, client: &Client, kind: &(String, String)) -> Option<ApiResource> {
-        if let Some((known, at)) = self
-            .kinds
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(kind)
+        if let Some((known, at)) = self.kinds.locked().get(kind)
             && (known.is_some() || at.elapsed() < KIND_MISS_TTL)
         {
             return known.clone();
@@ -412,7 +399,7 @@ impl EdgeCache {
                 None
             }
         };
-        let mut kinds = self.kinds.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut kinds = self.kinds.locked();
         if kinds.len() >= MAX_KINDS {
             kinds.clear();
         }
@@ -422,7 +409,7 @@ impl EdgeCache {
 
     /// Wakes `workspace` when the records of `release` in `namespace` change.
     pub fn follow_release(&self, namespace: &str, release: &str, workspace: &str) {
-        let mut followed = self.followed.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut followed = self.followed.locked();
         let key = (namespace.to_owned(), release.to_owned());
         if followed.get(&key).map(String::as_str) != Some(workspace) {
             followed.insert(key, workspace.to_owned());
@@ -447,7 +434,7 @@ impl EdgeCache {
 
     /// The installer deleted the object with `uid` (or found it gone).
     pub fn deleted(&self, kind: Cached, namespace: &str, name: &str, uid: &str) {
-        self.lock().insert(
+        self.own.locked().insert(
             Key {
                 kind,
                 namespace: namespace.to_owned(),
@@ -466,7 +453,7 @@ impl EdgeCache {
             namespace: meta.namespace.clone().unwrap_or_default(),
             name: meta.name.clone().unwrap_or_default(),
         };
-        self.lock().insert(key, own, Instant::now());
+        self.own.locked().insert(key, own, Instant::now());
     }
 
     /// What the installer's own writes say of an object the cache holds with
@@ -488,18 +475,14 @@ impl EdgeCache {
             name: name.to_owned(),
         };
         match self
-            .lock()
+            .own
+            .locked()
             .trusted(&key, |own| own.shown(cached_uid), Instant::now())
         {
             Some(Own::Present(seen)) => Mine::Present(seen.clone()),
             Some(Own::Gone { .. }) => Mine::Gone,
             None => Mine::Cache,
         }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, EdgeWrites> {
-        // Nothing panics while holding the lock, so a poisoned map is still whole.
-        self.own.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -515,7 +498,7 @@ pub(super) struct Health(pub(super) Arc<Mutex<Option<String>>>);
 
 impl Health {
     pub(super) fn set(&self, why: Option<String>) {
-        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = why;
+        *self.0.locked() = why;
     }
 }
 

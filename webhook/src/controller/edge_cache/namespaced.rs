@@ -10,7 +10,7 @@
 
 use std::{
     collections::{HashMap, HashSet},
-    sync::{Arc, Mutex, PoisonError},
+    sync::{Arc, Mutex},
     time::Duration,
 };
 
@@ -35,6 +35,7 @@ use super::{
 };
 use crate::{
     controller::{edge_grants, task::Task},
+    locks::Locked,
     runtime::Synced,
 };
 
@@ -94,7 +95,7 @@ impl NamespaceWatches {
 
     /// Starts the watch of `namespace`'s Secrets, unless it runs already.
     pub(super) fn ensure(&self, namespace: &str) {
-        let mut entries = self.lock();
+        let mut entries = self.entries.locked();
         if entries.contains_key(namespace) {
             return;
         }
@@ -184,18 +185,21 @@ impl NamespaceWatches {
 
     /// Stops the watch of a namespace that went.
     pub(super) fn remove(&self, namespace: &str) {
-        self.lock().remove(namespace);
+        self.entries.locked().remove(namespace);
     }
 
     /// Stops the watches of namespaces not in `live` (after the namespace watch listed
     /// again: those went while it was away).
     pub(super) fn keep_only(&self, live: &HashSet<String>) {
-        self.lock().retain(|namespace, _| live.contains(namespace));
+        self.entries
+            .locked()
+            .retain(|namespace, _| live.contains(namespace));
     }
 
     /// `namespace`'s Secrets, when they are watched.
     pub(super) fn secrets(&self, namespace: &str) -> Option<Store<PartialObjectMeta<Secret>>> {
-        self.lock()
+        self.entries
+            .locked()
             .get(namespace)
             .map(|entry| entry.secrets.clone())
     }
@@ -203,7 +207,7 @@ impl NamespaceWatches {
     /// Waits until `namespace`'s watch has listed once; at once when it is not watched (no
     /// namespace of the installer's by that name is known yet: nothing of it can be there).
     pub(super) async fn ready(&self, namespace: &str) -> bool {
-        let Some(entry) = self.lock().get(namespace).cloned() else {
+        let Some(entry) = self.entries.locked().get(namespace).cloned() else {
             return true;
         };
         tokio::time::timeout(SYNC_TIMEOUT, entry.listed.wait())
@@ -219,8 +223,8 @@ impl NamespaceWatches {
         kind: &(String, String),
         start: impl FnOnce(Leased, Lists, Followed, Wake) -> Option<FollowWatch>,
     ) -> Option<Arc<FollowWatch>> {
-        let entry = self.lock().get(namespace).cloned()?;
-        let mut follows = entry.follows.lock().unwrap_or_else(PoisonError::into_inner);
+        let entry = self.entries.locked().get(namespace).cloned()?;
+        let mut follows = entry.follows.locked();
         if let Some(watch) = follows.get(kind) {
             return Some(watch.clone());
         }
@@ -247,21 +251,20 @@ impl NamespaceWatches {
         namespace: &str,
         kind: &(String, String),
     ) -> Option<Arc<FollowWatch>> {
-        let entry = self.lock().get(namespace).cloned()?;
-        let follows = entry.follows.lock().unwrap_or_else(PoisonError::into_inner);
+        let entry = self.entries.locked().get(namespace).cloned()?;
+        let follows = entry.follows.locked();
         follows.get(kind).cloned()
     }
 
     /// How many watches follow release objects, in every namespace (Secrets are followed
     /// from the namespace's Secret watch and not counted).
     pub(super) fn follows(&self) -> usize {
-        let entries: Vec<Arc<Entry>> = self.lock().values().cloned().collect();
+        let entries: Vec<Arc<Entry>> = self.entries.locked().values().cloned().collect();
         entries
             .iter()
             .map(|e| {
                 e.follows
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
+                    .locked()
                     .values()
                     .filter(|watch| watch.has_own_watch())
                     .count()
@@ -273,7 +276,12 @@ impl NamespaceWatches {
     pub(super) fn all_secrets(
         &self,
     ) -> Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta> {
-        let stores: Vec<_> = self.lock().values().map(|e| e.secrets.clone()).collect();
+        let stores: Vec<_> = self
+            .entries
+            .locked()
+            .values()
+            .map(|e| e.secrets.clone())
+            .collect();
         stores
             .iter()
             .flat_map(|store| store.state())
@@ -283,7 +291,7 @@ impl NamespaceWatches {
 
     /// How many namespaces are watched.
     pub(super) fn count(&self) -> usize {
-        self.lock().len()
+        self.entries.locked().len()
     }
 
     #[cfg(test)]
@@ -295,7 +303,7 @@ impl NamespaceWatches {
         let listed = Arc::new(Synced::default());
         listed.set();
         let (secret_follow, _) = self.secret_follow(namespace);
-        self.lock().insert(
+        self.entries.locked().insert(
             namespace.to_owned(),
             Arc::new(Entry {
                 secrets,
@@ -307,11 +315,6 @@ impl NamespaceWatches {
             }),
         );
         writer
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Entry>>> {
-        // Nothing panics while holding the lock, so a poisoned map is still whole.
-        self.entries.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 

@@ -1,6 +1,7 @@
 //! The edge caches: what they keep and what they answer.
 
 use super::*;
+use crate::locks::Locked;
 use k8s_openapi::api::core::v1::Secret;
 use kube::runtime::reflector::store::Writer;
 use kube::runtime::{reflector, watcher};
@@ -59,7 +60,7 @@ fn an_own_create_is_seen_before_the_watch_brings_it_and_forgotten_after() {
     writer.apply_watcher_event(&watcher::Event::Apply(meta("r", "ns", "u1")));
     assert_eq!(cache.object(SA, "ns", "r").unwrap().uid, "u1");
     assert!(
-        cache.lock().len() == 0,
+        cache.own.locked().len() == 0,
         "caught up: the own write is forgotten"
     );
 }

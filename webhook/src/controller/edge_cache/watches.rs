@@ -3,7 +3,7 @@
 
 use std::{
     collections::{HashMap, HashSet},
-    sync::{Arc, Mutex, PoisonError},
+    sync::{Arc, Mutex},
 };
 
 use futures::{Stream, StreamExt};
@@ -34,6 +34,7 @@ use super::{
     wake::{Followed, Wake},
 };
 use crate::controller::task::Task;
+use crate::locks::Locked;
 
 /// The caches and the tasks that fill them; the tasks stop when this is dropped.
 pub struct Watches {
@@ -209,7 +210,7 @@ fn is_own_write(own: &Mutex<EdgeWrites>, job: &Job) -> bool {
         namespace: job.metadata.namespace.clone().unwrap_or_default(),
         name: job.metadata.name.clone().unwrap_or_default(),
     };
-    let own = own.lock().unwrap_or_else(PoisonError::into_inner);
+    let own = own.locked();
     matches!(
         own.last(&key),
         Some(Own::Present(seen)) if matches!(

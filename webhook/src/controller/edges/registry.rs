@@ -9,6 +9,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::Client;
 use providers::installer::EdgeState;
 
+use crate::locks::ReadWriteLocked;
 use crate::{controller::edge_cache::EdgeCache, runtime::Synced};
 
 /// What the reconciler needs of an edge.
@@ -52,11 +53,7 @@ impl Edges {
             client: None,
             cache: None,
         };
-        let Ok(registry) = self.inner.read() else {
-            return view(EdgeState::NotReady(
-                "the edge registry is unavailable".into(),
-            ));
-        };
+        let registry = self.inner.read_locked();
         match registry.entries.get(name) {
             Some(entry) => EdgeView {
                 state: entry.state.clone(),
@@ -70,9 +67,7 @@ impl Edges {
 
     /// The Ready edges and their clients.
     pub fn ready(&self) -> Vec<(String, Client)> {
-        let Ok(registry) = self.inner.read() else {
-            return Vec::new();
-        };
+        let registry = self.inner.read_locked();
         registry
             .entries
             .iter()
@@ -84,17 +79,13 @@ impl Edges {
     /// Forgets everything: a new term probes afresh.
     pub fn reset(&self) {
         self.listed.clear();
-        if let Ok(mut registry) = self.inner.write() {
-            *registry = Registry::default();
-        }
+        *self.inner.write_locked() = Registry::default();
     }
 
     /// How many Edges are probed, once the Edge list is in and every Edge followed has
     /// been probed at least once; otherwise what is still awaited.
     pub fn probed(&self) -> Result<usize, String> {
-        let Ok(registry) = self.inner.read() else {
-            return Err("the edge registry is unavailable".into());
-        };
+        let registry = self.inner.read_locked();
         if !self.listed.is_set() {
             return Err("the Edge list is not in yet".into());
         }
@@ -112,9 +103,8 @@ impl Edges {
 
     /// An Edge gets a worker: it counts as awaited until its first probe.
     pub(crate) fn expect(&self, name: &str) {
-        if let Ok(mut registry) = self.inner.write() {
-            registry.followed.insert(name.to_owned());
-        }
+        let mut registry = self.inner.write_locked();
+        registry.followed.insert(name.to_owned());
     }
 
     /// The first list of Edges is in.
@@ -129,9 +119,7 @@ impl Edges {
         state: EdgeState,
         client: Option<(Client, EdgeCache)>,
     ) -> (bool, Timestamp) {
-        let Ok(mut registry) = self.inner.write() else {
-            return (false, Timestamp::now());
-        };
+        let mut registry = self.inner.write_locked();
         let previous = registry.entries.get(name);
         let changed = previous.is_none_or(|p| p.state != state);
         let since = match previous {
@@ -152,10 +140,9 @@ impl Edges {
     }
 
     pub(crate) fn remove(&self, name: &str) {
-        if let Ok(mut registry) = self.inner.write() {
-            registry.entries.remove(name);
-            registry.followed.remove(name);
-        }
+        let mut registry = self.inner.write_locked();
+        registry.entries.remove(name);
+        registry.followed.remove(name);
     }
 
     #[cfg(test)]

@@ -13,7 +13,7 @@ mod lease_clock;
 
 use std::{
     collections::{BTreeSet, HashMap},
-    sync::{Arc, Mutex, PoisonError},
+    sync::{Arc, Mutex},
     time::Duration,
 };
 
@@ -40,7 +40,7 @@ use super::{
     metrics::Metrics,
     task::Task,
 };
-use crate::runtime::Synced;
+use crate::{locks::Locked, runtime::Synced};
 
 /// How long a change waits for the ones right behind it (renewals come in bursts, one per
 /// held Lease of every replica each retry period), so a round runs at most ten times a
@@ -128,8 +128,7 @@ impl Shards {
         }
         let missing = self
             .existing
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+            .locked()
             .as_ref()
             .is_some_and(|existing| !existing.contains(edge));
         missing && self.leads()
@@ -141,24 +140,20 @@ impl Shards {
         let Some(config) = &self.config else {
             return true;
         };
-        self.lock()
+        self.held
+            .locked()
             .get(edge)
             .is_some_and(|renewed| renewed.elapsed() < config.leader.renew_deadline)
     }
 
     /// The Edges that exist, from the Edge watch's first list (`None` until then).
     pub fn set_existing(&self, edges: Option<BTreeSet<String>>) {
-        *self.existing.lock().unwrap_or_else(PoisonError::into_inner) = edges;
+        *self.existing.locked() = edges;
     }
 
     /// An Edge appeared (`true`) or went, once the first list is in.
     pub fn edge_exists(&self, edge: &str, exists: bool) {
-        if let Some(existing) = self
-            .existing
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .as_mut()
-        {
+        if let Some(existing) = self.existing.locked().as_mut() {
             if exists {
                 existing.insert(edge.to_owned());
             } else {
@@ -173,21 +168,21 @@ impl Shards {
             return false;
         };
         self.leading
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+            .locked()
             .is_some_and(|renewed| renewed.elapsed() < config.leader.renew_deadline)
     }
 
     /// This replica renewed the leader Lease at `at` (`None`: it no longer leads).
     pub fn set_leading(&self, at: Option<Instant>) {
-        *self.leading.lock().unwrap_or_else(PoisonError::into_inner) = at;
+        *self.leading.locked() = at;
     }
 
     /// The edges this replica may write to now (every edge without sharding: `None`).
     pub fn held(&self) -> Option<BTreeSet<String>> {
         let deadline = self.config.as_ref()?.leader.renew_deadline;
         Some(
-            self.lock()
+            self.held
+                .locked()
                 .iter()
                 .filter(|(_, renewed)| renewed.elapsed() < deadline)
                 .map(|(edge, _)| edge.clone())
@@ -208,21 +203,16 @@ impl Shards {
     }
 
     fn renewed(&self, edge: &str, at: Instant) {
-        let new = self.lock().insert(edge.to_owned(), at).is_none();
+        let new = self.held.locked().insert(edge.to_owned(), at).is_none();
         if new {
             self.changed.send_modify(|n| *n += 1);
         }
     }
 
     fn dropped(&self, edge: &str) {
-        if self.lock().remove(edge).is_some() {
+        if self.held.locked().remove(edge).is_some() {
             self.changed.send_modify(|n| *n += 1);
         }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Instant>> {
-        // Nothing panics while holding the lock, so a poisoned map is still whole.
-        self.held.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -475,7 +465,7 @@ pub async fn leave(hub: &Client, shards: &Shards) {
     let Some(config) = shards.config() else {
         return;
     };
-    let held: Vec<String> = shards.lock().keys().cloned().collect();
+    let held: Vec<String> = shards.held.locked().keys().cloned().collect();
     for edge in held {
         shards.dropped(&edge);
         Elector::new(
