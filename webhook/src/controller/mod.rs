@@ -28,6 +28,7 @@ pub mod shards;
 mod sweep;
 pub mod task;
 pub mod term;
+mod unreachable;
 mod values_sweep;
 mod workspace_memory;
 

@@ -24,7 +24,7 @@ use crate::authz;
 
 use super::{
     context::Context,
-    edge_cache::{self, Cached, EdgeCache},
+    edge_cache::{Cached, EdgeCache},
     edge_grants,
     edges::EdgeView,
     error::{Error, Result},
@@ -91,19 +91,8 @@ pub async fn observe(ctx: &Context, workspace: Workspace) -> Result<Observation>
     if let (Some(focus), EdgeState::Ready(_), Some(client), Some(cache)) =
         (&focus, &edge, &client, &cache)
     {
-        if let Some(why) = cache.unreachable() {
+        if let Some(why) = cache.unreachable_for(&focus.namespace).await {
             edge = EdgeState::Unreachable(why);
-        } else if !cache.ready().await {
-            edge = EdgeState::Unreachable(format!(
-                "its watches did not list the installer's objects within {} s",
-                edge_cache::SYNC_TIMEOUT.as_secs()
-            ));
-        } else if !cache.ready_in(&focus.namespace).await {
-            edge = EdgeState::Unreachable(format!(
-                "its watch of the Secrets in namespace {} did not list them within {} s (is the installer's RoleBinding providers-installer there, and the ClusterRole providers-edge-namespace of manifests/edge applied?)",
-                focus.namespace,
-                edge_cache::SYNC_TIMEOUT.as_secs()
-            ));
         } else {
             let reads = EdgeReads {
                 edge: &edge_name,

@@ -50,7 +50,7 @@ use sync::AllListed;
 pub use sync::SYNC_TIMEOUT;
 use wake::Followed;
 
-use super::own_writes::OwnWrites;
+use super::{own_writes::OwnWrites, unreachable::Reachability};
 use crate::locks::Locked;
 
 /// How long the installer trusts what its own write to an edge returned over a watch
@@ -119,10 +119,10 @@ pub struct EdgeCache {
     /// The installed releases watched for drift: `(namespace, release)` → the Workspace
     /// (`<org>/<name>`) a change of their records wakes.
     followed: Followed,
-    /// Why the edge's API is thought unreachable: a watch or a write failed to connect,
-    /// and nothing has answered since. The caches then hold what was last seen, which no
-    /// decision should act on.
-    unreachable: Arc<Mutex<Option<String>>>,
+    /// Why the edge's API is thought unreachable: a watch failed or a write got no
+    /// answer, and nothing has answered since. The caches then hold what was last seen,
+    /// which no decision should act on.
+    unreachable: Reachability,
     /// How many of the watches have listed once.
     listed: Arc<AllListed>,
     /// The API resource of each `(apiVersion, kind)` a release made, found once by
@@ -156,14 +156,36 @@ impl EdgeCache {
             .is_ok()
     }
 
+    /// Why a decision about the objects in `namespace` must see the edge unreachable, if
+    /// it must (`controller/unreachable.rs`): a watch or a write found it so, or its
+    /// watches, or that namespace's Secret watch, did not list within [`SYNC_TIMEOUT`].
+    pub async fn unreachable_for(&self, namespace: &str) -> Option<String> {
+        if let Some(why) = self.unreachable() {
+            return Some(why);
+        }
+        if !self.ready().await {
+            return Some(format!(
+                "its watches did not list the installer's objects within {} s",
+                SYNC_TIMEOUT.as_secs()
+            ));
+        }
+        if !self.ready_in(namespace).await {
+            return Some(format!(
+                "its watch of the Secrets in namespace {namespace} did not list them within {} s (is the installer's RoleBinding providers-installer there, and the ClusterRole providers-edge-namespace of manifests/edge applied?)",
+                SYNC_TIMEOUT.as_secs()
+            ));
+        }
+        None
+    }
+
     /// Why the edge is thought unreachable, when it is.
     pub fn unreachable(&self) -> Option<String> {
-        self.unreachable.locked().clone()
+        self.unreachable.why()
     }
 
     /// A write or a probe found the edge unreachable (`Some`) or answering (`None`).
     pub fn set_unreachable(&self, why: Option<String>) {
-        Health(self.unreachable.clone()).set(why);
+        self.unreachable.set(why);
     }
 
     /// An object's state: the installer's own latest write where the cache has not seen
@@ -490,16 +512,6 @@ enum Mine {
     Present(Box<Seen>),
     Gone,
     Cache,
-}
-
-/// Whether the edge's watches connect: shared by the watches of one edge.
-#[derive(Clone)]
-pub(super) struct Health(pub(super) Arc<Mutex<Option<String>>>);
-
-impl Health {
-    pub(super) fn set(&self, why: Option<String>) {
-        *self.0.locked() = why;
-    }
 }
 
 fn meta_of<K>(

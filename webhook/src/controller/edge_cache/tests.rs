@@ -41,7 +41,7 @@ fn cache() -> (EdgeCache, Writer<PartialObjectMeta<ServiceAccount>>) {
         jobs: reflector::store().0,
         own: Arc::new(Mutex::new(EdgeWrites::new(OWN_WRITES_TTL))),
         followed: Arc::new(Mutex::new(HashMap::new())),
-        unreachable: Arc::new(Mutex::new(None)),
+        unreachable: Reachability::default(),
         listed: Arc::default(),
         kinds: Arc::default(),
         manifests: Arc::default(),

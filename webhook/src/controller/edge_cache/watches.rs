@@ -28,13 +28,15 @@ use providers::installer::{Kind, names};
 use serde::de::DeserializeOwned;
 
 use super::{
-    AllListed, Cached, EdgeCache, EdgeWrites, Health, Key, OWN_WRITES_TTL, Own, Seen,
+    AllListed, Cached, EdgeCache, EdgeWrites, Key, OWN_WRITES_TTL, Own, Seen,
     namespaced::NamespaceWatches,
     stream_pool::StreamPool,
     wake::{Followed, Wake},
 };
-use crate::controller::task::Task;
-use crate::locks::Locked;
+use crate::{
+    controller::{task::Task, unreachable::Reachability},
+    locks::Locked,
+};
 
 /// The caches and the tasks that fill them; the tasks stop when this is dropped.
 pub struct Watches {
@@ -52,8 +54,7 @@ impl Watches {
             names::LABEL_MANAGED_BY,
             names::MANAGED_BY
         ));
-        let unreachable = Arc::new(Mutex::new(None));
-        let health = Health(unreachable.clone());
+        let reachability = Reachability::default();
         let listed = Arc::new(AllListed::default());
         let own = Arc::new(Mutex::new(EdgeWrites::new(OWN_WRITES_TTL)));
         let followed: Followed = Arc::new(Mutex::new(HashMap::new()));
@@ -64,7 +65,7 @@ impl Watches {
         ));
         let mut watches = Starter {
             client,
-            health: &health,
+            reachability: &reachability,
             listed: &listed,
             tasks: Vec::new(),
         };
@@ -79,7 +80,7 @@ impl Watches {
         let (jobs, task) = watch_jobs(
             Api::all(client.clone()),
             managed,
-            (&health, &listed),
+            (&reachability, &listed),
             own.clone(),
             wake,
         );
@@ -95,7 +96,7 @@ impl Watches {
                 jobs,
                 own,
                 followed,
-                unreachable,
+                unreachable: reachability,
                 listed,
                 kinds: Arc::default(),
                 manifests: Arc::default(),
@@ -108,7 +109,7 @@ impl Watches {
 /// Starts one edge's metadata watches and keeps their tasks.
 struct Starter<'a> {
     client: &'a Client,
-    health: &'a Health,
+    reachability: &'a Reachability,
     listed: &'a Arc<AllListed>,
     tasks: Vec<Task>,
 }
@@ -140,7 +141,7 @@ impl Starter<'_> {
         );
         self.tasks.push(Task::spawn(drive(
             stream,
-            self.health.clone(),
+            self.reachability.clone(),
             self.listed.clone(),
             on_event,
         )));
@@ -175,7 +176,7 @@ fn on_namespace(
 fn watch_jobs(
     api: Api<Job>,
     config: watcher::Config,
-    (health, listed): (&Health, &Arc<AllListed>),
+    (reachability, listed): (&Reachability, &Arc<AllListed>),
     own: Arc<Mutex<EdgeWrites>>,
     wake: Wake,
 ) -> (Store<Job>, Task) {
@@ -189,7 +190,7 @@ fn watch_jobs(
     );
     let task = Task::spawn(drive(
         stream,
-        health.clone(),
+        reachability.clone(),
         listed.clone(),
         move |event| match event {
             // The installer's own create or patch, coming back: nothing new to decide on.
@@ -233,7 +234,7 @@ fn wake_owner(wake: &Wake, meta: &ObjectMeta) {
 
 async fn drive<K, S>(
     stream: S,
-    health: Health,
+    reachability: Reachability,
     listed: Arc<AllListed>,
     mut on_event: impl FnMut(&watcher::Event<K>),
 ) where
@@ -244,7 +245,7 @@ async fn drive<K, S>(
     while let Some(event) = stream.next().await {
         match event {
             Ok(event) => {
-                health.set(None);
+                reachability.set(None);
                 if first_list && matches!(event, watcher::Event::InitDone) {
                     first_list = false;
                     listed.one_more();
@@ -253,7 +254,7 @@ async fn drive<K, S>(
             }
             Err(error) => {
                 tracing::debug!(%error, "watching the edge");
-                health.set(Some(format!("its watch failed: {error}")));
+                reachability.set(Some(format!("its watch failed: {error}")));
             }
         }
     }

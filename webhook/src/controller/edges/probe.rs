@@ -23,8 +23,8 @@ use super::waker::Waker;
 use crate::controller::{
     context::Context,
     edge_cache::{StreamPool, watches::Watches},
-    error::is_transport,
     metrics::EdgeLabels,
+    unreachable::did_not_answer,
 };
 
 /// The clients of one kubeconfig: short timeouts for requests, none for the watches that
@@ -249,7 +249,9 @@ async fn probe(client: &Client, spec: &EdgeSpec, server: &str) -> EdgeState {
             workspace_uuid: spec.workspace_uuid.clone(),
             server: server.to_owned(),
         }),
-        Err(error) if is_transport(&error) => EdgeState::Unreachable(format!("{server}: {error}")),
+        Err(error) if did_not_answer(&error) => {
+            EdgeState::Unreachable(format!("{server}: {error}"))
+        }
         Err(kube::Error::Api(status)) => EdgeState::NotReady(format!(
             "its API at {server} refused the installer's credential: {} ({})",
             status.message, status.code
