@@ -56,14 +56,20 @@ pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
         .with_config(controller::Config::default().concurrency(ctx.args.concurrency));
     let (trigger, triggered) = futures::channel::mpsc::unbounded();
     let _edges = Task::spawn(edges::run(ctx.clone(), controller.store(), trigger));
-    let _sweep = Task::spawn(sweep::run(ctx.clone()));
+    let _sweep = Task::spawn({
+        let ctx = ctx.clone();
+        async move { sweep::run(ctx.sweep_handles()).await }
+    });
     let _values_sweep = match ctx.shards.config().cloned() {
         Some(config) => Task::spawn(lead_hub_duties(
             ctx.clone(),
             controller.store(),
             config.leader,
         )),
-        None => Task::spawn(values_sweep::run(ctx.clone(), controller.store())),
+        None => Task::spawn({
+            let (ctx, store) = (ctx.clone(), controller.store());
+            async move { values_sweep::run(ctx.values_sweep_handles(), store).await }
+        }),
     };
     controller
         .reconcile_on(triggered)
@@ -103,7 +109,7 @@ async fn lead_hub_duties(
         let shards = ctx.shards.clone();
         tokio::select! {
             () = elector.hold_reporting(|at| shards.set_leading(Some(at))) => {}
-            () = values_sweep::run(ctx.clone(), store.clone()) => {}
+            () = values_sweep::run(ctx.values_sweep_handles(), store.clone()) => {}
         }
         ctx.shards.set_leading(None);
         ctx.metrics.leader.set(0);
