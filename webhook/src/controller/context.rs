@@ -9,7 +9,7 @@ use providers::installer::Settings;
 
 use super::{
     credential::HubEndpoint,
-    edges::Edges,
+    edges::{EdgeHandles, Edges, ProbeSettings},
     event_recorder::EventRecorder,
     execute::ExecuteHandles,
     lease::LeaseConfig,
@@ -93,6 +93,26 @@ impl Context {
             recorder: &self.recorder,
             shards: &self.shards,
             runner_log_history: self.args.runner_log_history,
+        }
+    }
+
+    /// The handles the Edge watch and the edges' probes work with.
+    pub fn edge_handles(&self) -> EdgeHandles {
+        EdgeHandles {
+            hub: self.hub.clone(),
+            edges: self.edges.clone(),
+            metrics: self.metrics.clone(),
+            shards: self.shards.clone(),
+            identity: self.identity.clone(),
+            probe: ProbeSettings {
+                interval: std::time::Duration::from_secs(self.args.edge_probe_interval.max(1)),
+                max_backoff: std::time::Duration::from_secs(
+                    self.args.edge_probe_max_backoff.max(1),
+                ),
+                credentials_namespace: self.args.edge_credentials_namespace.clone(),
+                allow_kubeconfig_exec: self.args.allow_edge_kubeconfig_exec,
+                watch_streams_per_connection: self.args.edge_watch_streams_per_connection,
+            },
         }
     }
 

@@ -55,7 +55,11 @@ pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
     let controller = Controller::for_stream(changes, reader)
         .with_config(controller::Config::default().concurrency(ctx.args.concurrency));
     let (trigger, triggered) = futures::channel::mpsc::unbounded();
-    let _edges = Task::spawn(edges::run(ctx.clone(), controller.store(), trigger));
+    let _edges = Task::spawn(edges::run(
+        Arc::new(ctx.edge_handles()),
+        controller.store(),
+        trigger,
+    ));
     let _sweep = Task::spawn({
         let ctx = ctx.clone();
         async move { sweep::run(ctx.sweep_handles()).await }
