@@ -1,6 +1,6 @@
 //! The decision's working state: the status being built, the actions so far, and the
-//! helpers every rule uses. The rules themselves live in `attempt`, `prepare`, `cleanup`
-//! and `delete`.
+//! helpers every rule uses. `decide` takes the rules in order; they live in `attempt`,
+//! `prepare`, `cleanup` and `delete`.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
