@@ -30,11 +30,11 @@ impl Machine<'_> {
             owners,
             labeled,
             ..
-        } = &self.observed.values
+        } = &self.observed().values
         else {
             return;
         };
-        let Some(sealed) = &self.ws.spec.plan else {
+        let Some(sealed) = &self.ws().spec.plan else {
             return;
         };
         let crate::plan_values::Source::Stored { digest } =
@@ -42,11 +42,11 @@ impl Machine<'_> {
         else {
             return;
         };
-        if self.uid.is_empty() || owners.contains(&self.uid) {
+        if self.uid().is_empty() || owners.iter().any(|owner| owner == self.uid()) {
             return;
         }
         let name = crate::plan_values::object_name(&sealed.plan.workspace.name, digest);
-        let own = super::action::OwnValues::new(&name, uid, *labeled, self.ws);
+        let own = super::action::OwnValues::new(&name, uid, *labeled, self.ws());
         self.actions.push(Action::OwnPlanValues(Box::new(own)));
     }
 
@@ -69,7 +69,7 @@ impl Machine<'_> {
     /// [`crate::verify::verify_plan`] (the seal, no dry run, bound to this very Workspace:
     /// namespace, name, UID, and for a first attempt its creation time) and reports it here.
     pub(super) fn verdict(&self) -> Verdict {
-        match &self.observed.seal {
+        match &self.observed().seal {
             SealCheck::Verified => Verdict::Run,
             SealCheck::KeysUnavailable(why) => Verdict::Wait(why.clone()),
             SealCheck::Invalid(why) => Verdict::Refuse(why.clone()),
@@ -80,14 +80,16 @@ impl Machine<'_> {
     /// Rule `new_attempt_binds_to_the_workspace`: the sealed attempt becomes the recorded
     /// one, bound to this Workspace's UID, before anything is created for it.
     pub(super) fn bind(&mut self, plan: &Plan) {
-        let server = match &self.observed.edge {
+        let server = match &self.observed().edge {
             EdgeState::Ready(route) => Some(route.server.clone()),
             _ => None,
         };
+        let uid = self.uid().to_owned();
+        let keep = self.settings().attempt_history.max(1);
         let status = &mut self.status;
         status.attempt = Some(plan.attempt);
         status.attempt_id = Some(plan.attempt_id.clone());
-        status.workspace_uid = Some(self.uid.clone());
+        status.workspace_uid = Some(uid);
         status.job = Some(plan.job.clone());
         status.target = Some(Target {
             edge: plan.edge_name.clone(),
@@ -118,7 +120,6 @@ impl Machine<'_> {
         // The next success records its own release; drift of the last one is moot.
         status.release = None;
         status.drift = None;
-        let keep = self.settings.attempt_history.max(1);
         if status.attempts.len() > keep {
             let drop = status.attempts.len() - keep;
             status.attempts.drain(..drop);

@@ -36,11 +36,11 @@ pub fn decide(observed: &Observed<'_>, settings: &Settings) -> Decision {
 impl Machine<'_> {
     /// The rules, in order.
     pub fn decide(&mut self) -> Next {
-        if self.ws.metadata.deletion_timestamp.is_some() {
+        if self.ws().metadata.deletion_timestamp.is_some() {
             return self.prepare_delete();
         }
         let recorded = focus::recorded(&self.status);
-        let Some(sealed) = self.ws.spec.plan.as_ref() else {
+        let Some(sealed) = self.ws().spec.plan.as_ref() else {
             return self.await_plan(recorded);
         };
         if !self.has_finalizer() {
