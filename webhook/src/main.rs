@@ -6,6 +6,7 @@ mod authz;
 mod cli;
 mod commands;
 mod controller;
+mod locks;
 mod runtime;
 mod server;
 

@@ -5,13 +5,13 @@ use crate::api::{AttemptRecord, JobResult, Plan, Target};
 use super::{
     action::{Action, Next},
     conditions::{Failure, Outlook, reason},
-    focus::{self, Recorded},
+    focus::Recorded,
     machine::Machine,
     observed::{EdgeState, Remote, SealCheck},
 };
 
 /// Whether a sealed plan may start a new attempt.
-enum Verdict {
+pub(super) enum Verdict {
     Run,
     /// The published keys cannot be read: wait, do not judge.
     Wait(String),
@@ -24,17 +24,17 @@ impl Machine<'_> {
     /// Workspace had a UID are made the Workspace's as soon as they are read (while the
     /// attempt prepares, whatever the edge's state), so that they go when it goes and no
     /// longer count as waiting in the webhook's bound.
-    fn own_values(&mut self) {
+    pub(super) fn own_values(&mut self) {
         let super::observed::ValuesCheck::Verified {
             uid,
             owners,
             labeled,
             ..
-        } = &self.observed.values
+        } = &self.observed().values
         else {
             return;
         };
-        let Some(sealed) = &self.ws.spec.plan else {
+        let Some(sealed) = &self.ws().spec.plan else {
             return;
         };
         let crate::plan_values::Source::Stored { digest } =
@@ -42,76 +42,16 @@ impl Machine<'_> {
         else {
             return;
         };
-        if self.uid.is_empty() || owners.contains(&self.uid) {
+        if self.uid().is_empty() || owners.iter().any(|owner| owner == self.uid()) {
             return;
         }
         let name = crate::plan_values::object_name(&sealed.plan.workspace.name, digest);
-        let own = super::action::OwnValues::new(&name, uid, *labeled, self.ws);
+        let own = super::action::OwnValues::new(&name, uid, *labeled, self.ws());
         self.actions.push(Action::OwnPlanValues(Box::new(own)));
     }
 
-    /// The rules, in order.
-    pub fn decide(&mut self) -> Next {
-        if self.ws.metadata.deletion_timestamp.is_some() {
-            return self.prepare_delete();
-        }
-        let recorded = focus::recorded(&self.status);
-        let Some(sealed) = self.ws.spec.plan.as_ref() else {
-            return self.await_plan(recorded);
-        };
-        if !self.has_finalizer() {
-            // Before anything exists on the edge, so deletion always finds it.
-            self.actions.push(Action::AddFinalizer);
-        }
-        self.own_values();
-        let plan = &sealed.plan;
-        if let Some(older) = &recorded
-            && !focus::is_sealed_attempt(older, plan)
-        {
-            if plan.attempt <= older.attempt {
-                return self.refuse_replay(plan, older);
-            }
-            if !self.status.cleaned_up {
-                return self.finish_older(older, plan.attempt);
-            }
-        }
-        if !recorded
-            .as_ref()
-            .is_some_and(|r| focus::is_sealed_attempt(r, plan))
-        {
-            match self.verdict() {
-                Verdict::Run => self.bind(plan),
-                Verdict::Wait(why) => {
-                    self.outlook = Outlook::idle(
-                        reason::KEYS_UNAVAILABLE,
-                        format!(
-                            "cannot verify the seal of attempt {}: {why}; the published keys are read again shortly",
-                            plan.attempt
-                        ),
-                    );
-                    return Next::After(30);
-                }
-                Verdict::Refuse(why) => {
-                    self.bind(plan);
-                    self.reject(
-                        reason::SEAL_INVALID,
-                        format!(
-                            "attempt {} is not run: {why}. Nothing was created on the edge. A plan refused for its seal is never run, nor retried: change spec.recipe, spec.edge, spec.version or spec.values so the admission webhook seals a new plan",
-                            plan.attempt
-                        ),
-                    );
-                    // Nothing was created for it, so there is nothing to clean up.
-                    self.status.cleaned_up = true;
-                    self.outlook = self.done_outlook();
-                    return Next::Idle;
-                }
-            }
-        }
-        self.run_attempt(plan)
-    }
-
     /// Rule `unsealed_waits_for_the_webhook`.
-    fn await_plan(&mut self, recorded: Option<Recorded>) -> Next {
+    pub(super) fn await_plan(&mut self, recorded: Option<Recorded>) -> Next {
         if let Some(unfinished) = recorded
             && !self.status.cleaned_up
         {
@@ -128,8 +68,8 @@ impl Machine<'_> {
     /// Rule `plan_must_verify`: the shell checks the plan with
     /// [`crate::verify::verify_plan`] (the seal, no dry run, bound to this very Workspace:
     /// namespace, name, UID, and for a first attempt its creation time) and reports it here.
-    fn verdict(&self) -> Verdict {
-        match &self.observed.seal {
+    pub(super) fn verdict(&self) -> Verdict {
+        match &self.observed().seal {
             SealCheck::Verified => Verdict::Run,
             SealCheck::KeysUnavailable(why) => Verdict::Wait(why.clone()),
             SealCheck::Invalid(why) => Verdict::Refuse(why.clone()),
@@ -139,15 +79,17 @@ impl Machine<'_> {
 
     /// Rule `new_attempt_binds_to_the_workspace`: the sealed attempt becomes the recorded
     /// one, bound to this Workspace's UID, before anything is created for it.
-    fn bind(&mut self, plan: &Plan) {
-        let server = match &self.observed.edge {
+    pub(super) fn bind(&mut self, plan: &Plan) {
+        let server = match &self.observed().edge {
             EdgeState::Ready(route) => Some(route.server.clone()),
             _ => None,
         };
+        let uid = self.uid().to_owned();
+        let keep = self.settings().attempt_history.max(1);
         let status = &mut self.status;
         status.attempt = Some(plan.attempt);
         status.attempt_id = Some(plan.attempt_id.clone());
-        status.workspace_uid = Some(self.uid.clone());
+        status.workspace_uid = Some(uid);
         status.job = Some(plan.job.clone());
         status.target = Some(Target {
             edge: plan.edge_name.clone(),
@@ -178,7 +120,6 @@ impl Machine<'_> {
         // The next success records its own release; drift of the last one is moot.
         status.release = None;
         status.drift = None;
-        let keep = self.settings.attempt_history.max(1);
         if status.attempts.len() > keep {
             let drop = status.attempts.len() - keep;
             status.attempts.drain(..drop);
@@ -190,7 +131,7 @@ impl Machine<'_> {
     }
 
     /// The sealed attempt, recorded: follow its Job, or prepare it.
-    fn run_attempt(&mut self, plan: &Plan) -> Next {
+    pub(super) fn run_attempt(&mut self, plan: &Plan) -> Next {
         let remote = match self.unfinished("start the attempt") {
             Ok(remote) => remote,
             Err(next) => return next,
@@ -216,7 +157,7 @@ impl Machine<'_> {
     /// Rule `older_attempt_finishes_first`: a newer plan is sealed while the recorded
     /// attempt is unfinished. Its Job runs to its end and is cleaned up; an attempt that
     /// never got a Job is superseded.
-    fn finish_older(&mut self, older: &Recorded, newer: i64) -> Next {
+    pub(super) fn finish_older(&mut self, older: &Recorded, newer: i64) -> Next {
         let remote = match self.unfinished("finish the previous attempt") {
             Ok(remote) => remote,
             Err(next) => return next,
@@ -249,7 +190,7 @@ impl Machine<'_> {
 
     /// Rule `replayed_plan_is_refused`: a plan no newer than the recorded attempt, yet
     /// not that attempt, is a replay or an alteration.
-    fn refuse_replay(&mut self, plan: &Plan, recorded: &Recorded) -> Next {
+    pub(super) fn refuse_replay(&mut self, plan: &Plan, recorded: &Recorded) -> Next {
         let next = if self.status.cleaned_up {
             Next::Idle
         } else {

@@ -43,7 +43,7 @@ impl Machine<'_> {
         // An installed release is checked for drift at once: that first check starts
         // following its objects, so a hand edit right after the install is seen.
         if self.status.job_result == Some(crate::api::JobResult::Succeeded)
-            && self.settings.drift_interval_seconds > 0
+            && self.settings().drift_interval_seconds > 0
         {
             return Next::Continue;
         }
@@ -58,7 +58,7 @@ impl Machine<'_> {
     pub fn remove_earlier_jobs(&mut self, remote: &Remote) {
         let namespace = self.target_namespace();
         for (name, job) in &remote.earlier_jobs {
-            if !job.owned_by(&self.uid) || job.deleting {
+            if !job.owned_by(self.uid()) || job.deleting {
                 continue;
             }
             if let Some(patch) = patch::remove_finalizer(job) {
@@ -84,7 +84,7 @@ impl Machine<'_> {
         let mut any = false;
         for (kind, observed, name) in remote.runner_objects(&names) {
             if let Some(object) = observed
-                && object.of_attempt(&self.uid, &attempt_id)
+                && object.of_attempt(self.uid(), &attempt_id)
                 && !object.deleting
             {
                 any = true;
@@ -101,7 +101,7 @@ impl Machine<'_> {
         let Some(job) = &remote.job else {
             return false;
         };
-        if !job.object.of_attempt(&self.uid, &attempt_id) {
+        if !job.object.of_attempt(self.uid(), &attempt_id) {
             return false;
         }
         let Some(patch) = patch::remove_finalizer(&job.object) else {

@@ -34,7 +34,7 @@ impl Machine<'_> {
         let Some(recorded) = focus::recorded(&self.status) else {
             return self.remove_finalizer();
         };
-        if let Some(reason) = abandoned(self.ws) {
+        if let Some(reason) = abandoned(self.ws()) {
             self.event(Note::warning(
                 "Abandoned",
                 format!(
@@ -57,7 +57,7 @@ impl Machine<'_> {
             ));
             return self.remove_finalizer();
         }
-        if self.observed.edge == EdgeState::Missing {
+        if self.observed().edge == EdgeState::Missing {
             self.event(Note::warning(
                 "EdgeGone",
                 format!(
@@ -75,7 +75,7 @@ impl Machine<'_> {
         };
         if self.status.job_result.is_none()
             && let Some(job) = &remote.job
-            && job.object.of_attempt(&self.uid, &recorded.attempt_id)
+            && job.object.of_attempt(self.uid(), &recorded.attempt_id)
         {
             match &job.outcome {
                 JobOutcome::Succeeded => {
@@ -97,7 +97,7 @@ impl Machine<'_> {
         }
         self.revoke_identity(&remote);
         if let Some(job) = &remote.job
-            && job.object.of_attempt(&self.uid, &recorded.attempt_id)
+            && job.object.of_attempt(self.uid(), &recorded.attempt_id)
         {
             self.release_job(&remote);
             if !job.object.deleting {
@@ -116,12 +116,12 @@ impl Machine<'_> {
         // attempts' names) and waits for the orphan sweep.
         self.remove_earlier_jobs(&remote);
         if let Some(ns) = &remote.namespace
-            && ns.owned_by(&self.uid)
+            && ns.owned_by(self.uid())
             && ns.label(names::LABEL_RELEASED) != "true"
         {
             self.edge(Action::PatchNamespace {
                 name: recorded.namespace.clone(),
-                patch: patch::release_namespace(ns, &self.uid),
+                patch: patch::release_namespace(ns, self.uid()),
                 what: NamespaceChange::Release,
             });
         }
@@ -130,7 +130,7 @@ impl Machine<'_> {
             "Released",
             format!(
                 "attempt {}'s runner identity is revoked; namespace {} on edge {} is left in place for a later Workspace named {}",
-                recorded.attempt, recorded.namespace, recorded.edge, self.key
+                recorded.attempt, recorded.namespace, recorded.edge, self.key()
             ),
         ));
         self.actions.push(Action::RemoveFinalizer);

@@ -59,7 +59,7 @@ impl Machine<'_> {
     /// Rule `installed_release_is_checked_for_drift`: an installed attempt's release is
     /// compared with the revision it left; the first check records that revision.
     pub fn check_drift(&mut self) -> Next {
-        if self.settings.drift_interval_seconds == 0
+        if self.settings().drift_interval_seconds == 0
             || self.status.job_result != Some(JobResult::Succeeded)
             || !self.status.cleaned_up
             || self.status.deleting
@@ -69,9 +69,9 @@ impl Machine<'_> {
         let Some(sealed) = self.current_plan().cloned() else {
             return Next::Idle;
         };
-        let next = next_check(&self.uid, self.settings.drift_interval_seconds);
+        let next = next_check(self.uid(), self.settings().drift_interval_seconds);
         // An edge that cannot be read is judged later, not now.
-        let Some(remote) = self.observed.remote.clone() else {
+        let Some(remote) = self.observed().remote.clone() else {
             return next;
         };
         let plan = &sealed.plan;
@@ -182,7 +182,7 @@ impl Machine<'_> {
         match found {
             None => self.status.drift = None,
             Some(mut drift) => {
-                let name = self.ws.metadata.name.clone().unwrap_or_default();
+                let name = self.ws().metadata.name.clone().unwrap_or_default();
                 drift.message = format!(
                     "{}. To install attempt {}'s plan again: kubectl provider repair {name} (raises spec.retry)",
                     drift.message, plan.attempt
@@ -216,7 +216,7 @@ impl Machine<'_> {
 
     /// The sealed plan, when it is the recorded attempt.
     pub fn current_plan(&self) -> Option<&SealedPlan> {
-        self.ws
+        self.ws()
             .spec
             .plan
             .as_ref()
@@ -230,7 +230,7 @@ impl Machine<'_> {
             .modified
             .or_else(|| revision.created.as_ref().map(|c| c.0.as_second()));
         // A time in the future is a forged record's, not a helm at work.
-        changed.is_none_or(|at| (0..600).contains(&(self.observed.now.as_second() - at)))
+        changed.is_none_or(|at| (0..600).contains(&(self.observed().now.as_second() - at)))
     }
 
     /// Whether the attempt's Job completed long enough ago for its release's record to be
@@ -239,7 +239,7 @@ impl Machine<'_> {
         self.status
             .finished_at
             .as_ref()
-            .is_none_or(|f| f.0 + OWN_REVISION_SLACK + OWN_REVISION_SLACK < self.observed.now)
+            .is_none_or(|f| f.0 + OWN_REVISION_SLACK + OWN_REVISION_SLACK < self.observed().now)
     }
 
     /// Whether `revision` was made by the recorded attempt's Job: it is no newer than the
@@ -259,13 +259,13 @@ impl Machine<'_> {
         };
         self.status.drift = None;
         self.status.release = self
-            .observed
+            .observed()
             .remote
             .as_ref()
             .and_then(|r| r.release.as_ref())
             .filter(|r| r.status == "deployed" && self.made_by_attempt(r))
             .map(|r| installed(&sealed.plan, r));
-        let spec = &self.ws.spec;
+        let spec = &self.ws().spec;
         let attempt = sealed.plan.attempt;
         if let Some(record) = self
             .status
@@ -282,7 +282,7 @@ impl Machine<'_> {
         }
         // Rule `kept_plans_are_bounded`: newest first, at most rollback_history of them
         // and, past the newest, at most KEPT_PLANS_BYTES together.
-        let keep = self.settings.rollback_history;
+        let keep = self.settings().rollback_history;
         let (mut kept, mut bytes) = (0, 0);
         for record in self.status.attempts.iter_mut().rev() {
             let Some(plan) = &record.kept else {
@@ -303,7 +303,7 @@ impl Machine<'_> {
     fn checked_values<'v>(&'v self, plan: &'v Plan) -> Option<&'v Value> {
         match crate::plan_values::source_of(plan) {
             crate::plan_values::Source::Inline(values) => Some(values),
-            crate::plan_values::Source::Stored { .. } => match &self.observed.values {
+            crate::plan_values::Source::Stored { .. } => match &self.observed().values {
                 super::observed::ValuesCheck::Verified { values, .. } => Some(values.as_ref()),
                 _ => None,
             },

@@ -45,7 +45,7 @@ impl Machine<'_> {
     pub(super) fn follow_job(&mut self, job: &JobState) -> Next {
         let attempt_id = self.status.attempt_id.clone().unwrap_or_default();
         let recorded_uid = self.status.job_uid.clone();
-        let theirs = !job.object.of_attempt(&self.uid, &attempt_id)
+        let theirs = !job.object.of_attempt(self.uid(), &attempt_id)
             || recorded_uid
                 .as_deref()
                 .is_some_and(|uid| uid != job.object.uid);

@@ -27,10 +27,14 @@ impl Machine<'_> {
     pub(super) fn left_by_lost_namesake(&self, object: &ObjectState) -> bool {
         let uid = object.label(names::LABEL_WORKSPACE_UID);
         !uid.is_empty()
-            && !self.uid.is_empty()
-            && uid != self.uid
+            && !self.uid().is_empty()
+            && uid != self.uid()
             && object.label(names::LABEL_MANAGED_BY) == names::MANAGED_BY
-            && object.annotations.get(names::ANNOTATION_WORKSPACE) == Some(&self.key)
+            && object
+                .annotations
+                .get(names::ANNOTATION_WORKSPACE)
+                .map(String::as_str)
+                == Some(self.key())
     }
 
     /// Whether `object`, a Job or runner object, was left by a lost Workspace of this name
@@ -52,7 +56,7 @@ impl Machine<'_> {
             format!(
                 "{what} on edge {} was left by an earlier Workspace named {} (UID {}) that no longer exists, as after a restore of the hub from a backup; the installer's orphan sweep removes what that Workspace's attempt left and releases its namespace (at the start of every installer term, then every --orphan-sweep-interval), and this attempt then continues with the release as it is",
                 self.edge_name(),
-                self.key,
+                self.key(),
                 object.label(names::LABEL_WORKSPACE_UID),
             ),
         );

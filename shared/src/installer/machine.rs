@@ -1,6 +1,6 @@
 //! The decision's working state: the status being built, the actions so far, and the
-//! helpers every rule uses. The rules themselves live in `attempt`, `prepare`, `cleanup`
-//! and `delete`.
+//! helpers every rule uses. `decide` takes the rules in order; they live in `attempt`,
+//! `prepare`, `cleanup` and `delete`.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
@@ -14,20 +14,22 @@ use super::{
     settings::Settings,
 };
 
+/// What a decision reads is fixed when it starts (read through the methods below); what
+/// the rules decide (the status, its outlook and failure, the actions) they write here.
 pub(super) struct Machine<'a> {
-    pub observed: &'a Observed<'a>,
-    pub settings: &'a Settings,
-    pub ws: &'a Workspace,
-    pub uid: String,
+    observed: &'a Observed<'a>,
+    settings: &'a Settings,
+    ws: &'a Workspace,
+    uid: String,
     /// `<org>/<name>`.
-    pub key: String,
+    key: String,
     /// The status as the API has it (or as the last queued write leaves it).
     written: WorkspaceStatus,
     /// The status being decided.
-    pub status: WorkspaceStatus,
-    pub outlook: Outlook,
-    pub failure: Option<Failure>,
-    pub actions: Vec<Action>,
+    pub(super) status: WorkspaceStatus,
+    pub(super) outlook: Outlook,
+    pub(super) failure: Option<Failure>,
+    pub(super) actions: Vec<Action>,
 }
 
 impl<'a> Machine<'a> {
@@ -53,6 +55,30 @@ impl<'a> Machine<'a> {
             failure,
             actions: Vec::new(),
         }
+    }
+
+    /// What was observed: the Workspace, the seal check, the edge and its objects.
+    pub fn observed(&self) -> &'a Observed<'a> {
+        self.observed
+    }
+
+    pub fn settings(&self) -> &'a Settings {
+        self.settings
+    }
+
+    /// The Workspace decided about.
+    pub fn ws(&self) -> &'a Workspace {
+        self.ws
+    }
+
+    /// The Workspace's UID (empty before it has one).
+    pub fn uid(&self) -> &str {
+        &self.uid
+    }
+
+    /// `<org>/<name>`.
+    pub fn key(&self) -> &str {
+        &self.key
     }
 
     /// Queues a status write if the status differs from what the API has.

@@ -28,6 +28,7 @@ mod action;
 mod attempt;
 mod cleanup;
 pub mod conditions;
+mod decide;
 pub mod delete;
 pub mod drift;
 pub mod edge_owners;
@@ -54,6 +55,7 @@ pub use action::{
     Action, Decision, Deletion, EdgeObject, Kind, MintCredential, NamespaceChange, Next, Note,
     OwnValues, RepairRequest, RunnerLog,
 };
+pub use decide::decide;
 pub use focus::{Focus, focus};
 pub use observed::{
     Authorization, EdgeRoute, EdgeState, HubObjects, JobOutcome, JobState, NamespaceState,
@@ -61,23 +63,3 @@ pub use observed::{
     SealCheck, ValuesCheck, job_state, newest_revision, runner_pod, state_of,
 };
 pub use settings::{DEFAULT_HELM_IMAGE, KEPT_PLANS_BYTES, Settings};
-
-/// The next actions for a Workspace, from what was observed.
-pub fn decide(observed: &Observed<'_>, settings: &Settings) -> Decision {
-    let workspace = observed.workspace;
-    let ours = workspace
-        .metadata
-        .finalizers
-        .as_ref()
-        .is_some_and(|f| f.iter().any(|f| f == names::FINALIZER));
-    if workspace.metadata.deletion_timestamp.is_some() && !ours {
-        // Nothing of ours to clean up, and the object is going away: write nothing.
-        return Decision {
-            actions: Vec::new(),
-            next: Next::Idle,
-        };
-    }
-    let mut machine = machine::Machine::new(observed, settings);
-    let next = machine.decide();
-    machine.finish(next)
-}

@@ -41,24 +41,30 @@ impl Machine<'_> {
             );
             return Admission::Pending(Next::After(15));
         }
-        if ns.owned_by(&self.uid) {
+        if ns.owned_by(self.uid()) {
             self.record_namespace(true, &ns.uid);
             return Admission::Admitted;
         }
         if ns.label(names::LABEL_RELEASED) == "true"
             && ns.label(names::LABEL_MANAGED_BY) == names::MANAGED_BY
-            && ns.annotations.get(names::ANNOTATION_WORKSPACE) == Some(&self.key)
+            && ns
+                .annotations
+                .get(names::ANNOTATION_WORKSPACE)
+                .map(String::as_str)
+                == Some(self.key())
         {
             self.edge(Action::PatchNamespace {
                 name: plan.namespace.clone(),
-                patch: patch::adopt_namespace(ns, &self.uid),
+                patch: patch::adopt_namespace(ns, self.uid()),
                 what: NamespaceChange::Adopt,
             });
             self.event(Note::normal(
                 "NamespaceAdopted",
                 format!(
                     "adopted namespace {} on edge {}, released by an earlier Workspace named {}",
-                    plan.namespace, plan.edge_name, self.key
+                    plan.namespace,
+                    plan.edge_name,
+                    self.key()
                 ),
             ));
             return Admission::Pending(Next::Continue);

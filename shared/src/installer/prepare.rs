@@ -29,7 +29,7 @@ impl Machine<'_> {
     /// `expired_preparation_is_redone`, then namespace admission, the credential, the
     /// identity and the Job.
     pub fn prepare(&mut self, plan: &Plan, remote: &Remote) -> Next {
-        let refused = match &self.observed.seal {
+        let refused = match &self.observed().seal {
             SealCheck::Verified => None,
             SealCheck::KeysUnavailable(why) => {
                 self.outlook = Outlook::idle(
@@ -51,7 +51,7 @@ impl Machine<'_> {
             );
             return self.cleanup();
         }
-        if let EdgeState::Ready(route) = &self.observed.edge
+        if let EdgeState::Ready(route) = &self.observed().edge
             && (route.cluster != plan.cluster || route.workspace_uuid != plan.edge_workspace_uuid)
         {
             self.reject(
@@ -91,8 +91,8 @@ impl Machine<'_> {
             return Next::Continue;
         }
         let marks = Marks {
-            workspace_uid: self.uid.clone(),
-            workspace_key: self.key.clone(),
+            workspace_uid: self.uid().to_owned(),
+            workspace_key: self.key().to_owned(),
             attempt: plan.attempt,
             attempt_id: plan.attempt_id.clone(),
             preparation_id: preparation,
@@ -120,10 +120,10 @@ impl Machine<'_> {
                     self.edge(Action::Create(Box::new(object)));
                 }
                 Some(existing)
-                    if existing.of_attempt(&self.uid, &plan.attempt_id)
+                    if existing.of_attempt(self.uid(), &plan.attempt_id)
                         && existing.label(names::LABEL_PREPARATION_ID)
                             == names::label_value(&marks.preparation_id) => {}
-                Some(existing) if existing.owned_by(&self.uid) => {
+                Some(existing) if existing.owned_by(self.uid()) => {
                     // Left by another preparation of this Workspace: replace it.
                     stale = true;
                     self.delete_on_edge(kind, &plan.namespace, name, &existing.uid);
@@ -150,7 +150,7 @@ impl Machine<'_> {
             return Next::Continue;
         }
         self.edge(Action::Create(Box::new(EdgeObject::Job(Box::new(
-            manifests::job(plan, &values, &names, &marks, self.settings),
+            manifests::job(plan, &values, &names, &marks, self.settings()),
         )))));
         Next::Continue
     }
@@ -164,7 +164,7 @@ impl Machine<'_> {
             plan_values::Source::Stored { digest } => digest,
         };
         let name = plan_values::object_name(&plan.workspace.name, digest);
-        let why = match &self.observed.values {
+        let why = match &self.observed().values {
             ValuesCheck::Verified { values, .. } => return Ok(values.clone()),
             ValuesCheck::NotRead => {
                 self.outlook = Outlook::idle(
@@ -201,7 +201,7 @@ impl Machine<'_> {
     /// an attempt (the first use of the edge credential for it), RBAC must still let the
     /// plan's owner install onto its edge. `None` when it does.
     fn authorized(&mut self, plan: &Plan) -> Option<Next> {
-        match &self.observed.authorization {
+        match &self.observed().authorization {
             Authorization::Allowed => None,
             Authorization::NotAsked => Some(Next::Continue),
             Authorization::Unavailable(why) => {
@@ -233,7 +233,7 @@ impl Machine<'_> {
     fn preparation(&mut self, plan: &Plan, remote: &Remote) -> (String, bool) {
         let current = self.status.preparation.clone();
         if let Some(recorded) = &current
-            && recorded.preparation_expires_at.0 > self.observed.now
+            && recorded.preparation_expires_at.0 > self.observed().now
         {
             return (recorded.preparation_id.clone(), false);
         }
@@ -241,14 +241,18 @@ impl Machine<'_> {
             .as_ref()
             .map(|expired| expired.preparation_id.clone())
             .unwrap_or_default();
-        let id = preparation_id(&plan.attempt_id, &previous, &self.observed.now.to_string());
+        let id = preparation_id(
+            &plan.attempt_id,
+            &previous,
+            &self.observed().now.to_string(),
+        );
         let expires = self
-            .observed
+            .observed()
             .now
             .checked_add(SignedDuration::from_secs(
-                self.settings.preparation_ttl_seconds,
+                self.settings().preparation_ttl_seconds,
             ))
-            .unwrap_or(self.observed.now);
+            .unwrap_or(self.observed().now);
         self.status.preparation = Some(Preparation {
             preparation_id: id.clone(),
             preparation_expires_at: Time(expires),
@@ -266,7 +270,7 @@ impl Machine<'_> {
             let old = names::label_value(&previous);
             for (kind, observed, name) in remote.runner_objects(&names) {
                 if let Some(object) = observed
-                    && object.owned_by(&self.uid)
+                    && object.owned_by(self.uid())
                     && object.label(names::LABEL_PREPARATION_ID) == old
                 {
                     removing = true;

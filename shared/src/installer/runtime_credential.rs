@@ -26,10 +26,10 @@ impl Machine<'_> {
     ) -> Option<Next> {
         let credential = plan.runtime_credential.as_ref()?;
         let names = CredentialNames::for_workspace(&plan.org, &plan.workspace.name);
-        let Some(hub) = self.observed.hub.clone() else {
+        let Some(hub) = self.observed().hub.clone() else {
             return Some(Next::Continue);
         };
-        let uid = self.uid.clone();
+        let uid = self.uid().to_owned();
         // The hub ServiceAccount and its RoleBinding share a name.
         let hub_key = object_key(&names.hub_namespace, &names.service_account);
         let secret_key = object_key(&plan.namespace, &names.edge_secret);

@@ -24,7 +24,7 @@ use crate::{
         sealing_keys,
     },
     cli::ServeArgs,
-    runtime::{admin, shutdown_signal},
+    runtime::{Synced, admin, shutdown_signal},
     server::{self, TlsFiles, callers::ClientAuth},
 };
 
@@ -47,16 +47,19 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         },
         Duration::from_secs(60),
     );
-    let recipes = follow(Api::<Recipe>::all(client.clone()));
-    let edges = follow(Api::<Edge>::all(client.clone()));
-    let readiness = Arc::new(ServingReadiness::default());
+    let (recipes, recipes_listed) = follow(Api::<Recipe>::all(client.clone()));
+    let (edges, edges_listed) = follow(Api::<Edge>::all(client.clone()));
+    let readiness = Arc::new(ServingReadiness {
+        recipes: recipes_listed,
+        edges: edges_listed,
+        stopping: AtomicBool::new(false),
+    });
     {
-        let (recipes, edges, readiness) = (recipes.clone(), edges.clone(), readiness.clone());
+        let readiness = readiness.clone();
         tokio::spawn(async move {
-            if recipes.wait_until_ready().await.is_ok() && edges.wait_until_ready().await.is_ok() {
-                readiness.warm.store(true, Ordering::Release);
-                tracing::info!("recipe and edge caches are warm: ready");
-            }
+            readiness.recipes.wait().await;
+            readiness.edges.wait().await;
+            tracing::info!("recipe and edge caches are warm: ready");
         });
     }
     let state = Arc::new(AppState {
@@ -112,8 +115,9 @@ fn client_auth(args: &ServeArgs) -> anyhow::Result<Option<ClientAuth>> {
     }
 }
 
-/// A watch cache of every object of a kind, followed until the process ends.
-fn follow<K>(api: Api<K>) -> Store<K>
+/// A watch cache of every object of a kind, followed until the process ends, and the mark
+/// of its first list.
+fn follow<K>(api: Api<K>) -> (Store<K>, Arc<Synced>)
 where
     K: kube::Resource<DynamicType = ()>
         + Clone
@@ -124,20 +128,27 @@ where
         + 'static,
 {
     let (store, writer) = reflector::store();
+    let synced = Arc::new(Synced::default());
+    let listed = synced.clone();
     let watch = reflector(writer, watcher(api, watcher::Config::default()))
         .default_backoff()
-        .for_each(|_| async {});
+        .for_each(move |event| {
+            if let Ok(event) = event {
+                listed.observe(&event);
+            }
+            async {}
+        });
     tokio::spawn(watch);
-    store
+    (store, synced)
 }
 
 /// The webhook is ready once its Recipe and Edge caches have their first lists: before,
 /// every new attempt would wait on a live read. The sealing keys are loaded before the
 /// port opens, so they need no flag. It is not ready from SIGTERM on, so the endpoints
 /// drop it while it still serves.
-#[derive(Default)]
 struct ServingReadiness {
-    warm: AtomicBool,
+    recipes: Arc<Synced>,
+    edges: Arc<Synced>,
     stopping: AtomicBool,
 }
 
@@ -145,7 +156,7 @@ impl admin::Readiness for ServingReadiness {
     fn check(&self) -> Result<String, String> {
         if self.stopping.load(Ordering::Acquire) {
             Err("stopping: serving the requests that still arrive, then draining".into())
-        } else if self.warm.load(Ordering::Acquire) {
+        } else if self.recipes.is_set() && self.edges.is_set() {
             Ok("sealing keys loaded, Recipe and Edge caches warm".into())
         } else {
             Err("the Recipe and Edge caches are still syncing".into())

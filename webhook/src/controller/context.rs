@@ -8,13 +8,18 @@ use kube::Client;
 use providers::installer::Settings;
 
 use super::{
+    credential::HubEndpoint,
+    edges::{EdgeHandles, Edges, ProbeSettings},
+    event_recorder::EventRecorder,
+    execute::ExecuteHandles,
     lease::LeaseConfig,
+    metrics::Metrics,
+    observe::ObserveHandles,
+    published_keys::Keys,
+    readiness::ControllerReadiness,
     shards::{ShardConfig, Shards},
-};
-
-use super::{
-    credential::HubEndpoint, edges::Edges, event_recorder::EventRecorder, metrics::Metrics,
-    published_keys::Keys, readiness::ControllerReadiness,
+    sweep::SweepHandles,
+    values_sweep::ValuesSweepHandles,
 };
 use crate::cli::ControllerArgs;
 
@@ -65,6 +70,70 @@ impl Context {
             recorder,
             shards: Arc::new(shards),
             identity,
+        }
+    }
+}
+
+impl Context {
+    /// The handles observing reads.
+    pub fn observe_handles(&self) -> ObserveHandles<'_> {
+        ObserveHandles {
+            hub: &self.hub,
+            edges: &self.edges,
+            keys: &self.keys,
+        }
+    }
+
+    /// The handles running the actions writes with.
+    pub fn execute_handles(&self) -> ExecuteHandles<'_> {
+        ExecuteHandles {
+            hub: &self.hub,
+            endpoint: &self.endpoint,
+            metrics: &self.metrics,
+            recorder: &self.recorder,
+            shards: &self.shards,
+            runner_log_history: self.args.runner_log_history,
+        }
+    }
+
+    /// The handles the Edge watch and the edges' probes work with.
+    pub fn edge_handles(&self) -> EdgeHandles {
+        EdgeHandles {
+            hub: self.hub.clone(),
+            edges: self.edges.clone(),
+            metrics: self.metrics.clone(),
+            shards: self.shards.clone(),
+            identity: self.identity.clone(),
+            probe: ProbeSettings {
+                interval: std::time::Duration::from_secs(self.args.edge_probe_interval.max(1)),
+                max_backoff: std::time::Duration::from_secs(
+                    self.args.edge_probe_max_backoff.max(1),
+                ),
+                credentials_namespace: self.args.edge_credentials_namespace.clone(),
+                allow_kubeconfig_exec: self.args.allow_edge_kubeconfig_exec,
+                watch_streams_per_connection: self.args.edge_watch_streams_per_connection,
+            },
+        }
+    }
+
+    /// The handles the orphan sweep works with.
+    pub fn sweep_handles(&self) -> SweepHandles<'_> {
+        SweepHandles {
+            hub: &self.hub,
+            edges: &self.edges,
+            metrics: &self.metrics,
+            recorder: &self.recorder,
+            interval: std::time::Duration::from_secs(self.args.orphan_sweep_interval.max(1)),
+        }
+    }
+
+    /// The handles the PlanValues sweep works with.
+    pub fn values_sweep_handles(&self) -> ValuesSweepHandles<'_> {
+        ValuesSweepHandles {
+            hub: &self.hub,
+            workspaces_listed: self.readiness.workspaces(),
+            interval: std::time::Duration::from_secs(self.args.plan_values_sweep_interval.max(1)),
+            grace: k8s_openapi::jiff::SignedDuration::from_secs(self.args.plan_values_grace as i64),
         }
     }
 }

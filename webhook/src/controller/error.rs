@@ -39,12 +39,4 @@ impl Error {
     }
 }
 
-/// Whether an API error means the server did not answer (as opposed to answering "no").
-pub fn is_transport(error: &kube::Error) -> bool {
-    !matches!(
-        error,
-        kube::Error::Api(_) | kube::Error::SerdeError(_) | kube::Error::BuildRequest(_)
-    )
-}
-
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -11,10 +11,11 @@
 use std::{
     collections::HashMap,
     hash::{BuildHasher, Hash, Hasher, RandomState},
-    sync::{Mutex, PoisonError},
+    sync::Mutex,
     time::{Duration, Instant},
 };
 
+use crate::locks::Locked;
 use k8s_openapi::{
     api::{core::v1::ObjectReference, events::v1 as events},
     apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta},
@@ -94,7 +95,7 @@ impl EventRecorder {
     }
 
     fn series(&self) -> std::sync::MutexGuard<'_, Series> {
-        self.series.lock().unwrap_or_else(PoisonError::into_inner)
+        self.series.locked()
     }
 
     fn new_event(

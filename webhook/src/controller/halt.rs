@@ -2,7 +2,7 @@
 //! the edge did not answer, or what a write was based on changed in between. Both are
 //! signals to observe again; `Error` is what ends a reconcile.
 
-use super::error::{Error, is_transport};
+use super::{error::Error, unreachable::did_not_answer};
 
 /// Why a request to an edge failed.
 #[derive(Debug, thiserror::Error)]
@@ -44,7 +44,7 @@ impl From<EdgeFailure> for Halt {
 
 /// An edge API error, as unreachable when the server did not answer.
 pub fn edge(edge: &str, source: kube::Error) -> EdgeFailure {
-    if is_transport(&source) {
+    if did_not_answer(&source) {
         EdgeFailure::Unreachable {
             edge: edge.to_owned(),
             message: source.to_string(),

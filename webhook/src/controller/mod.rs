@@ -19,6 +19,7 @@ mod helm_release;
 mod lease;
 pub mod metrics;
 mod observe;
+mod own_writes;
 mod published_keys;
 mod readiness;
 mod reconcile;
@@ -27,6 +28,7 @@ pub mod shards;
 mod sweep;
 pub mod task;
 pub mod term;
+mod unreachable;
 mod values_sweep;
 mod workspace_memory;
 

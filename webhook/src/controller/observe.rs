@@ -23,13 +23,13 @@ use providers::{
 use crate::authz;
 
 use super::{
-    context::Context,
-    edge_cache::{self, Cached, EdgeCache},
+    edge_cache::{Cached, EdgeCache},
     edge_grants,
-    edges::EdgeView,
+    edges::{EdgeView, Edges},
     error::{Error, Result},
     halt::{self, EdgeFailure},
     helm_release,
+    published_keys::Keys,
 };
 
 /// One observation of a Workspace.
@@ -78,7 +78,15 @@ pub fn edge_of(workspace: &Workspace) -> String {
         .unwrap_or_else(|| workspace.spec.edge.clone())
 }
 
-pub async fn observe(ctx: &Context, workspace: Workspace) -> Result<Observation> {
+/// What observing reads: the hub, the edges known in this term and the published sealing
+/// keys.
+pub struct ObserveHandles<'a> {
+    pub hub: &'a Client,
+    pub edges: &'a Edges,
+    pub keys: &'a Keys,
+}
+
+pub async fn observe(ctx: &ObserveHandles<'_>, workspace: Workspace) -> Result<Observation> {
     let seal = ctx.keys.check(&workspace);
     let focus = installer::focus(&workspace);
     let edge_name = edge_of(&workspace);
@@ -91,19 +99,8 @@ pub async fn observe(ctx: &Context, workspace: Workspace) -> Result<Observation>
     if let (Some(focus), EdgeState::Ready(_), Some(client), Some(cache)) =
         (&focus, &edge, &client, &cache)
     {
-        if let Some(why) = cache.unreachable() {
+        if let Some(why) = cache.unreachable_for(&focus.namespace).await {
             edge = EdgeState::Unreachable(why);
-        } else if !cache.ready().await {
-            edge = EdgeState::Unreachable(format!(
-                "its watches did not list the installer's objects within {} s",
-                edge_cache::SYNC_TIMEOUT.as_secs()
-            ));
-        } else if !cache.ready_in(&focus.namespace).await {
-            edge = EdgeState::Unreachable(format!(
-                "its watch of the Secrets in namespace {} did not list them within {} s (is the installer's RoleBinding providers-installer there, and the ClusterRole providers-edge-namespace of manifests/edge applied?)",
-                focus.namespace,
-                edge_cache::SYNC_TIMEOUT.as_secs()
-            ));
         } else {
             let reads = EdgeReads {
                 edge: &edge_name,
@@ -120,13 +117,13 @@ pub async fn observe(ctx: &Context, workspace: Workspace) -> Result<Observation>
         }
     }
     let hub = match focus.as_ref().and_then(|f| f.credential.as_ref()) {
-        Some(names) => Some(read_hub(&ctx.hub, names).await?),
+        Some(names) => Some(read_hub(ctx.hub, names).await?),
         None => None,
     };
     // Asked only when the next step may use the edge credential for the attempt.
     let authorization = match (&focus, &edge, workspace.spec.plan.as_ref()) {
         (Some(focus), EdgeState::Ready(_), Some(sealed)) if focus.authorize => {
-            authorize(ctx, &sealed.plan).await
+            authorize(ctx.hub, &sealed.plan).await
         }
         _ => Authorization::NotAsked,
     };
@@ -135,7 +132,7 @@ pub async fn observe(ctx: &Context, workspace: Workspace) -> Result<Observation>
     let described = remote.as_ref().is_some_and(|r| r.release_content.is_some());
     let values = match workspace.spec.plan.as_ref() {
         Some(sealed) if focus.as_ref().is_some_and(|f| f.values.is_some()) || described => {
-            read_values(&ctx.hub, &workspace, &sealed.plan).await
+            read_values(ctx.hub, &workspace, &sealed.plan).await
         }
         _ => ValuesCheck::NotRead,
     };
@@ -187,11 +184,11 @@ async fn read_values(hub: &Client, workspace: &Workspace, plan: &Plan) -> Values
 
 /// RBAC's answer for the plan's owner, as sealed: `install` on the plan's edge and `use`
 /// of its Recipe, both still granted now.
-async fn authorize(ctx: &Context, plan: &Plan) -> Authorization {
+async fn authorize(hub: &Client, plan: &Plan) -> Authorization {
     let user = authz::user_of(&plan.owner);
     let (install, entitled) = tokio::join!(
-        authz::can_install(&ctx.hub, &user, &plan.edge_name),
-        authz::can_use_recipe(&ctx.hub, &user, &plan.provider),
+        authz::can_install(hub, &user, &plan.edge_name),
+        authz::can_use_recipe(hub, &user, &plan.provider),
     );
     Authorization::of_owner(plan, authz::reason(install), authz::reason(entitled))
 }

@@ -11,6 +11,7 @@ use kube::{
 use providers::{api::Workspace, installer::SealCheck, seal::Keyring};
 
 use super::metrics::{KeyLabels, Metrics};
+use crate::locks::ReadWriteLocked;
 
 /// The keyring of the moment, or why there is none.
 #[derive(Clone)]
@@ -34,9 +35,7 @@ impl Keys {
     /// The check of a Workspace's plan with the published keys: the same rules as the
     /// webhook's and `kubectl provider plan --verify`'s.
     pub fn check(&self, workspace: &Workspace) -> SealCheck {
-        let Ok(current) = self.current.read() else {
-            return SealCheck::KeysUnavailable("the keyring lock is poisoned".into());
-        };
+        let current = self.current.read_locked();
         SealCheck::of(workspace, current.as_ref().map_err(String::as_str))
     }
 
@@ -59,9 +58,7 @@ impl Keys {
             }
             Err(why) => tracing::warn!(%why, "no sealing keys"),
         }
-        if let Ok(mut current) = self.current.write() {
-            *current = value;
-        }
+        *self.current.write_locked() = value;
     }
 
     fn keyring_of(&self, config_map: &ConfigMap) -> Result<Keyring, String> {

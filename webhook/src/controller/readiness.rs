@@ -5,11 +5,12 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::edges::Edges;
-use crate::runtime::admin::Readiness;
+use crate::runtime::{Synced, admin::Readiness};
 
 pub struct ControllerReadiness {
     leading: AtomicBool,
-    workspaces_synced: AtomicBool,
+    /// The term's Workspace watch has its first list.
+    workspaces: Synced,
     edges: Edges,
 }
 
@@ -17,25 +18,21 @@ impl ControllerReadiness {
     pub fn new(edges: Edges) -> Self {
         Self {
             leading: AtomicBool::new(false),
-            workspaces_synced: AtomicBool::new(false),
+            workspaces: Synced::default(),
             edges,
         }
     }
 
     /// A term starts (`true`) or ends (`false`): its caches start empty.
     pub fn set_leading(&self, leading: bool) {
-        self.workspaces_synced.store(false, Ordering::Release);
+        self.workspaces.clear();
         self.leading.store(leading, Ordering::Release);
     }
 
-    /// The term's Workspace cache has its first list.
-    pub fn set_workspaces_synced(&self) {
-        self.workspaces_synced.store(true, Ordering::Release);
-    }
-
-    /// Whether the term's Workspace cache has its first list.
-    pub fn workspaces_synced(&self) -> bool {
-        self.workspaces_synced.load(Ordering::Acquire)
+    /// Whether the term's Workspace cache has its first list: set by the term's watch,
+    /// waited for by the PlanValues sweep.
+    pub fn workspaces(&self) -> &Synced {
+        &self.workspaces
     }
 }
 
@@ -44,7 +41,7 @@ impl Readiness for ControllerReadiness {
         if !self.leading.load(Ordering::Acquire) {
             return Ok("standby, waiting for the lease".into());
         }
-        if !self.workspaces_synced.load(Ordering::Acquire) {
+        if !self.workspaces.is_set() {
             return Err("leading; the Workspace cache is still syncing".into());
         }
         let probed = self
@@ -73,7 +70,7 @@ mod tests {
                 .unwrap_err()
                 .contains("Workspace cache is still syncing")
         );
-        readiness.set_workspaces_synced();
+        readiness.workspaces().set();
         assert!(
             readiness
                 .check()

@@ -115,7 +115,7 @@ async fn passes(cached: &Workspace, ctx: &Context, memory: &WorkspaceMemory) -> 
     let mut wrote = false;
     let outcome = 'passes: {
         for _ in 0..PASSES {
-            let mut observation = observe(ctx, current.clone()).await?;
+            let mut observation = observe(&ctx.observe_handles(), current.clone()).await?;
             let mut decision = installer::decide(&observation.observed(), &ctx.settings);
             // Revoking and deleting are decided from the Workspace itself, never from a
             // watch cache alone: from the API server's answer to a write of it that comes
@@ -125,7 +125,7 @@ async fn passes(cached: &Workspace, ctx: &Context, memory: &WorkspaceMemory) -> 
                     break 'passes Ok(gone(memory, &key));
                 };
                 fresh = true;
-                observation = observe(ctx, workspace).await?;
+                observation = observe(&ctx.observe_handles(), workspace).await?;
                 decision = installer::decide(&observation.observed(), &ctx.settings);
             }
             tracing::debug!(
@@ -133,7 +133,7 @@ async fn passes(cached: &Workspace, ctx: &Context, memory: &WorkspaceMemory) -> 
                 next = ?decision.next,
                 "decided"
             );
-            let executed = execute(ctx, &observation, &decision.actions).await;
+            let executed = execute(&ctx.execute_handles(), &observation, &decision.actions).await;
             match executed.written {
                 Some(written) => {
                     current = written;

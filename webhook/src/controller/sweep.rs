@@ -5,7 +5,6 @@
 
 use std::{
     collections::{HashMap, HashSet},
-    sync::Arc,
     time::Duration,
 };
 
@@ -34,18 +33,30 @@ use providers::{
 use serde::de::DeserializeOwned;
 
 use super::{
-    context::Context,
+    edges::Edges,
     error::Error,
+    event_recorder::EventRecorder,
     execute::delete,
     halt::{self, EdgeFailure},
-    metrics::SweptLabels,
+    metrics::{Metrics, SweptLabels},
 };
 
 /// How often the loop looks for edges due a sweep.
 const TICK: Duration = Duration::from_secs(5);
 
-pub async fn run(ctx: Arc<Context>) {
-    let interval = Duration::from_secs(ctx.args.orphan_sweep_interval.max(1));
+/// What the orphan sweep reads and writes with: the hub (which Workspaces live), the edges
+/// known in this term, the metrics and Events it reports to, and how often it sweeps an
+/// edge.
+pub struct SweepHandles<'a> {
+    pub hub: &'a Client,
+    pub edges: &'a Edges,
+    pub metrics: &'a Metrics,
+    pub recorder: &'a EventRecorder,
+    pub interval: Duration,
+}
+
+pub async fn run(ctx: SweepHandles<'_>) {
+    let interval = ctx.interval;
     let mut swept: HashMap<String, Timestamp> = HashMap::new();
     loop {
         tokio::time::sleep(TICK.min(interval)).await;
@@ -66,7 +77,11 @@ pub async fn run(ctx: Arc<Context>) {
     }
 }
 
-async fn sweep_edge(ctx: &Context, edge: &str, client: &Client) -> Result<(), EdgeFailure> {
+async fn sweep_edge(
+    ctx: &SweepHandles<'_>,
+    edge: &str,
+    client: &Client,
+) -> Result<(), EdgeFailure> {
     // The edge first: anything made for a Workspace created meanwhile belongs to one the
     // hub list below holds.
     let mut listed = Vec::new();

@@ -49,25 +49,31 @@ pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
         .reflect(writer)
         // Said from the stream itself: the store's wait_until_ready wakes only its last
         // waiter, and the controller is one already.
-        .inspect_ok(move |event| {
-            if matches!(event, watcher::Event::InitDone) {
-                readiness.set_workspaces_synced();
-            }
-        })
+        .inspect_ok(move |event| readiness.workspaces().observe(event))
         .applied_objects()
         .predicate_filter(predicates::generation, PredicateConfig::default());
     let controller = Controller::for_stream(changes, reader)
         .with_config(controller::Config::default().concurrency(ctx.args.concurrency));
     let (trigger, triggered) = futures::channel::mpsc::unbounded();
-    let _edges = Task::spawn(edges::run(ctx.clone(), controller.store(), trigger));
-    let _sweep = Task::spawn(sweep::run(ctx.clone()));
+    let _edges = Task::spawn(edges::run(
+        Arc::new(ctx.edge_handles()),
+        controller.store(),
+        trigger,
+    ));
+    let _sweep = Task::spawn({
+        let ctx = ctx.clone();
+        async move { sweep::run(ctx.sweep_handles()).await }
+    });
     let _values_sweep = match ctx.shards.config().cloned() {
         Some(config) => Task::spawn(lead_hub_duties(
             ctx.clone(),
             controller.store(),
             config.leader,
         )),
-        None => Task::spawn(values_sweep::run(ctx.clone(), controller.store())),
+        None => Task::spawn({
+            let (ctx, store) = (ctx.clone(), controller.store());
+            async move { values_sweep::run(ctx.values_sweep_handles(), store).await }
+        }),
     };
     controller
         .reconcile_on(triggered)
@@ -107,7 +113,7 @@ async fn lead_hub_duties(
         let shards = ctx.shards.clone();
         tokio::select! {
             () = elector.hold_reporting(|at| shards.set_leading(Some(at))) => {}
-            () = values_sweep::run(ctx.clone(), store.clone()) => {}
+            () = values_sweep::run(ctx.values_sweep_handles(), store.clone()) => {}
         }
         ctx.shards.set_leading(None);
         ctx.metrics.leader.set(0);

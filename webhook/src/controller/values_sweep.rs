@@ -4,11 +4,11 @@
 //! resourceVersion it was judged at, so one the webhook marked as sealed again meanwhile
 //! stays.
 
-use std::{sync::Arc, time::Duration};
+use std::time::Duration;
 
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::{
-    Api,
+    Api, Client,
     api::{DeleteParams, ListParams, Preconditions},
     runtime::reflector::{ObjectRef, Store},
 };
@@ -20,24 +20,34 @@ use providers::{
     },
 };
 
-use super::context::Context;
+use crate::runtime::Synced;
 
-pub async fn run(ctx: Arc<Context>, workspaces: Store<Workspace>) {
-    let interval = Duration::from_secs(ctx.args.plan_values_sweep_interval.max(1));
+/// What the PlanValues sweep works with: the hub, the mark of the Workspace cache's first
+/// list, how often it sweeps and how long a sealed plan's values are kept whatever refers
+/// to them.
+pub struct ValuesSweepHandles<'a> {
+    pub hub: &'a Client,
+    pub workspaces_listed: &'a Synced,
+    pub interval: Duration,
+    pub grace: SignedDuration,
+}
+
+pub async fn run(ctx: ValuesSweepHandles<'_>, workspaces: Store<Workspace>) {
     // The first sweep waits for the Workspace cache: before it is in, every object would
-    // look unreferenced. (Polled: the store's own wait wakes one waiter only.)
-    while !ctx.readiness.workspaces_synced() {
-        tokio::time::sleep(Duration::from_secs(1)).await;
-    }
+    // look unreferenced.
+    ctx.workspaces_listed.wait().await;
     loop {
         if let Err(error) = sweep(&ctx, &workspaces).await {
             tracing::warn!(%error, "PlanValues sweep failed; trying again at the next interval");
         }
-        tokio::time::sleep(interval).await;
+        tokio::time::sleep(ctx.interval).await;
     }
 }
 
-async fn sweep(ctx: &Context, workspaces: &Store<Workspace>) -> Result<(), kube::Error> {
+async fn sweep(
+    ctx: &ValuesSweepHandles<'_>,
+    workspaces: &Store<Workspace>,
+) -> Result<(), kube::Error> {
     let listed = Api::<PlanValues>::all(ctx.hub.clone())
         .list_metadata(&ListParams::default())
         .await?;
@@ -65,8 +75,7 @@ async fn sweep(ctx: &Context, workspaces: &Store<Workspace>) -> Result<(), kube:
                 .or(meta.creation_timestamp.as_ref().map(|t| t.0)),
         };
         let followed = workspaces.get(&ObjectRef::new(&stored.workspace).within(&namespace));
-        let grace = SignedDuration::from_secs(ctx.args.plan_values_grace as i64);
-        let delete = match verdict(&stored, followed.as_deref(), now, grace) {
+        let delete = match verdict(&stored, followed.as_deref(), now, ctx.grace) {
             Verdict::Keep => false,
             Verdict::Delete => true,
             Verdict::DeleteUnlessOwnerExists => {

@@ -10,9 +10,10 @@
 use std::{
     fmt,
     path::{Path, PathBuf},
-    sync::{Arc, PoisonError, RwLock},
+    sync::{Arc, RwLock},
 };
 
+use crate::locks::ReadWriteLocked;
 use rustls::{
     DigitallySignedStruct, DistinguishedName, Error, RootCertStore, SignatureScheme,
     client::danger::HandshakeSignatureValid,
@@ -97,15 +98,12 @@ impl Callers {
             return Ok(false);
         }
         let verifier = verifier_of(&self.ca_file, &pem, &self.provider)?;
-        *self.current.write().unwrap_or_else(PoisonError::into_inner) = (verifier, digest);
+        *self.current.write_locked() = (verifier, digest);
         Ok(true)
     }
 
     fn verifier(&self) -> (Arc<dyn ClientCertVerifier>, [u8; 32]) {
-        self.current
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.current.read_locked().clone()
     }
 
     /// Whether the certificate's subject common name, or one of its DNS names, is allowed.

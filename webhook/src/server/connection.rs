@@ -5,7 +5,7 @@ use std::{
     convert::Infallible,
     net::SocketAddr,
     pin::Pin,
-    sync::{Arc, Mutex, PoisonError},
+    sync::{Arc, Mutex},
     task::Poll,
     time::Duration,
 };
@@ -29,6 +29,7 @@ use tokio_rustls::TlsAcceptor;
 use tower::Service as _;
 
 use super::handshakes::HandshakeSlots;
+use crate::locks::Locked;
 
 /// How long a connection with nothing in flight may take to close gracefully (flush a GOAWAY,
 /// let the peer hang up) before it is dropped.
@@ -193,13 +194,12 @@ impl Activity {
 
     /// `None` while a request is in flight.
     fn idle_since(&self) -> Option<Instant> {
-        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let state = self.state.locked();
         (state.in_flight == 0).then_some(state.idle_since)
     }
 
     fn update(&self, change: impl FnOnce(&mut ActivityState)) {
-        // Nothing panics while holding the lock, so a poisoned lock still holds valid counts.
-        change(&mut self.state.lock().unwrap_or_else(PoisonError::into_inner));
+        change(&mut self.state.locked());
         self.changed.notify_one();
     }
 }

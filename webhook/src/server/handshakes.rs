@@ -3,10 +3,11 @@
 //! who reaches the port can hold; the per-peer bound keeps one such caller from taking every
 //! slot from the API server.
 
+use crate::locks::Locked;
 use std::{
     collections::HashMap,
     net::IpAddr,
-    sync::{Arc, Mutex, PoisonError},
+    sync::{Arc, Mutex},
 };
 
 /// Handshakes in progress, in total and by peer address.
@@ -42,7 +43,7 @@ impl HandshakeSlots {
 
     /// A slot for `peer`, or `None` when the server or that peer has no slot left.
     pub fn try_acquire(self: &Arc<Self>, peer: IpAddr) -> Option<HandshakeSlot> {
-        let mut state = self.lock();
+        let mut state = self.state.locked();
         let of_peer = state.by_peer.get(&peer).copied().unwrap_or(0);
         if state.in_progress >= self.total || of_peer >= self.per_peer {
             return None;
@@ -54,16 +55,11 @@ impl HandshakeSlots {
             peer,
         })
     }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        // Nothing panics while holding the lock, so a poisoned lock still holds valid counts.
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
 }
 
 impl Drop for HandshakeSlot {
     fn drop(&mut self) {
-        let mut state = self.slots.lock();
+        let mut state = self.slots.state.locked();
         state.in_progress = state.in_progress.saturating_sub(1);
         if let Some(count) = state.by_peer.get_mut(&self.peer) {
             *count = count.saturating_sub(1);
@@ -104,7 +100,7 @@ mod tests {
         for last in 0..=255 {
             drop(slots.try_acquire(ip(last)).unwrap());
         }
-        let state = slots.lock();
+        let state = slots.state.locked();
         assert_eq!(state.in_progress, 0);
         assert!(state.by_peer.is_empty());
     }

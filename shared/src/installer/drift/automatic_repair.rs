@@ -23,11 +23,11 @@ impl Machine<'_> {
         let Some(policy) = plan.drift.as_ref().filter(|p| p.repairs_automatically()) else {
             return;
         };
-        if self.ws.metadata.deletion_timestamp.is_some() {
+        if self.ws().metadata.deletion_timestamp.is_some() {
             return;
         }
         let now = self.now();
-        let name = self.ws.metadata.name.clone().unwrap_or_default();
+        let name = self.ws().metadata.name.clone().unwrap_or_default();
         let finished = self.status.finished_at.clone();
         let Some(drift) = self.status.drift.as_mut() else {
             return;
@@ -70,7 +70,7 @@ impl Machine<'_> {
         self.edge(Action::RequestRepair(RepairRequest {
             attempt: plan.attempt,
             attempt_id: plan.attempt_id.clone(),
-            retry: self.ws.spec.retry.unwrap_or(0),
+            retry: self.ws().spec.retry.unwrap_or(0),
         }));
     }
 }

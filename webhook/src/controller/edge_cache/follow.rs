@@ -13,7 +13,7 @@
 use std::{
     collections::HashMap,
     sync::{
-        Arc, Mutex, PoisonError,
+        Arc, Mutex,
         atomic::{AtomicBool, Ordering},
     },
     time::Duration,
@@ -35,10 +35,13 @@ use providers::installer::{
 use super::{
     metadata_watch::{Collection, Lists, metadata_watch},
     stream_pool::Leased,
-    sync::Flag,
     wake::{Followed, Wake, wake_release},
 };
-use crate::controller::{edge_grants, task::Task};
+use crate::{
+    controller::{edge_grants, task::Task},
+    locks::Locked,
+    runtime::Synced,
+};
 
 /// The label Helm puts on every object it makes, as a selector and as key and value.
 const HELM_MANAGED: &str = "app.kubernetes.io/managed-by=Helm";
@@ -50,7 +53,7 @@ const HELM_RELEASE: &str = "meta.helm.sh/release-name";
 /// One namespace's watch of one kind.
 pub(super) struct FollowWatch {
     traces: Arc<Mutex<HashMap<String, ObjectTrace>>>,
-    listed: Arc<Flag>,
+    listed: Arc<Synced>,
     /// RBAC refused the last list: what the watch showed is no longer known.
     refused: Arc<AtomicBool>,
     /// The watch's task and its stream on a connection to the edge, stopped and freed when
@@ -142,12 +145,7 @@ impl FollowWatch {
         if !self.listed.is_set() || self.refused.load(Ordering::Acquire) {
             return ObjectSeen::Unknown;
         }
-        match self
-            .traces
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(name)
-        {
+        match self.traces.locked().get(name) {
             Some(trace) => ObjectSeen::Present(trace.clone()),
             None => ObjectSeen::Missing,
         }
@@ -167,17 +165,13 @@ struct Target {
     namespace: String,
     kind: String,
     traces: Arc<Mutex<HashMap<String, ObjectTrace>>>,
-    listed: Arc<Flag>,
+    listed: Arc<Synced>,
     refused: Arc<AtomicBool>,
     followed: Followed,
     wake: Wake,
 }
 
 impl Target {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, ObjectTrace>> {
-        self.traces.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
     /// Wakes the Workspace of `release`, if one follows it.
     fn wake_release(&self, release: &str) {
         wake_release(&self.followed, &self.wake, &self.namespace, release);
@@ -188,8 +182,7 @@ impl Target {
     fn wake_all(&self) {
         let owners: Vec<String> = self
             .followed
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+            .locked()
             .iter()
             .filter(|((namespace, _), _)| *namespace == self.namespace)
             .map(|(_, workspace)| workspace.clone())
@@ -227,7 +220,7 @@ impl Follower {
             watcher::Event::InitDone => {
                 let listing = &self.listing;
                 self.releases.retain(|name, _| listing.contains_key(name));
-                *self.target.lock() = std::mem::take(&mut self.listing);
+                *self.target.traces.locked() = std::mem::take(&mut self.listing);
                 self.target.refused.store(false, Ordering::Release);
                 self.target.listed.set();
                 self.target.wake_all();
@@ -237,10 +230,11 @@ impl Follower {
                 let before = self.releases.remove(&name);
                 if self.is_release_object(&object.metadata) {
                     self.target
-                        .lock()
+                        .traces
+                        .locked()
                         .insert(name.clone(), trace_of(&object.metadata));
                     self.remember_release(name, &object.metadata);
-                } else if self.target.lock().remove(&name).is_none() {
+                } else if self.target.traces.locked().remove(&name).is_none() {
                     // Not an object of a release, and never was: nothing to wake.
                     return;
                 }
@@ -248,7 +242,7 @@ impl Follower {
             }
             watcher::Event::Delete(object) => {
                 let name = name_of(&object.metadata);
-                self.target.lock().remove(&name);
+                self.target.traces.locked().remove(&name);
                 let before = self.releases.remove(&name);
                 self.wake(before, &object.metadata);
             }
@@ -382,8 +376,7 @@ mod tests {
         let woken = Arc::new(AtomicUsize::new(0));
         let followed: Followed = Arc::default();
         followed
-            .lock()
-            .unwrap()
+            .locked()
             .insert(("team-a".into(), "hello".into()), "team-a/hello".into());
         let counter = woken.clone();
         let wake: Wake = Arc::new(move |_: &str| {

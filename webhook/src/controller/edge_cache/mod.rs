@@ -10,10 +10,7 @@
 
 use std::{
     collections::HashMap,
-    sync::{
-        Arc, Mutex, PoisonError,
-        atomic::{AtomicUsize, Ordering},
-    },
+    sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
 
@@ -48,15 +45,17 @@ pub mod watches;
 
 pub use stream_pool::{DEFAULT_STREAMS_PER_CONNECTION, StreamPool};
 
-use tokio::sync::Notify;
-
 use namespaced::{NamespaceWatches, is_helm_record};
+use sync::AllListed;
 pub use sync::SYNC_TIMEOUT;
 use wake::Followed;
 
-/// How long the installer trusts what its own write returned over a watch cache that has
-/// not seen it yet. Far longer than a watch lags; short enough that a cache that never
-/// sees the object (one without the installer's label) is asked again soon.
+use super::{own_writes::OwnWrites, unreachable::Reachability};
+use crate::locks::Locked;
+
+/// How long the installer trusts what its own write to an edge returned over a watch
+/// cache that has not seen it yet. Far longer than a watch lags; short enough that a cache
+/// that never sees the object (one without the installer's label) is asked again soon.
 const OWN_WRITES_TTL: Duration = Duration::from_secs(60);
 
 /// The kinds of edge objects a decision reads.
@@ -76,8 +75,8 @@ struct Key {
 /// What a write of the installer's own said about an object.
 #[derive(Clone, Debug)]
 enum Own {
-    Present(Box<Seen>, Instant),
-    Gone { uid: String, at: Instant },
+    Present(Box<Seen>),
+    Gone { uid: String },
 }
 
 #[derive(Clone, Debug)]
@@ -87,36 +86,24 @@ enum Seen {
 }
 
 impl Own {
-    fn at(&self) -> Instant {
+    /// Whether the cache, holding the object with `cached_uid`, shows this write: the
+    /// object written is there, or the one deleted is not.
+    fn shown(&self, cached_uid: Option<&str>) -> bool {
         match self {
-            Own::Present(_, at) | Own::Gone { at, .. } => *at,
+            Own::Present(seen) => {
+                let uid = match seen.as_ref() {
+                    Seen::Object(o) => o.uid.as_str(),
+                    Seen::Job(j) => j.object.uid.as_str(),
+                };
+                cached_uid == Some(uid)
+            }
+            Own::Gone { uid } => cached_uid != Some(uid.as_str()),
         }
     }
 }
 
-/// The installer's own writes, by object, until the watches show them. An entry older than
-/// [`OWN_WRITES_TTL`] is no longer trusted, and is dropped at the first write once a TTL
-/// has passed since the last sweep: an object the installer never reads again (a deleted
-/// Job, the objects of a deleted Workspace) would otherwise be kept for the process's life.
-#[derive(Default)]
-struct OwnWrites {
-    entries: HashMap<Key, Own>,
-    swept_at: Option<Instant>,
-}
-
-impl OwnWrites {
-    fn insert(&mut self, key: Key, own: Own, now: Instant) {
-        if self
-            .swept_at
-            .is_none_or(|at| now.duration_since(at) >= OWN_WRITES_TTL)
-        {
-            self.entries
-                .retain(|_, own| now.duration_since(own.at()) < OWN_WRITES_TTL);
-            self.swept_at = Some(now);
-        }
-        self.entries.insert(key, own);
-    }
-}
+/// The installer's own writes to an edge, by object, until the watches show them.
+type EdgeWrites = OwnWrites<Key, Own>;
 
 /// The caches of one edge. Cloning shares them.
 #[derive(Clone)]
@@ -128,16 +115,16 @@ pub struct EdgeCache {
     /// The Secrets of each namespace of the installer's (Helm's records among them).
     namespaced: Arc<NamespaceWatches>,
     jobs: Store<Job>,
-    own: Arc<Mutex<OwnWrites>>,
+    own: Arc<Mutex<EdgeWrites>>,
     /// The installed releases watched for drift: `(namespace, release)` → the Workspace
     /// (`<org>/<name>`) a change of their records wakes.
     followed: Followed,
-    /// Why the edge's API is thought unreachable: a watch or a write failed to connect,
-    /// and nothing has answered since. The caches then hold what was last seen, which no
-    /// decision should act on.
-    unreachable: Arc<Mutex<Option<String>>>,
+    /// Why the edge's API is thought unreachable: a watch failed or a write got no
+    /// answer, and nothing has answered since. The caches then hold what was last seen,
+    /// which no decision should act on.
+    unreachable: Reachability,
     /// How many of the watches have listed once.
-    listed: Arc<Listed>,
+    listed: Arc<AllListed>,
     /// The API resource of each `(apiVersion, kind)` a release made, found once by
     /// discovery; `None` for a kind not served or not namespaced (not followed).
     kinds: Arc<Mutex<HashMap<KindKey, FoundKind>>>,
@@ -160,46 +147,6 @@ const KIND_MISS_TTL: Duration = Duration::from_secs(600);
 /// The most kinds whose discovery is remembered per edge.
 const MAX_KINDS: usize = 1_000;
 
-/// How many of an edge's watches have had their first list, of how many, and a wake-up
-/// for every reconcile that waits for all of them. (A store's own `wait_until_ready`
-/// wakes only the last of several waiters; the others would wait for their timeout.)
-#[derive(Debug, Default)]
-pub(super) struct Listed {
-    count: AtomicUsize,
-    of: AtomicUsize,
-    changed: Notify,
-}
-
-impl Listed {
-    /// One more watch has its first list.
-    pub(super) fn one_more(&self) {
-        self.count.fetch_add(1, Ordering::AcqRel);
-        self.changed.notify_waiters();
-    }
-
-    /// How many watches there are, once all are started.
-    pub(super) fn of(&self, watches: usize) {
-        self.of.store(watches, Ordering::Release);
-        self.changed.notify_waiters();
-    }
-
-    fn all(&self) -> bool {
-        let of = self.of.load(Ordering::Acquire);
-        of > 0 && self.count.load(Ordering::Acquire) >= of
-    }
-
-    async fn wait_all(&self) {
-        loop {
-            // Registered before the check, so a change between the two is not missed.
-            let changed = self.changed.notified();
-            if self.all() {
-                return;
-            }
-            changed.await;
-        }
-    }
-}
-
 impl EdgeCache {
     /// Waits until every cache holds its first list: at once when they do, and every
     /// reconcile that waits is woken when the last one is in.
@@ -209,17 +156,36 @@ impl EdgeCache {
             .is_ok()
     }
 
+    /// Why a decision about the objects in `namespace` must see the edge unreachable, if
+    /// it must (`controller/unreachable.rs`): a watch or a write found it so, or its
+    /// watches, or that namespace's Secret watch, did not list within [`SYNC_TIMEOUT`].
+    pub async fn unreachable_for(&self, namespace: &str) -> Option<String> {
+        if let Some(why) = self.unreachable() {
+            return Some(why);
+        }
+        if !self.ready().await {
+            return Some(format!(
+                "its watches did not list the installer's objects within {} s",
+                SYNC_TIMEOUT.as_secs()
+            ));
+        }
+        if !self.ready_in(namespace).await {
+            return Some(format!(
+                "its watch of the Secrets in namespace {namespace} did not list them within {} s (is the installer's RoleBinding providers-installer there, and the ClusterRole providers-edge-namespace of manifests/edge applied?)",
+                SYNC_TIMEOUT.as_secs()
+            ));
+        }
+        None
+    }
+
     /// Why the edge is thought unreachable, when it is.
     pub fn unreachable(&self) -> Option<String> {
-        self.unreachable
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.unreachable.why()
     }
 
     /// A write or a probe found the edge unreachable (`Some`) or answering (`None`).
     pub fn set_unreachable(&self, why: Option<String>) {
-        Health(self.unreachable.clone()).set(why);
+        self.unreachable.set(why);
     }
 
     /// An object's state: the installer's own latest write where the cache has not seen
@@ -374,19 +340,12 @@ impl EdgeCache {
 
     /// The objects of the installed revision recorded in `record_uid`, when read before.
     pub fn manifest(&self, record_uid: &str) -> Option<Arc<Vec<ReleaseObject>>> {
-        self.manifests
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(record_uid)
-            .cloned()
+        self.manifests.locked().get(record_uid).cloned()
     }
 
     /// Keeps the objects of the revision recorded in `record_uid`.
     pub fn keep_manifest(&self, record_uid: &str, objects: Arc<Vec<ReleaseObject>>) {
-        let mut manifests = self
-            .manifests
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut manifests = self.manifests.locked();
         let held: usize = manifests.values().map(|o| o.len()).sum();
         if held + objects.len() > MAX_MANIFEST_OBJECTS {
             manifests.clear();
@@ -442,11 +401,7 @@ impl EdgeCache {
     /// The namespaced API resource of a kind, asked once of the edge's discovery (a kind
     /// not found, or not namespaced, again after [`KIND_MISS_TTL`]).
     async fn resource_of(&self, client: &Client, kind: &(String, String)) -> Option<ApiResource> {
-        if let Some((known, at)) = self
-            .kinds
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(kind)
+        if let Some((known, at)) = self.kinds.locked().get(kind)
             && (known.is_some() || at.elapsed() < KIND_MISS_TTL)
         {
             return known.clone();
@@ -466,7 +421,7 @@ impl EdgeCache {
                 None
             }
         };
-        let mut kinds = self.kinds.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut kinds = self.kinds.locked();
         if kinds.len() >= MAX_KINDS {
             kinds.clear();
         }
@@ -476,7 +431,7 @@ impl EdgeCache {
 
     /// Wakes `workspace` when the records of `release` in `namespace` change.
     pub fn follow_release(&self, namespace: &str, release: &str, workspace: &str) {
-        let mut followed = self.followed.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut followed = self.followed.locked();
         let key = (namespace.to_owned(), release.to_owned());
         if followed.get(&key).map(String::as_str) != Some(workspace) {
             followed.insert(key, workspace.to_owned());
@@ -486,11 +441,7 @@ impl EdgeCache {
     /// The installer created or changed `object` (the API server's answer).
     pub fn wrote<K: Resource>(&self, kind: Cached, object: &K) {
         let seen = Seen::Object(state_of(object));
-        self.remember(
-            kind,
-            object.meta(),
-            Own::Present(Box::new(seen), Instant::now()),
-        );
+        self.remember(kind, object.meta(), Own::Present(Box::new(seen)));
     }
 
     /// The installer created or changed a Job (the API server's answer).
@@ -499,14 +450,13 @@ impl EdgeCache {
         self.remember(
             Cached::Attempt(Kind::Job),
             &job.metadata,
-            Own::Present(Box::new(seen), Instant::now()),
+            Own::Present(Box::new(seen)),
         );
     }
 
     /// The installer deleted the object with `uid` (or found it gone).
     pub fn deleted(&self, kind: Cached, namespace: &str, name: &str, uid: &str) {
-        let now = Instant::now();
-        self.lock().insert(
+        self.own.locked().insert(
             Key {
                 kind,
                 namespace: namespace.to_owned(),
@@ -514,9 +464,8 @@ impl EdgeCache {
             },
             Own::Gone {
                 uid: uid.to_owned(),
-                at: now,
             },
-            now,
+            Instant::now(),
         );
     }
 
@@ -526,7 +475,7 @@ impl EdgeCache {
             namespace: meta.namespace.clone().unwrap_or_default(),
             name: meta.name.clone().unwrap_or_default(),
         };
-        self.lock().insert(key, own, Instant::now());
+        self.own.locked().insert(key, own, Instant::now());
     }
 
     /// What the installer's own writes say of an object the cache holds with
@@ -547,42 +496,15 @@ impl EdgeCache {
             namespace,
             name: name.to_owned(),
         };
-        let mut own = self.lock();
-        let Some(entry) = own.entries.get(&key) else {
-            return Mine::Cache;
-        };
-        let answer = match entry {
-            Own::Present(seen, at) => {
-                let uid = match seen.as_ref() {
-                    Seen::Object(o) => o.uid.as_str(),
-                    Seen::Job(j) => j.object.uid.as_str(),
-                };
-                if cached_uid == Some(uid) || at.elapsed() > OWN_WRITES_TTL {
-                    None
-                } else {
-                    Some(Mine::Present(seen.clone()))
-                }
-            }
-            Own::Gone { uid, at } => {
-                if cached_uid != Some(uid.as_str()) || at.elapsed() > OWN_WRITES_TTL {
-                    None
-                } else {
-                    Some(Mine::Gone)
-                }
-            }
-        };
-        match answer {
-            Some(mine) => mine,
-            None => {
-                own.entries.remove(&key);
-                Mine::Cache
-            }
+        match self
+            .own
+            .locked()
+            .trusted(&key, |own| own.shown(cached_uid), Instant::now())
+        {
+            Some(Own::Present(seen)) => Mine::Present(seen.clone()),
+            Some(Own::Gone { .. }) => Mine::Gone,
+            None => Mine::Cache,
         }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, OwnWrites> {
-        // Nothing panics while holding the lock, so a poisoned map is still whole.
-        self.own.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -590,16 +512,6 @@ enum Mine {
     Present(Box<Seen>),
     Gone,
     Cache,
-}
-
-/// Whether the edge's watches connect: shared by the watches of one edge.
-#[derive(Clone)]
-pub(super) struct Health(pub(super) Arc<Mutex<Option<String>>>);
-
-impl Health {
-    pub(super) fn set(&self, why: Option<String>) {
-        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = why;
-    }
 }
 
 fn meta_of<K>(

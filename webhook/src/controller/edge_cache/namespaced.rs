@@ -10,7 +10,7 @@
 
 use std::{
     collections::{HashMap, HashSet},
-    sync::{Arc, Mutex, PoisonError},
+    sync::{Arc, Mutex},
     time::Duration,
 };
 
@@ -30,10 +30,14 @@ use super::{
     follow::{FollowWatch, Follower, Selected},
     metadata_watch::{Collection, Lists, metadata_watch},
     stream_pool::{Leased, StreamPool},
-    sync::{Flag, SYNC_TIMEOUT},
+    sync::SYNC_TIMEOUT,
     wake::{Followed, Wake, wake_release},
 };
-use crate::controller::{edge_grants, task::Task};
+use crate::{
+    controller::{edge_grants, task::Task},
+    locks::Locked,
+    runtime::Synced,
+};
 
 /// The prefix of the annotations the installer reads on its own objects.
 const OWN_ANNOTATIONS: &str = "providers.platform.dev/";
@@ -62,7 +66,7 @@ pub(super) struct NamespaceWatches {
 /// One namespace's Secrets (metadata) and whether its watch has listed once.
 pub(super) struct Entry {
     pub(super) secrets: Store<PartialObjectMeta<Secret>>,
-    listed: Arc<Flag>,
+    listed: Arc<Synced>,
     /// The watches of the kinds its installed releases made, by `(apiVersion, kind)`.
     follows: Mutex<HashMap<(String, String), Arc<FollowWatch>>>,
     /// The follow of the namespace's Secrets, fed by its Secret watch; in `follows` once a
@@ -91,12 +95,12 @@ impl NamespaceWatches {
 
     /// Starts the watch of `namespace`'s Secrets, unless it runs already.
     pub(super) fn ensure(&self, namespace: &str) {
-        let mut entries = self.lock();
+        let mut entries = self.entries.locked();
         if entries.contains_key(namespace) {
             return;
         }
         let (secrets, writer) = reflector::store();
-        let listed = Arc::new(Flag::default());
+        let listed = Arc::new(Synced::default());
         let (secret_follow, mut secret_follower) = self.secret_follow(namespace);
         let stream = self.lease(namespace);
         let task = stream.as_ref().map(|Leased { client, .. }| {
@@ -181,18 +185,21 @@ impl NamespaceWatches {
 
     /// Stops the watch of a namespace that went.
     pub(super) fn remove(&self, namespace: &str) {
-        self.lock().remove(namespace);
+        self.entries.locked().remove(namespace);
     }
 
     /// Stops the watches of namespaces not in `live` (after the namespace watch listed
     /// again: those went while it was away).
     pub(super) fn keep_only(&self, live: &HashSet<String>) {
-        self.lock().retain(|namespace, _| live.contains(namespace));
+        self.entries
+            .locked()
+            .retain(|namespace, _| live.contains(namespace));
     }
 
     /// `namespace`'s Secrets, when they are watched.
     pub(super) fn secrets(&self, namespace: &str) -> Option<Store<PartialObjectMeta<Secret>>> {
-        self.lock()
+        self.entries
+            .locked()
             .get(namespace)
             .map(|entry| entry.secrets.clone())
     }
@@ -200,7 +207,7 @@ impl NamespaceWatches {
     /// Waits until `namespace`'s watch has listed once; at once when it is not watched (no
     /// namespace of the installer's by that name is known yet: nothing of it can be there).
     pub(super) async fn ready(&self, namespace: &str) -> bool {
-        let Some(entry) = self.lock().get(namespace).cloned() else {
+        let Some(entry) = self.entries.locked().get(namespace).cloned() else {
             return true;
         };
         tokio::time::timeout(SYNC_TIMEOUT, entry.listed.wait())
@@ -216,8 +223,8 @@ impl NamespaceWatches {
         kind: &(String, String),
         start: impl FnOnce(Leased, Lists, Followed, Wake) -> Option<FollowWatch>,
     ) -> Option<Arc<FollowWatch>> {
-        let entry = self.lock().get(namespace).cloned()?;
-        let mut follows = entry.follows.lock().unwrap_or_else(PoisonError::into_inner);
+        let entry = self.entries.locked().get(namespace).cloned()?;
+        let mut follows = entry.follows.locked();
         if let Some(watch) = follows.get(kind) {
             return Some(watch.clone());
         }
@@ -244,21 +251,20 @@ impl NamespaceWatches {
         namespace: &str,
         kind: &(String, String),
     ) -> Option<Arc<FollowWatch>> {
-        let entry = self.lock().get(namespace).cloned()?;
-        let follows = entry.follows.lock().unwrap_or_else(PoisonError::into_inner);
+        let entry = self.entries.locked().get(namespace).cloned()?;
+        let follows = entry.follows.locked();
         follows.get(kind).cloned()
     }
 
     /// How many watches follow release objects, in every namespace (Secrets are followed
     /// from the namespace's Secret watch and not counted).
     pub(super) fn follows(&self) -> usize {
-        let entries: Vec<Arc<Entry>> = self.lock().values().cloned().collect();
+        let entries: Vec<Arc<Entry>> = self.entries.locked().values().cloned().collect();
         entries
             .iter()
             .map(|e| {
                 e.follows
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
+                    .locked()
                     .values()
                     .filter(|watch| watch.has_own_watch())
                     .count()
@@ -270,7 +276,12 @@ impl NamespaceWatches {
     pub(super) fn all_secrets(
         &self,
     ) -> Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta> {
-        let stores: Vec<_> = self.lock().values().map(|e| e.secrets.clone()).collect();
+        let stores: Vec<_> = self
+            .entries
+            .locked()
+            .values()
+            .map(|e| e.secrets.clone())
+            .collect();
         stores
             .iter()
             .flat_map(|store| store.state())
@@ -280,7 +291,7 @@ impl NamespaceWatches {
 
     /// How many namespaces are watched.
     pub(super) fn count(&self) -> usize {
-        self.lock().len()
+        self.entries.locked().len()
     }
 
     #[cfg(test)]
@@ -289,10 +300,10 @@ impl NamespaceWatches {
         namespace: &str,
     ) -> reflector::store::Writer<PartialObjectMeta<Secret>> {
         let (secrets, writer) = reflector::store();
-        let listed = Arc::new(Flag::default());
+        let listed = Arc::new(Synced::default());
         listed.set();
         let (secret_follow, _) = self.secret_follow(namespace);
-        self.lock().insert(
+        self.entries.locked().insert(
             namespace.to_owned(),
             Arc::new(Entry {
                 secrets,
@@ -305,11 +316,6 @@ impl NamespaceWatches {
         );
         writer
     }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Entry>>> {
-        // Nothing panics while holding the lock, so a poisoned map is still whole.
-        self.entries.lock().unwrap_or_else(PoisonError::into_inner)
-    }
 }
 
 /// What a watch refused by RBAC does: bind the installer's grant in its namespace.
@@ -321,7 +327,7 @@ struct Refused {
 async fn drive<S>(
     mut stream: S,
     refused: Refused,
-    listed: Arc<Flag>,
+    listed: Arc<Synced>,
     mut on_event: impl FnMut(&watcher::Event<PartialObjectMeta<Secret>>),
 ) where
     S: Stream<Item = Result<watcher::Event<PartialObjectMeta<Secret>>, watcher::Error>> + Unpin,
@@ -330,9 +336,7 @@ async fn drive<S>(
     while let Some(event) = stream.next().await {
         match event {
             Ok(event) => {
-                if matches!(event, watcher::Event::InitDone) {
-                    listed.set();
-                }
+                listed.observe(&event);
                 on_event(&event);
             }
             Err(

@@ -12,12 +12,13 @@
 
 use std::{
     sync::{
-        Arc, Mutex, PoisonError,
+        Arc, Mutex,
         atomic::{AtomicUsize, Ordering},
     },
     time::Duration,
 };
 
+use crate::locks::Locked;
 use hyper_util::{
     client::legacy::{Client as HyperClient, connect::HttpConnector},
     rt::{TokioExecutor, TokioTimer},
@@ -83,11 +84,7 @@ impl StreamPool {
 
     /// A stream for one watch: on a connection with room, or on a new one.
     pub fn lease(&self) -> Result<Leased, String> {
-        let mut connections = self
-            .inner
-            .connections
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut connections = self.inner.connections.locked();
         let room = connections
             .iter()
             .find(|c| c.streams.load(Ordering::Acquire) < self.inner.per_connection);
@@ -110,11 +107,7 @@ impl StreamPool {
 
     /// How many connections are open (or were, and will connect again on use).
     pub fn connections(&self) -> usize {
-        self.inner
-            .connections
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .len()
+        self.inner.connections.locked().len()
     }
 }
 

@@ -1,40 +1,47 @@
-//! Waiting for a watch to have listed: the mark it sets, and how long a decision waits.
+//! Waiting for an edge's watches to have listed: how many have, and how long a decision
+//! waits.
 
 use std::{
-    sync::atomic::{AtomicBool, Ordering},
+    sync::atomic::{AtomicUsize, Ordering},
     time::Duration,
 };
 
-use tokio::sync::Notify;
+use crate::runtime::Synced;
 
 /// How long a decision waits for an edge's caches to be filled after (re)connecting.
 pub const SYNC_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// A one-way "has listed" mark that any number of waiters can wait for.
+/// How many of an edge's watches have had their first list, of how many; `all` is set
+/// once every one has, and wakes every reconcile that waits for them.
 #[derive(Debug, Default)]
-pub(super) struct Flag {
-    set: AtomicBool,
-    changed: Notify,
+pub(super) struct AllListed {
+    count: AtomicUsize,
+    of: AtomicUsize,
+    all: Synced,
 }
 
-impl Flag {
-    pub(super) fn set(&self) {
-        self.set.store(true, Ordering::Release);
-        self.changed.notify_waiters();
+impl AllListed {
+    /// One more watch has its first list.
+    pub(super) fn one_more(&self) {
+        self.count.fetch_add(1, Ordering::AcqRel);
+        self.check();
     }
 
-    pub(super) fn is_set(&self) -> bool {
-        self.set.load(Ordering::Acquire)
+    /// How many watches there are, once all are started.
+    pub(super) fn of(&self, watches: usize) {
+        self.of.store(watches, Ordering::Release);
+        self.check();
     }
 
-    pub(super) async fn wait(&self) {
-        loop {
-            // Registered before the check, so a set between the two is not missed.
-            let changed = self.changed.notified();
-            if self.set.load(Ordering::Acquire) {
-                return;
-            }
-            changed.await;
+    fn check(&self) {
+        let of = self.of.load(Ordering::Acquire);
+        if of > 0 && self.count.load(Ordering::Acquire) >= of {
+            self.all.set();
         }
+    }
+
+    /// Waits until every watch has its first list.
+    pub(super) async fn wait_all(&self) {
+        self.all.wait().await;
     }
 }

@@ -1,6 +1,7 @@
 //! The edge caches: what they keep and what they answer.
 
 use super::*;
+use crate::locks::Locked;
 use k8s_openapi::api::core::v1::Secret;
 use kube::runtime::reflector::store::Writer;
 use kube::runtime::{reflector, watcher};
@@ -38,9 +39,9 @@ fn cache() -> (EdgeCache, Writer<PartialObjectMeta<ServiceAccount>>) {
             Arc::new(|_: &str| {}),
         )),
         jobs: reflector::store().0,
-        own: Arc::default(),
+        own: Arc::new(Mutex::new(EdgeWrites::new(OWN_WRITES_TTL))),
         followed: Arc::new(Mutex::new(HashMap::new())),
-        unreachable: Arc::new(Mutex::new(None)),
+        unreachable: Reachability::default(),
         listed: Arc::default(),
         kinds: Arc::default(),
         manifests: Arc::default(),
@@ -59,7 +60,7 @@ fn an_own_create_is_seen_before_the_watch_brings_it_and_forgotten_after() {
     writer.apply_watcher_event(&watcher::Event::Apply(meta("r", "ns", "u1")));
     assert_eq!(cache.object(SA, "ns", "r").unwrap().uid, "u1");
     assert!(
-        cache.lock().entries.is_empty(),
+        cache.own.locked().len() == 0,
         "caught up: the own write is forgotten"
     );
 }
@@ -95,7 +96,7 @@ fn a_failed_write_marks_the_edge_unreachable_until_it_answers() {
 
 #[tokio::test]
 async fn every_reconcile_waiting_for_the_first_lists_is_woken() {
-    let listed = Arc::new(Listed::default());
+    let listed = Arc::new(AllListed::default());
     let waiters: Vec<_> = (0..8)
         .map(|_| {
             let listed = listed.clone();
@@ -199,19 +200,16 @@ fn own_writes_of_objects_never_read_again_are_dropped_after_their_ttl() {
         namespace: "hello".into(),
         name: name.into(),
     };
-    let gone = |at| Own::Gone {
-        uid: "u".into(),
-        at,
-    };
+    let gone = || Own::Gone { uid: "u".into() };
     let start = Instant::now();
-    let mut own = OwnWrites::default();
-    own.insert(key("first"), gone(start), start);
+    let mut own = EdgeWrites::new(OWN_WRITES_TTL);
+    own.insert(key("first"), gone(), start);
     let soon = start + Duration::from_secs(1);
-    own.insert(key("second"), gone(soon), soon);
-    assert_eq!(own.entries.len(), 2, "within the TTL, both are kept");
+    own.insert(key("second"), gone(), soon);
+    assert_eq!(own.len(), 2, "within the TTL, both are kept");
     let later = start + OWN_WRITES_TTL + Duration::from_secs(2);
-    own.insert(key("third"), gone(later), later);
-    let mut kept: Vec<_> = own.entries.keys().map(|k| k.name.clone()).collect();
+    own.insert(key("third"), gone(), later);
+    let mut kept: Vec<_> = own.keys().map(|k| k.name.clone()).collect();
     kept.sort();
     assert_eq!(
         kept,

@@ -1,9 +1,10 @@
 //! Whom an event on an edge wakes: the Workspace an object's annotation names, or the one
 //! following a Helm release.
 
+use crate::locks::Locked;
 use std::{
     collections::HashMap,
-    sync::{Arc, Mutex, PoisonError},
+    sync::{Arc, Mutex},
 };
 
 /// Who to wake when an object on the edge changes: the Workspace named in its annotation.
@@ -15,8 +16,7 @@ pub(super) type Followed = Arc<Mutex<HashMap<(String, String), String>>>;
 /// Wakes the Workspace following `release` in `namespace`, if one does.
 pub(super) fn wake_release(followed: &Followed, wake: &Wake, namespace: &str, release: &str) {
     let owner = followed
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
+        .locked()
         .get(&(namespace.to_owned(), release.to_owned()))
         .cloned();
     if let Some(workspace) = owner {

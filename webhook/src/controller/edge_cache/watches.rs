@@ -3,7 +3,7 @@
 
 use std::{
     collections::{HashMap, HashSet},
-    sync::{Arc, Mutex, PoisonError},
+    sync::{Arc, Mutex},
 };
 
 use futures::{Stream, StreamExt};
@@ -28,12 +28,15 @@ use providers::installer::{Kind, names};
 use serde::de::DeserializeOwned;
 
 use super::{
-    Cached, EdgeCache, Health, Key, Listed, Own, OwnWrites, Seen,
+    AllListed, Cached, EdgeCache, EdgeWrites, Key, OWN_WRITES_TTL, Own, Seen,
     namespaced::NamespaceWatches,
     stream_pool::StreamPool,
     wake::{Followed, Wake},
 };
-use crate::controller::task::Task;
+use crate::{
+    controller::{task::Task, unreachable::Reachability},
+    locks::Locked,
+};
 
 /// The caches and the tasks that fill them; the tasks stop when this is dropped.
 pub struct Watches {
@@ -51,10 +54,9 @@ impl Watches {
             names::LABEL_MANAGED_BY,
             names::MANAGED_BY
         ));
-        let unreachable = Arc::new(Mutex::new(None));
-        let health = Health(unreachable.clone());
-        let listed = Arc::new(Listed::default());
-        let own = Arc::new(Mutex::new(OwnWrites::default()));
+        let reachability = Reachability::default();
+        let listed = Arc::new(AllListed::default());
+        let own = Arc::new(Mutex::new(EdgeWrites::new(OWN_WRITES_TTL)));
         let followed: Followed = Arc::new(Mutex::new(HashMap::new()));
         let namespaced = Arc::new(NamespaceWatches::new(
             Some(streams),
@@ -63,7 +65,7 @@ impl Watches {
         ));
         let mut watches = Starter {
             client,
-            health: &health,
+            reachability: &reachability,
             listed: &listed,
             tasks: Vec::new(),
         };
@@ -78,7 +80,7 @@ impl Watches {
         let (jobs, task) = watch_jobs(
             Api::all(client.clone()),
             managed,
-            (&health, &listed),
+            (&reachability, &listed),
             own.clone(),
             wake,
         );
@@ -94,7 +96,7 @@ impl Watches {
                 jobs,
                 own,
                 followed,
-                unreachable,
+                unreachable: reachability,
                 listed,
                 kinds: Arc::default(),
                 manifests: Arc::default(),
@@ -107,8 +109,8 @@ impl Watches {
 /// Starts one edge's metadata watches and keeps their tasks.
 struct Starter<'a> {
     client: &'a Client,
-    health: &'a Health,
-    listed: &'a Arc<Listed>,
+    reachability: &'a Reachability,
+    listed: &'a Arc<AllListed>,
     tasks: Vec<Task>,
 }
 
@@ -139,7 +141,7 @@ impl Starter<'_> {
         );
         self.tasks.push(Task::spawn(drive(
             stream,
-            self.health.clone(),
+            self.reachability.clone(),
             self.listed.clone(),
             on_event,
         )));
@@ -174,8 +176,8 @@ fn on_namespace(
 fn watch_jobs(
     api: Api<Job>,
     config: watcher::Config,
-    (health, listed): (&Health, &Arc<Listed>),
-    own: Arc<Mutex<OwnWrites>>,
+    (reachability, listed): (&Reachability, &Arc<AllListed>),
+    own: Arc<Mutex<EdgeWrites>>,
     wake: Wake,
 ) -> (Store<Job>, Task) {
     let (store, writer) = reflector::store();
@@ -188,7 +190,7 @@ fn watch_jobs(
     );
     let task = Task::spawn(drive(
         stream,
-        health.clone(),
+        reachability.clone(),
         listed.clone(),
         move |event| match event {
             // The installer's own create or patch, coming back: nothing new to decide on.
@@ -203,16 +205,16 @@ fn watch_jobs(
 }
 
 /// Whether `job` is exactly what the installer's own last write of it returned.
-fn is_own_write(own: &Mutex<OwnWrites>, job: &Job) -> bool {
+fn is_own_write(own: &Mutex<EdgeWrites>, job: &Job) -> bool {
     let key = Key {
         kind: Cached::Attempt(Kind::Job),
         namespace: job.metadata.namespace.clone().unwrap_or_default(),
         name: job.metadata.name.clone().unwrap_or_default(),
     };
-    let own = own.lock().unwrap_or_else(PoisonError::into_inner);
+    let own = own.locked();
     matches!(
-        own.entries.get(&key),
-        Some(Own::Present(seen, _)) if matches!(
+        own.last(&key),
+        Some(Own::Present(seen)) if matches!(
             seen.as_ref(),
             Seen::Job(mine) if Some(&mine.object.resource_version) == job.metadata.resource_version.as_ref()
                 && Some(&mine.object.uid) == job.metadata.uid.as_ref()
@@ -232,8 +234,8 @@ fn wake_owner(wake: &Wake, meta: &ObjectMeta) {
 
 async fn drive<K, S>(
     stream: S,
-    health: Health,
-    listed: Arc<Listed>,
+    reachability: Reachability,
+    listed: Arc<AllListed>,
     mut on_event: impl FnMut(&watcher::Event<K>),
 ) where
     S: Stream<Item = Result<watcher::Event<K>, watcher::Error>>,
@@ -243,7 +245,7 @@ async fn drive<K, S>(
     while let Some(event) = stream.next().await {
         match event {
             Ok(event) => {
-                health.set(None);
+                reachability.set(None);
                 if first_list && matches!(event, watcher::Event::InitDone) {
                     first_list = false;
                     listed.one_more();
@@ -252,7 +254,7 @@ async fn drive<K, S>(
             }
             Err(error) => {
                 tracing::debug!(%error, "watching the edge");
-                health.set(Some(format!("its watch failed: {error}")));
+                reachability.set(Some(format!("its watch failed: {error}")));
             }
         }
     }

@@ -19,12 +19,14 @@ use kube::{
 };
 use providers::api::{Edge, EdgeSpec, Workspace};
 
-use super::{context::Context, metrics::EdgeLabels, task::Task};
+use super::{metrics::EdgeLabels, task::Task};
 
+mod handles;
 mod probe;
 mod registry;
 mod waker;
 
+pub use handles::{EdgeHandles, ProbeSettings};
 use probe::probe_loop;
 pub use registry::{EdgeView, Edges};
 use waker::Waker;
@@ -32,7 +34,7 @@ use waker::Waker;
 /// Follows the Edges until the term ends. With `--shard-edges`, only the edges whose Lease
 /// this replica holds are worked; others start and stop as their Leases come and go.
 pub async fn run(
-    ctx: Arc<Context>,
+    ctx: Arc<EdgeHandles>,
     store: Store<Workspace>,
     trigger: UnboundedSender<ObjectRef<Workspace>>,
 ) {
@@ -107,7 +109,7 @@ pub async fn run(
 
 /// Starts the edge's worker when this replica may work it; stops one it may no longer.
 fn start_if_held(
-    ctx: &Arc<Context>,
+    ctx: &Arc<EdgeHandles>,
     wake: &Waker,
     workers: &mut HashMap<String, (EdgeSpec, Task)>,
     edge: Edge,
@@ -123,7 +125,7 @@ fn start_if_held(
 /// The edges held changed: start the workers of those taken, stop those of those lost,
 /// and wake the Workspaces of both (a taken edge's pending attempts resume now).
 fn follow_held(
-    ctx: &Arc<Context>,
+    ctx: &Arc<EdgeHandles>,
     wake: &Waker,
     workers: &mut HashMap<String, (EdgeSpec, Task)>,
     known: &HashMap<String, Edge>,
@@ -141,7 +143,7 @@ fn follow_held(
 }
 
 fn start(
-    ctx: &Arc<Context>,
+    ctx: &Arc<EdgeHandles>,
     wake: &Waker,
     workers: &mut HashMap<String, (EdgeSpec, Task)>,
     edge: Edge,
@@ -165,7 +167,7 @@ fn start(
 }
 
 fn stop(
-    ctx: &Arc<Context>,
+    ctx: &Arc<EdgeHandles>,
     wake: &Waker,
     workers: &mut HashMap<String, (EdgeSpec, Task)>,
     name: &str,

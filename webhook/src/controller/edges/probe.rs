@@ -19,12 +19,11 @@ use providers::{
 };
 use serde_json::json;
 
-use super::waker::Waker;
+use super::{handles::EdgeHandles, waker::Waker};
 use crate::controller::{
-    context::Context,
     edge_cache::{StreamPool, watches::Watches},
-    error::is_transport,
     metrics::EdgeLabels,
+    unreachable::did_not_answer,
 };
 
 /// The clients of one kubeconfig: short timeouts for requests, none for the watches that
@@ -37,9 +36,9 @@ struct Clients {
     streams: StreamPool,
 }
 
-pub(super) async fn probe_loop(ctx: Arc<Context>, wake: Waker, name: String, spec: EdgeSpec) {
-    let interval = Duration::from_secs(ctx.args.edge_probe_interval.max(1));
-    let most = Duration::from_secs(ctx.args.edge_probe_max_backoff.max(1));
+pub(super) async fn probe_loop(ctx: Arc<EdgeHandles>, wake: Waker, name: String, spec: EdgeSpec) {
+    let interval = ctx.probe.interval;
+    let most = ctx.probe.max_backoff;
     let mut backoff = Duration::from_secs(1);
     let mut clients: Option<Clients> = None;
     let mut written: Option<(EdgeState, Timestamp)> = None;
@@ -52,8 +51,8 @@ pub(super) async fn probe_loop(ctx: Arc<Context>, wake: Waker, name: String, spe
             Ok(text) => {
                 let mut refused = None;
                 if clients.as_ref().is_none_or(|c| c.kubeconfig != text) {
-                    let allow_exec = ctx.args.allow_edge_kubeconfig_exec;
-                    let streams = ctx.args.edge_watch_streams_per_connection;
+                    let allow_exec = ctx.probe.allow_kubeconfig_exec;
+                    let streams = ctx.probe.watch_streams_per_connection;
                     clients = match connect(&text, allow_exec, streams, &wake).await {
                         Ok(connected) => Some(connected),
                         Err(why) => {
@@ -133,13 +132,13 @@ pub(super) async fn probe_loop(ctx: Arc<Context>, wake: Waker, name: String, spe
     }
 }
 
-async fn kubeconfig_of(ctx: &Context, spec: &EdgeSpec) -> Result<String, String> {
+async fn kubeconfig_of(ctx: &EdgeHandles, spec: &EdgeSpec) -> Result<String, String> {
     let secret_ref = &spec.kubeconfig_secret_ref;
-    if secret_ref.namespace != ctx.args.edge_credentials_namespace {
+    if secret_ref.namespace != ctx.probe.credentials_namespace {
         // The installer reads Secrets in that one namespace only (docs/security.md).
         return Err(format!(
             "its kubeconfig Secret must be in the edge credentials namespace {:?}, not {}: move the Secret there and point spec.kubeconfigSecretRef at it",
-            ctx.args.edge_credentials_namespace,
+            ctx.probe.credentials_namespace,
             providers::text::quoted(&secret_ref.namespace)
         ));
     }
@@ -249,7 +248,9 @@ async fn probe(client: &Client, spec: &EdgeSpec, server: &str) -> EdgeState {
             workspace_uuid: spec.workspace_uuid.clone(),
             server: server.to_owned(),
         }),
-        Err(error) if is_transport(&error) => EdgeState::Unreachable(format!("{server}: {error}")),
+        Err(error) if did_not_answer(&error) => {
+            EdgeState::Unreachable(format!("{server}: {error}"))
+        }
         Err(kube::Error::Api(status)) => EdgeState::NotReady(format!(
             "its API at {server} refused the installer's credential: {} ({})",
             status.message, status.code
@@ -258,7 +259,7 @@ async fn probe(client: &Client, spec: &EdgeSpec, server: &str) -> EdgeState {
     }
 }
 
-async fn write_status(ctx: &Context, name: &str, state: &EdgeState, since: Timestamp) {
+async fn write_status(ctx: &EdgeHandles, name: &str, state: &EdgeState, since: Timestamp) {
     // Fenced like every write for an edge: a replica that lost the edge's Lease (or was
     // paused past its renew deadline) does not overwrite the new owner's status.
     if !ctx.shards.holds(name) {

@@ -9,7 +9,8 @@ use k8s_openapi::jiff::Timestamp;
 use kube::Client;
 use providers::installer::EdgeState;
 
-use crate::controller::edge_cache::EdgeCache;
+use crate::locks::ReadWriteLocked;
+use crate::{controller::edge_cache::EdgeCache, runtime::Synced};
 
 /// What the reconciler needs of an edge.
 #[derive(Clone)]
@@ -33,13 +34,13 @@ pub struct EdgeView {
 #[derive(Clone, Default)]
 pub struct Edges {
     inner: Arc<RwLock<Registry>>,
+    /// Whether the first list of Edges is in: an unknown edge is then missing.
+    listed: Arc<Synced>,
 }
 
 #[derive(Default)]
 struct Registry {
     entries: HashMap<String, Entry>,
-    /// Whether the first list of Edges is in: an unknown edge is then missing.
-    synced: bool,
     /// The Edges that have a worker, probed or not.
     followed: HashSet<String>,
 }
@@ -52,27 +53,21 @@ impl Edges {
             client: None,
             cache: None,
         };
-        let Ok(registry) = self.inner.read() else {
-            return view(EdgeState::NotReady(
-                "the edge registry is unavailable".into(),
-            ));
-        };
+        let registry = self.inner.read_locked();
         match registry.entries.get(name) {
             Some(entry) => EdgeView {
                 state: entry.state.clone(),
                 client: entry.client.clone(),
                 cache: entry.cache.clone(),
             },
-            None if registry.synced => view(EdgeState::Missing),
+            None if self.listed.is_set() => view(EdgeState::Missing),
             None => view(EdgeState::Unprobed),
         }
     }
 
     /// The Ready edges and their clients.
     pub fn ready(&self) -> Vec<(String, Client)> {
-        let Ok(registry) = self.inner.read() else {
-            return Vec::new();
-        };
+        let registry = self.inner.read_locked();
         registry
             .entries
             .iter()
@@ -83,18 +78,15 @@ impl Edges {
 
     /// Forgets everything: a new term probes afresh.
     pub fn reset(&self) {
-        if let Ok(mut registry) = self.inner.write() {
-            *registry = Registry::default();
-        }
+        self.listed.clear();
+        *self.inner.write_locked() = Registry::default();
     }
 
     /// How many Edges are probed, once the Edge list is in and every Edge followed has
     /// been probed at least once; otherwise what is still awaited.
     pub fn probed(&self) -> Result<usize, String> {
-        let Ok(registry) = self.inner.read() else {
-            return Err("the edge registry is unavailable".into());
-        };
-        if !registry.synced {
+        let registry = self.inner.read_locked();
+        if !self.listed.is_set() {
             return Err("the Edge list is not in yet".into());
         }
         let awaited = registry
@@ -111,15 +103,13 @@ impl Edges {
 
     /// An Edge gets a worker: it counts as awaited until its first probe.
     pub(crate) fn expect(&self, name: &str) {
-        if let Ok(mut registry) = self.inner.write() {
-            registry.followed.insert(name.to_owned());
-        }
+        let mut registry = self.inner.write_locked();
+        registry.followed.insert(name.to_owned());
     }
 
+    /// The first list of Edges is in.
     pub(crate) fn set_synced(&self) {
-        if let Ok(mut registry) = self.inner.write() {
-            registry.synced = true;
-        }
+        self.listed.set();
     }
 
     /// Records a probe; returns the time of the last change of state.
@@ -129,9 +119,7 @@ impl Edges {
         state: EdgeState,
         client: Option<(Client, EdgeCache)>,
     ) -> (bool, Timestamp) {
-        let Ok(mut registry) = self.inner.write() else {
-            return (false, Timestamp::now());
-        };
+        let mut registry = self.inner.write_locked();
         let previous = registry.entries.get(name);
         let changed = previous.is_none_or(|p| p.state != state);
         let since = match previous {
@@ -152,10 +140,9 @@ impl Edges {
     }
 
     pub(crate) fn remove(&self, name: &str) {
-        if let Ok(mut registry) = self.inner.write() {
-            registry.entries.remove(name);
-            registry.followed.remove(name);
-        }
+        let mut registry = self.inner.write_locked();
+        registry.entries.remove(name);
+        registry.followed.remove(name);
     }
 
     #[cfg(test)]

@@ -8,7 +8,7 @@ use k8s_openapi::api::{
     rbac::v1::{Role, RoleBinding},
 };
 use kube::{
-    Api, Resource,
+    Api, Client, Resource,
     api::{Patch, PatchParams, PostParams},
     runtime::events::{Event, EventType},
 };
@@ -24,17 +24,18 @@ pub use writes::delete;
 use writes::{create_in, create_learning, edge_client, edge_write, hub_write, learn};
 
 use super::{
-    context::Context,
-    credential,
+    credential::{self, HubEndpoint},
     edge_cache::Cached,
     edge_grants,
     error::{Error, Result},
+    event_recorder::EventRecorder,
     fault,
     halt::Halt,
     helm_release,
-    metrics::{ReasonLabels, ResultLabels},
+    metrics::{Metrics, ReasonLabels, ResultLabels},
     observe::Observation,
     runner_log,
+    shards::Shards,
 };
 
 /// What running a decision's actions came to.
@@ -65,7 +66,23 @@ pub enum Outcome {
 }
 
 /// Runs `actions` in order, stopping at the first that does not complete.
-pub async fn execute(ctx: &Context, observation: &Observation, actions: &[Action]) -> Executed {
+/// What running the actions writes with: the hub, the hub endpoint a runner is given,
+/// the metrics and Events it reports to, the edges this replica may write to, and how many
+/// runner logs it keeps.
+pub struct ExecuteHandles<'a> {
+    pub hub: &'a Client,
+    pub endpoint: &'a HubEndpoint,
+    pub metrics: &'a Metrics,
+    pub recorder: &'a EventRecorder,
+    pub shards: &'a Shards,
+    pub runner_log_history: usize,
+}
+
+pub async fn execute(
+    ctx: &ExecuteHandles<'_>,
+    observation: &Observation,
+    actions: &[Action],
+) -> Executed {
     let mut status = observation.workspace.status.clone().unwrap_or_default();
     let mut written = None;
     for action in actions {
@@ -115,7 +132,7 @@ fn outcome_of(halt: Halt) -> Result<Outcome> {
 }
 
 async fn run(
-    ctx: &Context,
+    ctx: &ExecuteHandles<'_>,
     observation: &Observation,
     action: &Action,
     status: &mut WorkspaceStatus,
@@ -180,12 +197,12 @@ async fn run(
             }
         }
         Action::CreateHubServiceAccount(sa) => {
-            create_in(&ctx.hub, sa.as_ref())
+            create_in(ctx.hub, sa.as_ref())
                 .await
                 .map_err(|e| hub_write("create-hub-service-account", e))?;
         }
         Action::CreateHubRoleBinding(rb) => {
-            create_in(&ctx.hub, rb.as_ref())
+            create_in(ctx.hub, rb.as_ref())
                 .await
                 .map_err(|e| hub_write("create-hub-role-binding", e))?;
         }
@@ -201,8 +218,8 @@ async fn run(
         }
         Action::DeleteOnHub(deletion) => {
             let result = match deletion.kind {
-                Kind::ServiceAccount => delete::<ServiceAccount>(&ctx.hub, deletion).await,
-                Kind::RoleBinding => delete::<RoleBinding>(&ctx.hub, deletion).await,
+                Kind::ServiceAccount => delete::<ServiceAccount>(ctx.hub, deletion).await,
+                Kind::RoleBinding => delete::<RoleBinding>(ctx.hub, deletion).await,
                 other => {
                     tracing::error!(kind = ?other, "the installer deletes only ServiceAccounts and RoleBindings on the hub");
                     Ok(())
@@ -213,8 +230,8 @@ async fn run(
         Action::MintRuntimeCredential(mint) => {
             let client = edge_client(observation)?;
             let kubeconfig = credential::mint(
-                &ctx.hub,
-                &ctx.endpoint,
+                ctx.hub,
+                ctx.endpoint,
                 &mint.hub_namespace,
                 &mint.service_account,
             )
@@ -322,8 +339,8 @@ async fn run(
         }
         Action::KeepRunnerLog(log) => {
             runner_log::keep(
-                &ctx.hub,
-                ctx.args.runner_log_history,
+                ctx.hub,
+                ctx.runner_log_history,
                 observation.client.as_ref(),
                 ws,
                 log,
@@ -341,14 +358,19 @@ async fn run(
             helm_release::mark_failed(edge, &client, namespace, secret, uid, description).await?;
         }
         Action::RequestRepair(request) => {
-            return repair_request::request(&ctx.recorder, &workspaces, &name, request).await;
+            return repair_request::request(ctx.recorder, &workspaces, &name, request).await;
         }
     }
     Ok(None)
 }
 
 /// Counts attempts that reached a result with this write, and drift found by it.
-fn count_results(ctx: &Context, ws: &Workspace, before: &WorkspaceStatus, after: &WorkspaceStatus) {
+fn count_results(
+    ctx: &ExecuteHandles<'_>,
+    ws: &Workspace,
+    before: &WorkspaceStatus,
+    after: &WorkspaceStatus,
+) {
     if let Some(drift) = &after.drift
         && before
             .drift

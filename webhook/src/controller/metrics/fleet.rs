@@ -10,7 +10,7 @@
 
 use std::{
     collections::{BTreeMap, HashMap},
-    sync::{Arc, Mutex, PoisonError},
+    sync::{Arc, Mutex},
 };
 
 use kube::runtime::{reflector::Store, watcher};
@@ -20,6 +20,7 @@ use providers::{
 };
 
 use super::{EdgeLabels, Metrics, PhaseLabels, PlanLabels};
+use crate::locks::Locked;
 
 /// Which plan of a Workspace a key sealed.
 const CURRENT: &str = "current";
@@ -250,7 +251,7 @@ impl Fleet {
 
     /// Counts one watch event; `store` still holds what the event replaces.
     pub fn observe(&self, store: &Store<Workspace>, event: &watcher::Event<Workspace>) {
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut state = self.state.locked();
         match event {
             watcher::Event::Init => state.relisting = Some(Tally::default()),
             watcher::Event::InitApply(workspace) => {

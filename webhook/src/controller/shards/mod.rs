@@ -13,7 +13,7 @@ mod lease_clock;
 
 use std::{
     collections::{BTreeSet, HashMap},
-    sync::{Arc, Mutex, PoisonError},
+    sync::{Arc, Mutex},
     time::Duration,
 };
 
@@ -40,6 +40,7 @@ use super::{
     metrics::Metrics,
     task::Task,
 };
+use crate::{locks::Locked, runtime::Synced};
 
 /// How long a change waits for the ones right behind it (renewals come in bursts, one per
 /// held Lease of every replica each retry period), so a round runs at most ten times a
@@ -127,8 +128,7 @@ impl Shards {
         }
         let missing = self
             .existing
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+            .locked()
             .as_ref()
             .is_some_and(|existing| !existing.contains(edge));
         missing && self.leads()
@@ -140,24 +140,20 @@ impl Shards {
         let Some(config) = &self.config else {
             return true;
         };
-        self.lock()
+        self.held
+            .locked()
             .get(edge)
             .is_some_and(|renewed| renewed.elapsed() < config.leader.renew_deadline)
     }
 
     /// The Edges that exist, from the Edge watch's first list (`None` until then).
     pub fn set_existing(&self, edges: Option<BTreeSet<String>>) {
-        *self.existing.lock().unwrap_or_else(PoisonError::into_inner) = edges;
+        *self.existing.locked() = edges;
     }
 
     /// An Edge appeared (`true`) or went, once the first list is in.
     pub fn edge_exists(&self, edge: &str, exists: bool) {
-        if let Some(existing) = self
-            .existing
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .as_mut()
-        {
+        if let Some(existing) = self.existing.locked().as_mut() {
             if exists {
                 existing.insert(edge.to_owned());
             } else {
@@ -172,21 +168,21 @@ impl Shards {
             return false;
         };
         self.leading
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+            .locked()
             .is_some_and(|renewed| renewed.elapsed() < config.leader.renew_deadline)
     }
 
     /// This replica renewed the leader Lease at `at` (`None`: it no longer leads).
     pub fn set_leading(&self, at: Option<Instant>) {
-        *self.leading.lock().unwrap_or_else(PoisonError::into_inner) = at;
+        *self.leading.locked() = at;
     }
 
     /// The edges this replica may write to now (every edge without sharding: `None`).
     pub fn held(&self) -> Option<BTreeSet<String>> {
         let deadline = self.config.as_ref()?.leader.renew_deadline;
         Some(
-            self.lock()
+            self.held
+                .locked()
                 .iter()
                 .filter(|(_, renewed)| renewed.elapsed() < deadline)
                 .map(|(edge, _)| edge.clone())
@@ -207,21 +203,16 @@ impl Shards {
     }
 
     fn renewed(&self, edge: &str, at: Instant) {
-        let new = self.lock().insert(edge.to_owned(), at).is_none();
+        let new = self.held.locked().insert(edge.to_owned(), at).is_none();
         if new {
             self.changed.send_modify(|n| *n += 1);
         }
     }
 
     fn dropped(&self, edge: &str) {
-        if self.lock().remove(edge).is_some() {
+        if self.held.locked().remove(edge).is_some() {
             self.changed.send_modify(|n| *n += 1);
         }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Instant>> {
-        // Nothing panics while holding the lock, so a poisoned map is still whole.
-        self.held.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -245,14 +236,15 @@ pub async fn run(hub: Client, shards: Arc<Shards>, metrics: Arc<Metrics>) {
     // up to two listing periods later), and its edges are taken at once.
     let (lease_store, lease_writer) = reflector::store::<Lease>();
     let (edge_store, edge_writer) = reflector::store::<PartialObjectMeta<Edge>>();
+    let (leases_listed, edges_listed) = (Synced::default(), Synced::default());
     let lease_changes = watcher(leases, watcher::Config::default())
         .default_backoff()
         .reflect(lease_writer)
-        .map(|event| event.map(|_| ()));
+        .map(|event| event.map(|event| leases_listed.observe(&event)));
     let edge_changes = watcher(edges, watcher::Config::default())
         .default_backoff()
         .reflect(edge_writer)
-        .map(|event| event.map(|_| ()));
+        .map(|event| event.map(|event| edges_listed.observe(&event)));
     let mut changes = std::pin::pin!(futures::stream::select(lease_changes, edge_changes));
     // Every Lease as last seen, and since when it looked so: members are live, and an
     // edge taken over from a replica that died is taken, as soon as its Lease has expired
@@ -276,9 +268,7 @@ pub async fn run(hub: Client, shards: Arc<Shards>, metrics: Arc<Metrics>) {
             () = tokio::time::sleep(wake) => {}
         }
         while let Some(Some(_)) = changes.next().now_or_never() {}
-        let ready = lease_store.wait_until_ready().now_or_never().is_some()
-            && edge_store.wait_until_ready().now_or_never().is_some();
-        if !ready {
+        if !(leases_listed.is_set() && edges_listed.is_set()) {
             wake = config.leader.retry_period;
             continue;
         }
@@ -475,7 +465,7 @@ pub async fn leave(hub: &Client, shards: &Shards) {
     let Some(config) = shards.config() else {
         return;
     };
-    let held: Vec<String> = shards.lock().keys().cloned().collect();
+    let held: Vec<String> = shards.held.locked().keys().cloned().collect();
     for edge in held {
         shards.dropped(&edge);
         Elector::new(

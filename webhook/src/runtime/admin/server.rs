@@ -13,10 +13,11 @@
 use std::{
     collections::{HashMap, VecDeque},
     net::IpAddr,
-    sync::{Arc, Mutex, MutexGuard},
+    sync::{Arc, Mutex},
     time::Duration,
 };
 
+use crate::locks::Locked;
 use axum::Router;
 use hyper::{body::Incoming, service::service_fn};
 use hyper_util::{
@@ -80,14 +81,14 @@ pub async fn serve(listener: TcpListener, app: Router) {
             tracing::debug!(%peer, "admin port: too many connections from this address: closed");
             continue;
         };
-        let (id, closed) = lock(&waiting).add(address);
+        let (id, closed) = waiting.locked().add(address);
         let (builder, app, waiting) = (builder.clone(), app.clone(), waiting.clone());
         tokio::spawn(async move {
             let _open = (permit, peer_slot);
             let requested = waiting.clone();
             let service = service_fn(move |request: hyper::Request<Incoming>| {
                 // A whole head is in: this connection is no longer closable for a newer one.
-                lock(&requested).remove(id);
+                requested.locked().remove(id);
                 // A Router is always ready, so it can be called directly.
                 app.clone().call(request)
             });
@@ -103,7 +104,7 @@ pub async fn serve(listener: TcpListener, app: Router) {
                     tracing::debug!(%peer, "admin port: closed for a newer connection before it sent a request");
                 }
             }
-            lock(&waiting).remove(id);
+            waiting.locked().remove(id);
         });
     }
 }
@@ -118,7 +119,7 @@ async fn take_or_make_room<T>(
     if let Some(taken) = take() {
         return Some(taken);
     }
-    if !lock(waiting).close_oldest(address) {
+    if !waiting.locked().close_oldest(address) {
         return None;
     }
     let deadline = tokio::time::Instant::now() + ROOM_WAIT;
@@ -171,13 +172,6 @@ impl WaitingConnections {
     }
 }
 
-/// Nothing panics while holding these locks, so a poisoned one is still whole.
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
 /// Connections open per peer address.
 type Peers = Arc<Mutex<HashMap<IpAddr, usize>>>;
 
@@ -189,9 +183,7 @@ struct PeerSlot {
 
 impl PeerSlot {
     fn take(peers: &Peers, address: IpAddr) -> Option<Self> {
-        let mut open = peers
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut open = peers.locked();
         let count = open.entry(address).or_default();
         if *count >= MAX_CONNECTIONS_PER_PEER {
             return None;
@@ -206,10 +198,7 @@ impl PeerSlot {
 
 impl Drop for PeerSlot {
     fn drop(&mut self) {
-        let mut open = self
-            .peers
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut open = self.peers.locked();
         if let Some(count) = open.get_mut(&self.address) {
             *count -= 1;
             if *count == 0 {

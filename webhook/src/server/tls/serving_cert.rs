@@ -4,9 +4,10 @@
 use std::{
     fmt,
     path::PathBuf,
-    sync::{Arc, PoisonError, RwLock},
+    sync::{Arc, RwLock},
 };
 
+use crate::locks::ReadWriteLocked;
 use rustls::{
     crypto::CryptoProvider,
     pki_types::{CertificateDer, PrivateKeyDer, pem::PemObject},
@@ -75,15 +76,11 @@ impl ServingCert {
     }
 
     pub(super) fn get(&self) -> Arc<CertifiedKey> {
-        // Nothing panics while holding the lock, so a poisoned lock still holds a valid pair.
-        self.current
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.current.read_locked().clone()
     }
 
     pub(super) fn set(&self, key: CertifiedKey) {
-        *self.current.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(key);
+        *self.current.write_locked() = Arc::new(key);
     }
 }
 
