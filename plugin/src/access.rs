@@ -6,7 +6,7 @@ use k8s_openapi::api::authorization::v1::{
     ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
 };
 use kube::{Api, Client, api::PostParams};
-use providers::api::GROUP;
+use providers_shared::api::GROUP;
 use serde_json::json;
 
 use crate::report::report;

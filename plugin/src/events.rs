@@ -4,7 +4,7 @@
 
 use k8s_openapi::api::core::v1::Event;
 use kube::{Api, Client, api::ListParams};
-use providers::api::Workspace;
+use providers_shared::api::Workspace;
 
 use crate::views::events::{SHOWN, most_recent};
 

@@ -19,7 +19,7 @@
 //!   not block.
 
 use kube::api::{Patch, PatchParams};
-use providers::{
+use providers_shared::{
     api::{GROUP, VERSION, WorkspaceSpec},
     installer::names::ANNOTATION_ROLLBACK_TO,
 };

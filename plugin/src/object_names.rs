@@ -1,5 +1,5 @@
 //! Objects named in the plugin's sentences: the ` -n NAMESPACE` of the commands it suggests
-//! (`namespace/name` is `providers::text::object_key`).
+//! (`namespace/name` is `providers_shared::text::object_key`).
 
 /// ` -n NAMESPACE` to put in a suggested command when the user gave `-n`, so that it can be
 /// pasted as it is; nothing otherwise.

@@ -1,7 +1,7 @@
 //! What deleting a Workspace does on its edge, as `status` tells it before and during the
 //! deletion.
 
-use providers::api::Workspace;
+use providers_shared::api::Workspace;
 
 use crate::object_names::namespace_suffix;
 
@@ -15,13 +15,13 @@ pub fn on_delete(ws: &Workspace, name: &str, namespace_flag: Option<&str>) -> St
         .as_ref()
         .map(|t| t.edge.clone())
         .unwrap_or_else(|| ws.spec.edge.clone());
-    if let Some(reason) = providers::installer::delete::abandoned(ws) {
+    if let Some(reason) = providers_shared::installer::delete::abandoned(ws) {
         return format!(
             "finishes without edge {edge}: abandoned by the platform ({})",
-            providers::text::shown(reason)
+            providers_shared::text::shown(reason)
         );
     }
-    if !providers::installer::delete::edge_touched(&status) {
+    if !providers_shared::installer::delete::edge_touched(&status) {
         return format!("finishes at once: nothing was prepared on edge {edge}");
     }
     format!(

@@ -84,7 +84,7 @@ impl Table {
             // carry text from the cluster (Events, annotations through custom columns):
             // no escape sequence reaches the terminal.
             row.get(i)
-                .map(|c| providers::text::for_terminal(c).replace(['\n', '\r', '\t'], " "))
+                .map(|c| providers_shared::text::for_terminal(c).replace(['\n', '\r', '\t'], " "))
                 .unwrap_or_default()
         };
         let mut widths: Vec<usize> = shown

@@ -16,7 +16,7 @@ use kube::{
     api::DynamicObject,
     runtime::{WatchStreamExt, watcher, watcher::Event},
 };
-use providers::api::Workspace;
+use providers_shared::api::Workspace;
 use tokio::time::{Instant, sleep_until};
 
 use crate::{

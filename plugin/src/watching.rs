@@ -8,7 +8,7 @@ use kube::{
     api::{ApiResource, DynamicObject},
     runtime::watcher,
 };
-use providers::api::Workspace;
+use providers_shared::api::Workspace;
 
 /// How long the API server keeps one watch request open when the client has no read
 /// timeout (kube-runtime's own default).

@@ -19,7 +19,7 @@ fn admission(c: &mut Criterion) {
         b.iter(|| black_box(fixture.validate_create(&sealed)).expect("valid"))
     });
     // A keyring of its own has noted nothing: the seal is verified in full.
-    let elsewhere = providers::seal::Keyring::from(&fixture.sealer);
+    let elsewhere = providers_shared::seal::Keyring::from(&fixture.sealer);
     c.bench_function("validate only, seal verified in full", |b| {
         b.iter(|| black_box(fixture.validate_create_with(&sealed, &elsewhere)).expect("valid"))
     });
@@ -35,7 +35,7 @@ fn admission(c: &mut Criterion) {
     let stored = include_str!("fixtures/stored-workspace.json");
     c.bench_function("decode a stored Workspace", |b| {
         b.iter(|| {
-            black_box(serde_json::from_str::<providers::api::Workspace>(
+            black_box(serde_json::from_str::<providers_shared::api::Workspace>(
                 black_box(stored),
             ))
             .expect("decoded")

@@ -61,7 +61,7 @@ fn main() {
         },
     );
     // A keyring of its own has noted nothing: the seal is verified in full.
-    let elsewhere = providers::seal::Keyring::from(&fixture.sealer);
+    let elsewhere = providers_shared::seal::Keyring::from(&fixture.sealer);
     percentiles("validate only, seal verified in full", iterations, || {
         black_box(fixture.validate_create_with(&sealed, &elsewhere)).expect("valid");
     });

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 /// A namespaced RBAC rule granted to an attempt's runner in the release namespace. No rule
 /// may reach the namespace itself, RBAC, other accounts' tokens or everything (`*`): see
-/// `providers::execution`.
+/// `providers_shared::execution`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, KubeSchema)]
 #[serde(rename_all = "camelCase")]
 #[x_kube(validation = Rule::new(CEL_RULE).message(

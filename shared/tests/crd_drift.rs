@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use providers::crd;
+use providers_shared::crd;
 
 fn checked_in() -> &'static Path {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../manifests/crds"))
@@ -64,7 +64,7 @@ fn the_api_reference_matches_the_types() {
     ));
     let checked_in = std::fs::read_to_string(path).expect("docs/api-reference.md exists");
     assert!(
-        checked_in == providers::reference::markdown(&crd::all()),
+        checked_in == providers_shared::reference::markdown(&crd::all()),
         "docs/api-reference.md differs from the types: run `cargo run -p providers-shared --bin crdgen`"
     );
 }
@@ -75,10 +75,10 @@ fn the_values_bounds_policy_matches_the_limits() {
         env!("CARGO_MANIFEST_DIR"),
         "/../manifests/policies"
     ))
-    .join(providers::policy::VALUES_BOUNDS_FILE);
+    .join(providers_shared::policy::VALUES_BOUNDS_FILE);
     let checked_in = std::fs::read_to_string(&path).expect("the policy is checked in");
     assert!(
-        checked_in == providers::policy::values_bounds(),
+        checked_in == providers_shared::policy::values_bounds(),
         "{} differs from the limits: run `cargo run -p providers-shared --bin crdgen`",
         path.display()
     );

@@ -3,7 +3,7 @@
 
 use k8s_openapi::{api::authentication::v1::UserInfo, jiff::Timestamp};
 use proptest::prelude::*;
-use providers::{
+use providers_shared::{
     admission::{Operation, Request, binding_of, mutate, validate::validate},
     api::{ValueField, ValueType, Workspace},
     seal::{Keyring, Sealer},

@@ -51,18 +51,18 @@ use kube::{
     Api, Client, Resource, ResourceExt,
     api::{ListParams, PostParams},
 };
-use providers::{
+use providers_shared::{
     api::{Edge, PlanValues, Workspace},
     installer::edge_owners::edge_lease,
     seal::Sealer,
 };
-use serde_json::json;
-use testbed::{
+use providers_tests::{
     ControlPlaneInfo, User,
     bench::{self, BenchEdge},
     installer::{self, CASE_LABEL, ControllerOptions, ControllerProcess, SYSTEM},
     platform,
 };
+use serde_json::json;
 use tokio::sync::Mutex;
 
 const ORGS: usize = 10;
@@ -228,7 +228,7 @@ async fn complete_new_jobs(
     let mut set = 0;
     for client in edge_clients {
         let jobs = Api::<Job>::all(client.clone())
-            .list(&ListParams::default().labels(testbed::jobrunner::SELECTOR))
+            .list(&ListParams::default().labels(providers_tests::jobrunner::SELECTOR))
             .await?;
         let fresh: Vec<Job> = {
             let done = done.lock().await;
@@ -262,7 +262,7 @@ async fn count_jobs(edge_clients: &[Client]) -> anyhow::Result<usize> {
     let mut total = 0;
     for client in edge_clients {
         total += Api::<Job>::all(client.clone())
-            .list_metadata(&ListParams::default().labels(testbed::jobrunner::SELECTOR))
+            .list_metadata(&ListParams::default().labels(providers_tests::jobrunner::SELECTOR))
             .await?
             .items
             .len();
@@ -281,7 +281,7 @@ async fn runner_identities_left(edge_clients: &[Client]) -> anyhow::Result<usize
         K::DynamicType: Default,
     {
         Ok(Api::<K>::all(client.clone())
-            .list_metadata(&ListParams::default().labels(testbed::jobrunner::SELECTOR))
+            .list_metadata(&ListParams::default().labels(providers_tests::jobrunner::SELECTOR))
             .await?
             .items
             .iter()

@@ -10,7 +10,7 @@
 //! directly, as a job controller would: the measurement is of the controller, not of helm.
 //!
 //! The API requests per attempt are the `apiserver_request_total` of the hub and every
-//! edge (without watches, leases and non-resource requests: `testbed::apimetrics`) from
+//! edge (without watches, leases and non-resource requests: `providers_tests::apimetrics`) from
 //! before the first create to the end, minus the requests this benchmark makes itself
 //! (counted where it makes them), divided by the count. The last line, on stdout, sums it
 //! all up for scripts (CPU times over the same window, memory the controller's peak):
@@ -48,18 +48,18 @@ use kube::{
     Api, Client, ResourceExt,
     api::{ListParams, Patch, PatchParams, PostParams},
 };
-use providers::{
+use providers_shared::{
     api::{Edge, PlanValues, Workspace},
     seal::Sealer,
 };
-use serde_json::json;
-use testbed::{
+use providers_tests::{
     User,
     apimetrics::{OwnRequests, RequestCounts},
     bench::{self, BenchEdge},
     installer::{self, CASE_LABEL, ControllerOptions, ControllerProcess},
     platform,
 };
+use serde_json::json;
 
 const ORGS: usize = 10;
 const IN_FLIGHT: usize = 32;
@@ -252,7 +252,7 @@ async fn main() -> anyhow::Result<()> {
     for client in &edge_clients {
         OWN.read();
         let jobs = Api::<Job>::all(client.clone())
-            .list(&ListParams::default().labels(testbed::jobrunner::SELECTOR))
+            .list(&ListParams::default().labels(providers_tests::jobrunner::SELECTOR))
             .await?;
         stream::iter(jobs.items)
             .map(|job| {
@@ -482,7 +482,7 @@ async fn count_jobs(edges: &[Client]) -> anyhow::Result<usize> {
     for client in edges {
         OWN.read();
         let list = Api::<Job>::all(client.clone())
-            .list_metadata(&ListParams::default().labels(testbed::jobrunner::SELECTOR))
+            .list_metadata(&ListParams::default().labels(providers_tests::jobrunner::SELECTOR))
             .await?;
         total += list.items.len();
     }

@@ -27,8 +27,8 @@ use std::{
 };
 
 use anyhow::{Context, bail};
+use providers_tests::{User, binaries, demo, installer, ports::free_port};
 use serde_json::{Value, json};
-use testbed::{User, binaries, demo, installer, ports::free_port};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Prometheus, stopped on drop.

@@ -18,7 +18,7 @@
 
 use std::time::Duration;
 
-use testbed::operations::{self, Bed, Event, LoadShape};
+use providers_tests::operations::{self, Bed, Event, LoadShape};
 
 const CONTROLPLANE: &str = env!("CARGO_BIN_EXE_providers-controlplane");
 
@@ -65,8 +65,8 @@ async fn main() -> anyhow::Result<()> {
             twice += run.run_twice.len();
             let before = run.report.between(Duration::ZERO, run.during.0);
             let during = run.report.between(run.during.0, run.during.1);
-            p99_before.push(testbed::write_load::latency_ms(&before, 0.99));
-            p99_during.push(testbed::write_load::latency_ms(&during, 0.99));
+            p99_before.push(providers_tests::write_load::latency_ms(&before, 0.99));
+            p99_during.push(providers_tests::write_load::latency_ms(&during, 0.99));
             recovered_max = recovered_max.max(run.recovered.took.as_secs_f64());
             settled_max = settled_max.max(run.settled.took.as_secs_f64());
         }

@@ -38,7 +38,7 @@
 //!    nothing more.
 //!
 //! Reads and writes per item: `apiserver_request_total` (without watches, leases and
-//! non-resource requests, see `testbed::apimetrics`) from before the first create to the
+//! non-resource requests, see `providers_tests::apimetrics`) from before the first create to the
 //! end, minus the requests the benchmark made itself, divided by N. CPU: user + system
 //! time of the peer and of the control plane's etcd and kube-apiserver over the same
 //! window; memory: the peer's peak resident set (VmHWM).
@@ -63,13 +63,13 @@ use kube::{
     Api, Client, ResourceExt,
     api::{ApiResource, DynamicObject, ListParams, Patch, PatchParams, PostParams},
 };
-use serde_json::json;
-use testbed::{
+use providers_tests::{
     Supervised, User,
     apimetrics::{OwnRequests, RequestCounts},
     bench, binaries,
     installer::eventually,
 };
+use serde_json::json;
 
 const ORGS: usize = 10;
 const IN_FLIGHT: usize = 32;

@@ -19,8 +19,8 @@ use std::{path::Path, time::Instant};
 
 use anyhow::Context;
 use kube::Client;
+use providers_tests::{User, installer, plugin, system};
 use serde_json::json;
-use testbed::{User, installer, plugin, system};
 
 fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
     std::env::var(name)

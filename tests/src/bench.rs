@@ -8,7 +8,7 @@ use kube::{
     Api, Client, ResourceExt,
     api::{Patch, PatchParams},
 };
-use providers::{
+use providers_shared::{
     api::{ChartRef, Owner, Plan, PlanValues, Workspace, WorkspaceIdentity, WorkspaceSpec},
     seal::Sealer,
 };
@@ -103,7 +103,7 @@ pub fn workspace(
         attempt: 1,
         attempt_id: format!("{case}-{i:04}"),
         retry: 0,
-        job: providers::plan::job_name(&identity, "hello", 1),
+        job: providers_shared::plan::job_name(&identity, "hello", 1),
         workspace: identity,
         org: org.clone(),
         provider: "hello".into(),
@@ -118,7 +118,7 @@ pub fn workspace(
         version: "0.1.0".into(),
         release: "hello".into(),
         namespace: format!("scale-{i:04}"),
-        values_digest: Some(providers::plan_values::digest_of(&greeting(&name))),
+        values_digest: Some(providers_shared::plan_values::digest_of(&greeting(&name))),
         values: None,
         edge_name: edge.name.clone(),
         cluster: edge.cluster.clone(),
@@ -146,21 +146,23 @@ pub fn workspace(
     );
     ws.metadata.namespace = Some(org);
     ws.metadata.labels = Some([(CASE_LABEL.to_owned(), case.to_owned())].into());
-    ws.metadata.finalizers = Some(vec![providers::installer::names::FINALIZER.to_owned()]);
+    ws.metadata.finalizers = Some(vec![
+        providers_shared::installer::names::FINALIZER.to_owned(),
+    ]);
     Ok(ws)
 }
 
 /// The PlanValues object the webhook would have stored for `ws`'s plan.
 pub fn plan_values(ws: &Workspace) -> anyhow::Result<PlanValues> {
     let name = ws.name_any();
-    let spec = providers::plan_values::encode(&greeting(&name))?;
+    let spec = providers_shared::plan_values::encode(&greeting(&name))?;
     let mut object = PlanValues::new(
-        &providers::plan_values::object_name(&name, &spec.digest),
+        &providers_shared::plan_values::object_name(&name, &spec.digest),
         spec,
     );
     object.metadata.annotations = Some(
         [(
-            providers::plan_values::ANNOTATION_WORKSPACE.to_owned(),
+            providers_shared::plan_values::ANNOTATION_WORKSPACE.to_owned(),
             name,
         )]
         .into(),

@@ -16,7 +16,7 @@ use kube::{
     Api, Client,
     api::{Patch, PatchParams, PostParams},
 };
-use providers::organization;
+use providers_shared::organization;
 use serde::{Deserialize, Serialize};
 use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},

@@ -1,11 +1,11 @@
-//! The catalog the integration tests write: the builders of `providers::testing`, and the
+//! The catalog the integration tests write: the builders of `providers_shared::testing`, and the
 //! Recipe they admit against, whose chart repository nobody serves (admission never
 //! fetches a chart).
 //!
 //! A test changes what it asserts on with struct update syntax at its call site.
 
-use providers::api::{ChartRef, RecipeSpec};
-pub use providers::testing::{
+use providers_shared::api::{ChartRef, RecipeSpec};
+pub use providers_shared::testing::{
     EDGE_WORKSPACE_UUID, edge, edge_spec, field, recipe, replica_count, versions, with_values,
     workspace, workspace_in, workspace_spec,
 };
@@ -23,6 +23,6 @@ pub fn recipe_spec() -> RecipeSpec {
         },
         versions: versions(&["0.2.0", "0.1.0"]),
         values_schema: vec![replica_count()],
-        ..providers::testing::recipe_spec()
+        ..providers_shared::testing::recipe_spec()
     }
 }

@@ -29,7 +29,7 @@ use kube::{
     Api, Client, ResourceExt,
     api::{ListParams, PostParams},
 };
-use providers::{
+use providers_shared::{
     api::{
         Edge, EdgeSpec, ExecutionRule, Owner, Plan, RuntimeCredential, SealedPlan, SecretKeyRef,
         Workspace, WorkspaceIdentity, WorkspaceSpec,
@@ -211,10 +211,12 @@ impl Environment {
         };
         let mut values = spec.values.clone();
         if let Some(credential) = &spec.runtime_credential {
-            providers::tenant_values::set_path(
+            providers_shared::tenant_values::set_path(
                 &mut values,
                 &credential.value_path,
-                Value::String(providers::plan::runtime_credential_secret(&spec.name)),
+                Value::String(providers_shared::plan::runtime_credential_secret(
+                    &spec.name,
+                )),
             );
         }
         Plan {
@@ -222,7 +224,7 @@ impl Environment {
             attempt,
             attempt_id: random_id(),
             retry: attempt - 1,
-            job: providers::plan::job_name(&identity, &spec.release, attempt),
+            job: providers_shared::plan::job_name(&identity, &spec.release, attempt),
             workspace: identity,
             org: spec.org.clone(),
             provider: spec.chart.clone(),
@@ -232,7 +234,7 @@ impl Environment {
                 groups: vec!["tenants".into(), "system:authenticated".into()],
                 ..Default::default()
             },
-            chart: providers::api::ChartRef {
+            chart: providers_shared::api::ChartRef {
                 repository: self.repo.url.clone(),
                 name: spec.chart.clone(),
             },
@@ -832,7 +834,7 @@ pub async fn wait_workspace(
 }
 
 /// A Workspace's status, or the empty one.
-pub fn status_of(ws: &Workspace) -> providers::api::WorkspaceStatus {
+pub fn status_of(ws: &Workspace) -> providers_shared::api::WorkspaceStatus {
     ws.status.clone().unwrap_or_default()
 }
 

@@ -117,7 +117,7 @@ async fn end(
     // attempt is told by its ID.
     let attempt = job
         .labels()
-        .get(providers::installer::names::LABEL_ATTEMPT_ID)
+        .get(providers_shared::installer::names::LABEL_ATTEMPT_ID)
         .cloned()
         .unwrap_or_else(|| format!("{namespace}/{name}"));
     if let Ok(mut seen) = seen.lock() {

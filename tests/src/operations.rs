@@ -16,7 +16,7 @@ use kube::{
     Api, Client, ResourceExt,
     api::{ListParams, Patch, PatchParams},
 };
-use providers::api::Workspace;
+use providers_shared::api::Workspace;
 
 use crate::{
     Supervised, User,
@@ -262,7 +262,7 @@ impl Bed {
     /// beside the old one in the ConfigMap (and so in the webhook's mounted folder).
     /// Returns the new key's ID and its private key (PEM).
     pub async fn publish_new_sealing_key(&mut self) -> anyhow::Result<(String, String)> {
-        let sealer = providers::seal::Sealer::generate()?;
+        let sealer = providers_shared::seal::Sealer::generate()?;
         let entry = (format!("{}.pem", sealer.key_id()), sealer.public_key_pem());
         let patch = serde_json::json!({"data": {entry.0.clone(): entry.1.clone()}});
         Api::<ConfigMap>::namespaced(self.hub_admin().await?, crate::webhook::SYSTEM_NAMESPACE)

@@ -3,7 +3,7 @@
 
 use anyhow::Context as _;
 use kube::{Api, Client};
-use providers::{
+use providers_shared::{
     api::{Plan, PlanValues},
     plan_values::{self, Source},
 };

@@ -13,7 +13,7 @@ use kube::{
     Api, ResourceExt,
     api::{ListParams, Patch, PatchParams},
 };
-use providers::api::{
+use providers_shared::api::{
     ChartRef, Recipe, RecipeSpec, ValueField, ValueType, Workspace, WorkspaceIdentity,
 };
 use serde_json::json;
@@ -209,7 +209,7 @@ pub async fn installed(
     hub: &kube::Client,
     name: &str,
     attempt: i64,
-) -> anyhow::Result<providers::api::Workspace> {
+) -> anyhow::Result<providers_shared::api::Workspace> {
     installer::wait_workspace(
         hub,
         "org-a",
@@ -232,5 +232,5 @@ pub fn first_job(org: &str, name: &str, release: &str) -> String {
         name: name.into(),
         uid: String::new(),
     };
-    providers::plan::job_name(&identity, release, 1)
+    providers_shared::plan::job_name(&identity, release, 1)
 }

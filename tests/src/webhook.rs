@@ -8,7 +8,7 @@ use std::{
 
 use anyhow::{Context, bail};
 use kube::{Api, api::PostParams};
-use providers::api::{Workspace, WorkspaceSpec};
+use providers_shared::api::{Workspace, WorkspaceSpec};
 
 use crate::{
     binaries, controlplane::ControlPlaneInfo, kubeconfig, kubectl, pki::Authority, platform,
@@ -330,7 +330,7 @@ impl Webhook {
         published: &[(String, String)],
     ) -> anyhow::Result<()> {
         let pem = std::fs::read_to_string(private_key)?;
-        let sealer = providers::seal::Sealer::from_pkcs8_pem(&pem)?;
+        let sealer = providers_shared::seal::Sealer::from_pkcs8_pem(&pem)?;
         // A new folder each time, as the kubelet swaps a ConfigMap volume's content whole.
         let keys_dir = tempfile::Builder::new()
             .prefix("public-keys-")

@@ -23,7 +23,7 @@ use kube::{
     Api, Client,
     api::{DeleteParams, Patch, PatchParams, PostParams},
 };
-use providers::api::{JobResult, Workspace, WorkspaceSpec};
+use providers_shared::api::{JobResult, Workspace, WorkspaceSpec};
 use serde_json::json;
 use tokio::task::JoinHandle;
 

@@ -8,18 +8,18 @@ use kube::{
     Api, Client,
     api::{DeleteParams, Patch, PatchParams, PostParams},
 };
-use providers::{
+use providers_shared::{
     api::{ChartRef, Edge, Recipe, RecipeSpec, ValueField, Workspace, WorkspaceSpec},
     installer::names,
     seal::Keyring,
 };
-use serde_json::{Value, json};
-use testbed::{
+use providers_tests::{
     ControlPlaneInfo, User,
     fixtures::{self, REPOSITORY},
     kubectl, platform, supervised,
     webhook::{KEYS_CONFIGMAP, SYSTEM_NAMESPACE, Webhook},
 };
+use serde_json::{Value, json};
 
 struct Fixture {
     plane: &'static ControlPlaneInfo,
@@ -158,7 +158,7 @@ async fn a_new_workspace_is_sealed_with_the_published_key() {
         (1, "0.2.0", "demo")
     );
     assert_eq!(
-        testbed::stored_values::values_of(&admin().await, plan)
+        providers_tests::stored_values::values_of(&admin().await, plan)
             .await
             .expect("the values the plan refers to are stored"),
         json!({"replicaCount": 2, "image": {"tag": "stable"}})
@@ -350,7 +350,7 @@ async fn a_retry_after_failure_runs_the_original_plan() {
         (&second.chart, &second.version, &second.values_digest),
         (&first.chart, &first.version, &first.values_digest)
     );
-    let values = testbed::stored_values::values_of(&admin().await, &second)
+    let values = providers_tests::stored_values::values_of(&admin().await, &second)
         .await
         .unwrap();
     assert_eq!(values["image"]["tag"], "stable");
@@ -368,7 +368,7 @@ async fn changed_intent_after_a_terminal_attempt_seals_the_new_intent() {
         .expect("upgrade admitted");
     let plan = upgraded.spec.plan.unwrap().plan;
     assert_eq!((plan.attempt, plan.version.as_str()), (2, "0.1.0"));
-    let values = testbed::stored_values::values_of(&admin().await, &plan)
+    let values = providers_tests::stored_values::values_of(&admin().await, &plan)
         .await
         .unwrap();
     assert_eq!(values["replicaCount"], 4);
@@ -388,7 +388,10 @@ async fn a_negative_zero_in_the_values_is_sealed_as_it_will_be_stored() {
     let mut zero = recipe();
     zero.metadata.name = Some("signed-zero".into());
     zero.spec.values = Some(json!({"offset": -0.0, "replicaCount": 1}));
-    zero.spec.values_schema = vec![fixtures::field("ratio", providers::api::ValueType::Number)];
+    zero.spec.values_schema = vec![fixtures::field(
+        "ratio",
+        providers_shared::api::ValueType::Number,
+    )];
     Api::<Recipe>::all(admin.clone())
         .create(&PostParams::default(), &zero)
         .await
@@ -407,7 +410,7 @@ async fn a_negative_zero_in_the_values_is_sealed_as_it_will_be_stored() {
         .expect("created");
     let plan = created.spec.plan.expect("sealed").plan;
     assert_eq!(
-        testbed::stored_values::values_of(&admin, &plan)
+        providers_tests::stored_values::values_of(&admin, &plan)
             .await
             .unwrap(),
         json!({"offset": 0, "ratio": 0, "replicaCount": 1})

@@ -7,14 +7,14 @@ use kube::{
     Api,
     api::{Patch, PatchParams, PostParams},
 };
-use providers::api::{Edge, Recipe, RecipeSpec, Workspace};
-use serde_json::json;
-use testbed::{
+use providers_shared::api::{Edge, Recipe, RecipeSpec, Workspace};
+use providers_tests::{
     Supervised, User,
     fixtures::{self, REPOSITORY},
     platform,
     webhook::Webhook,
 };
+use serde_json::json;
 
 fn workspace(name: &str) -> Workspace {
     fixtures::workspace(name, fixtures::with_values(json!({})))

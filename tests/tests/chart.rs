@@ -14,12 +14,12 @@ use std::{
 };
 
 use base64::Engine as _;
+use providers_tests::{User, binaries, kubectl, pki::Authority, supervised};
 use rustls::{
     client::{WebPkiServerVerifier, danger::ServerCertVerifier},
     pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime, pem::PemObject},
 };
 use serde_json::Value;
-use testbed::{User, binaries, kubectl, pki::Authority, supervised};
 
 /// The chart, relative to the workspace root (every helm command runs there).
 const CHART: &str = "charts/providers";

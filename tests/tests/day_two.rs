@@ -17,14 +17,14 @@ use kube::{
     Api, Client,
     api::{ApiResource, DynamicObject, Patch, PatchParams},
 };
-use providers::api::{Cause, Recipe, Workspace};
-use serde_json::json;
-use testbed::{
+use providers_shared::api::{Cause, Recipe, Workspace};
+use providers_tests::{
     User, binaries, engines,
     installer::{self, has_condition, status_of, wait_workspace},
     plugin,
     system::{self, System, publish, publish_with_defaults},
 };
+use serde_json::json;
 
 async fn system() -> anyhow::Result<&'static System> {
     system::shared(Path::new(env!("CARGO_BIN_EXE_providers-controlplane"))).await
@@ -275,7 +275,7 @@ async fn a_rollback_restores_the_last_good_plan() -> anyhow::Result<()> {
     ensure!(rendered(&edge, namespace, release).await? == Some(("second".into(), "0.2.0".into())));
 
     // The annotation alone (a metadata-only write) asks for nothing and is not stored.
-    let annotated = testbed::kubectl::run(
+    let annotated = providers_tests::kubectl::run(
         alice,
         &[
             "annotate",
@@ -394,7 +394,7 @@ async fn a_hand_edit_or_deletion_of_a_release_object_is_drift_and_repair_restore
 
     // A hand edit of the chart's ConfigMap on the edge.
     let edited = std::time::Instant::now();
-    testbed::kubectl::ok(
+    providers_tests::kubectl::ok(
         edge_admin,
         &[
             "-n",
@@ -451,7 +451,7 @@ async fn a_hand_edit_or_deletion_of_a_release_object_is_drift_and_repair_restore
     tokio::time::sleep(Duration::from_secs(2)).await;
 
     // A deletion of the chart's object.
-    testbed::kubectl::ok(
+    providers_tests::kubectl::ok(
         edge_admin,
         &["-n", namespace, "delete", "configmap", &configmap],
     )?;
@@ -472,7 +472,7 @@ async fn a_hand_edit_or_deletion_of_a_release_object_is_drift_and_repair_restore
     );
 
     // An object the platform opted out (annotated on the edge) is not drift when edited.
-    testbed::kubectl::ok(
+    providers_tests::kubectl::ok(
         edge_admin,
         &[
             "-n",
@@ -483,7 +483,7 @@ async fn a_hand_edit_or_deletion_of_a_release_object_is_drift_and_repair_restore
             "providers.platform.dev/drift=ignore",
         ],
     )?;
-    testbed::kubectl::ok(
+    providers_tests::kubectl::ok(
         edge_admin,
         &[
             "-n",
@@ -576,7 +576,7 @@ async fn managed_fields_nobody_can_decode_hide_no_drift() -> anyhow::Result<()> 
     let file = tempfile::Builder::new().suffix(".json").tempfile()?;
     std::fs::write(file.path(), serde_json::to_vec(&noise)?)?;
     let path = file.path().display().to_string();
-    testbed::kubectl::ok(
+    providers_tests::kubectl::ok(
         edge_admin,
         &[
             "create",
@@ -591,7 +591,7 @@ async fn managed_fields_nobody_can_decode_hide_no_drift() -> anyhow::Result<()> 
     tokio::time::sleep(Duration::from_secs(2)).await;
 
     // A hand edit beside the deep object is seen.
-    testbed::kubectl::ok(
+    providers_tests::kubectl::ok(
         edge_admin,
         &[
             "-n",
@@ -620,7 +620,7 @@ async fn managed_fields_nobody_can_decode_hide_no_drift() -> anyhow::Result<()> 
         "fieldsType": "FieldsV1", "fieldsV1": deep_fields(200),
     }]}});
     std::fs::write(file.path(), serde_json::to_vec(&deep)?)?;
-    testbed::kubectl::ok(
+    providers_tests::kubectl::ok(
         edge_admin,
         &[
             "-n",
@@ -650,7 +650,7 @@ async fn managed_fields_nobody_can_decode_hide_no_drift() -> anyhow::Result<()> 
     )
     .await?;
     // Read with kubectl: this test's own client refuses the object as the installer once did.
-    let greeting = testbed::kubectl::ok(
+    let greeting = providers_tests::kubectl::ok(
         edge_admin,
         &[
             "-n",
@@ -791,7 +791,7 @@ async fn what_the_recipe_expects_is_not_drift_and_a_secret_edit_is() -> anyhow::
         )
         .await?;
     // An expected manager's write of the ConfigMap.
-    testbed::kubectl::ok(
+    providers_tests::kubectl::ok(
         edge_admin,
         &[
             "-n",
@@ -814,7 +814,7 @@ async fn what_the_recipe_expects_is_not_drift_and_a_secret_edit_is() -> anyhow::
     );
 
     // A hand edit of the chart's Secret.
-    testbed::kubectl::ok(
+    providers_tests::kubectl::ok(
         edge_admin,
         &[
             "-n",
@@ -849,7 +849,7 @@ async fn what_the_recipe_expects_is_not_drift_and_a_secret_edit_is() -> anyhow::
     // was never read by name (Helm's release records are, by design: they hold the
     // release, and the installer's own attempt Secrets are its to read).
     let secret = format!("{release}-token");
-    let requests = testbed::audit::secret_requests(&env.edge.dir, namespace)?;
+    let requests = providers_tests::audit::secret_requests(&env.edge.dir, namespace)?;
     let lists: Vec<_> = requests.iter().filter(|r| r.verb == "list").collect();
     ensure!(
         !lists.is_empty(),
@@ -908,7 +908,7 @@ async fn automatic_repair_runs_once_and_stops_on_repeated_drift() -> anyhow::Res
     let (namespace, release) = ("org-a-healing-hello", "healing-hello");
     let configmap = format!("{release}-greeting");
     let edit = |greeting: &str| {
-        testbed::kubectl::ok(
+        providers_tests::kubectl::ok(
             edge_admin,
             &[
                 "-n",
@@ -981,7 +981,7 @@ async fn automatic_repair_runs_once_and_stops_on_repeated_drift() -> anyhow::Res
     );
 
     // alice asks for an "automatic" repair in her own name: refused by the webhook.
-    let asked = testbed::kubectl::run(
+    let asked = providers_tests::kubectl::run(
         alice,
         &[
             "-n",

@@ -4,7 +4,7 @@
 
 use std::process::Command;
 
-use testbed::binaries;
+use providers_tests::binaries;
 
 #[test]
 fn the_demo_runs_its_scripted_session_end_to_end() {

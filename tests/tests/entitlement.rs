@@ -11,13 +11,13 @@ use kube::{
     Api,
     api::{Patch, PatchParams},
 };
-use serde_json::json;
-use testbed::{
+use providers_tests::{
     User,
     installer::{self, wait_workspace},
     kubectl, platform, plugin,
     system::{self, System, publish},
 };
+use serde_json::json;
 
 async fn system() -> anyhow::Result<&'static System> {
     system::shared(Path::new(env!("CARGO_BIN_EXE_providers-controlplane"))).await

@@ -3,9 +3,9 @@
 use std::path::Path;
 
 use kube::{Api, api::PostParams};
-use providers::api::{Edge, Recipe, RecipeSpec, Workspace, WorkspaceSpec};
+use providers_shared::api::{Edge, Recipe, RecipeSpec, Workspace, WorkspaceSpec};
+use providers_tests::{ControlPlaneInfo, User, fixtures, kubectl, platform, supervised};
 use serde_json::json;
-use testbed::{ControlPlaneInfo, User, fixtures, kubectl, platform, supervised};
 
 fn plane() -> &'static ControlPlaneInfo {
     static INSTALLED: std::sync::OnceLock<()> = std::sync::OnceLock::new();

@@ -19,14 +19,14 @@ use kube::{
     Api, Client,
     api::{ApiResource, DynamicObject, PostParams},
 };
-use providers::api::Workspace;
-use serde_json::{Value, json};
-use testbed::{
+use providers_shared::api::Workspace;
+use providers_tests::{
     User,
     engines::{self, Kstatus},
     installer::{has_condition, wait_workspace},
     system::{self, System, first_job, publish},
 };
+use serde_json::{Value, json};
 
 async fn system() -> anyhow::Result<&'static System> {
     system::shared(Path::new(env!("CARGO_BIN_EXE_providers-controlplane"))).await

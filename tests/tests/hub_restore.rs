@@ -33,9 +33,8 @@ use kube::{
     Api, Client, Resource, ResourceExt,
     api::{ListParams, Patch, PatchParams},
 };
-use providers::api::{PlanValues, Workspace};
-use serde_json::{Value, json};
-use testbed::{
+use providers_shared::api::{PlanValues, Workspace};
+use providers_tests::{
     User,
     installer::{
         self, ControllerOptions, ControllerProcess, Environment, Options, has_condition, status_of,
@@ -45,6 +44,7 @@ use testbed::{
     system::publish,
     webhook::Webhook,
 };
+use serde_json::{Value, json};
 
 const ORG: &str = "org-a";
 /// The Recipe whose namespace is fixed for every organization (`restore-shared`), so a
@@ -68,10 +68,11 @@ fn controller_options(run: &str) -> ControllerOptions {
 
 /// A Recipe whose namespace and release are one fixed name, whoever installs it.
 async fn publish_shared(env: &Environment) -> anyhow::Result<()> {
-    let mut recipe = testbed::system::greeting_recipe(SHARED, &env.repo.url, "hello", &["0.1.0"]);
+    let mut recipe =
+        providers_tests::system::greeting_recipe(SHARED, &env.repo.url, "hello", &["0.1.0"]);
     recipe.spec.namespace = Some(SHARED.into());
     recipe.spec.release = Some(SHARED.into());
-    testbed::system::apply_recipe(&env.hub_admin().await?, &recipe).await
+    providers_tests::system::apply_recipe(&env.hub_admin().await?, &recipe).await
 }
 
 fn install(env: &Environment, name: &str, recipe: &str, greeting: &str) -> anyhow::Result<()> {
@@ -338,7 +339,7 @@ async fn a_hub_restored_from_a_backup_keeps_every_release_and_seals_it_again() -
         // would otherwise delete them with the old owner.
         let digest = plan.values_digest.as_deref().context("values by digest")?;
         let values = values_api
-            .get(&providers::plan_values::object_name(name, digest))
+            .get(&providers_shared::plan_values::object_name(name, digest))
             .await?;
         ensure!(
             values.owner_references().is_empty(),
@@ -446,7 +447,7 @@ async fn a_hub_restored_from_a_backup_keeps_every_release_and_seals_it_again() -
             .as_ref()
             .and_then(|p| p.plan.values_digest.clone());
         let values = values_api
-            .get(&providers::plan_values::object_name(
+            .get(&providers_shared::plan_values::object_name(
                 name,
                 &digest.unwrap_or_default(),
             ))
@@ -468,7 +469,7 @@ async fn a_hub_restored_from_a_backup_keeps_every_release_and_seals_it_again() -
     })
     .await?;
     ensure!(
-        status_of(&bob).job_result == Some(providers::api::JobResult::Rejected),
+        status_of(&bob).job_result == Some(providers_shared::api::JobResult::Rejected),
         "{:?}",
         status_of(&bob)
     );

@@ -19,15 +19,15 @@ use kube::{
     api::{DeleteParams, ListParams, PostParams},
     runtime::{WatchStreamExt, watcher},
 };
-use providers::{
+use providers_shared::{
     api::{JobResult, Phase, Plan, RuntimeCredential, Workspace},
     installer::names,
 };
-use serde_json::json;
-use testbed::installer::{
+use providers_tests::installer::{
     self, ControllerOptions, ControllerProcess, Environment, Options, PlanSpec, eventually,
     has_condition, status_of, wait_workspace, workspace,
 };
+use serde_json::json;
 use tokio::sync::Mutex;
 
 const WAIT: Duration = Duration::from_secs(90);
@@ -415,7 +415,7 @@ async fn step_release_with_the_pinned_values(install: &Install) -> anyhow::Resul
         "pinned values: {data:?}"
     );
     ensure!(data["chartVersion"] == "0.1.0");
-    let credential = providers::plan::runtime_credential_secret("install-demo");
+    let credential = providers_shared::plan::runtime_credential_secret("install-demo");
     ensure!(
         data["credentialSecret"] == credential,
         "the chart got the credential's name"

@@ -27,12 +27,11 @@ use kube::{
     Api, Client, ResourceExt,
     api::{DeleteParams, ListParams, Patch, PatchParams, PostParams},
 };
-use providers::{
+use providers_shared::{
     api::{Edge, EdgeSpec, JobResult, RuntimeCredential, SecretKeyRef},
     installer::names,
 };
-use serde_json::json;
-use testbed::{
+use providers_tests::{
     User,
     installer::{
         self, ControllerOptions, EDGE_CREDENTIALS, Environment, Options, PlanSpec, eventually,
@@ -40,6 +39,7 @@ use testbed::{
     },
     platform,
 };
+use serde_json::json;
 
 async fn env() -> anyhow::Result<&'static Environment> {
     installer::environment(
@@ -49,7 +49,7 @@ async fn env() -> anyhow::Result<&'static Environment> {
     .await
 }
 
-fn failed_message(ws: &providers::api::Workspace) -> String {
+fn failed_message(ws: &providers_shared::api::Workspace) -> String {
     installer::condition(ws, "Failed")
         .map(|c| c.message.clone())
         .unwrap_or_default()
@@ -285,7 +285,7 @@ async fn the_hub_credential_is_owned_by_uid_and_bound_to_the_plans_role() -> any
     );
     ensure!(rb.owner_references().iter().any(|o| o.uid == uid));
     let secret = Api::<Secret>::namespaced(edge.clone(), namespace)
-        .get(&providers::plan::runtime_credential_secret(name))
+        .get(&providers_shared::plan::runtime_credential_secret(name))
         .await?;
     ensure!(secret.labels().get(names::LABEL_WORKSPACE_UID) == Some(&uid));
     Ok(())
@@ -322,7 +322,7 @@ async fn objects_of_a_workspace_deleted_without_cleanup_are_swept() -> anyhow::R
     );
 
     // The finalizer forced off by the platform (admin may), then the Workspace deleted.
-    let workspaces: Api<providers::api::Workspace> = Api::namespaced(hub.clone(), "org-a");
+    let workspaces: Api<providers_shared::api::Workspace> = Api::namespaced(hub.clone(), "org-a");
     workspaces
         .patch(
             name,
@@ -464,7 +464,7 @@ async fn the_hubs_identity_on_an_edge_changes_only_what_it_created() -> anyhow::
     let path = dir.path().join("hub-on-edge.kubeconfig");
     std::fs::write(&path, kubeconfig)?;
     let refused = |args: &[&str], because: &str| -> anyhow::Result<()> {
-        let out = testbed::kubectl::run(&path, args)?;
+        let out = providers_tests::kubectl::run(&path, args)?;
         let stderr = String::from_utf8_lossy(&out.stderr);
         ensure!(
             !out.status.success(),
@@ -509,7 +509,7 @@ async fn the_hubs_identity_on_an_edge_changes_only_what_it_created() -> anyhow::
         &["-n", "kube-system", "create", "serviceaccount", "planted"],
         confined,
     )?;
-    testbed::kubectl::ok(
+    providers_tests::kubectl::ok(
         env.edge.kubeconfig(User::Admin),
         &[
             "-n",
@@ -551,7 +551,7 @@ async fn the_hubs_identity_on_an_edge_changes_only_what_it_created() -> anyhow::
             "--serviceaccount=providers-system:providers-hub",
         ][..],
     ] {
-        testbed::kubectl::ok(admin, args)?;
+        providers_tests::kubectl::ok(admin, args)?;
     }
     let held = eventually(
         "the policy refuses what RBAC was mistaken to allow",
@@ -559,7 +559,7 @@ async fn the_hubs_identity_on_an_edge_changes_only_what_it_created() -> anyhow::
         || async { Ok(refused(&delete_planted, confined).is_ok().then_some(())) },
     )
     .await;
-    testbed::kubectl::ok(
+    providers_tests::kubectl::ok(
         admin,
         &[
             "-n",
@@ -595,7 +595,7 @@ async fn the_hubs_identity_on_an_edge_changes_only_what_it_created() -> anyhow::
     }
     let file = create("ns", namespace("confinement-check", Some("baseline")))?;
     let as_hub = |args: &[&str]| -> anyhow::Result<()> {
-        let out = testbed::kubectl::run(&path, args)?;
+        let out = providers_tests::kubectl::run(&path, args)?;
         ensure!(
             out.status.success(),
             "`kubectl {}`: {}",
@@ -694,7 +694,7 @@ async fn the_hubs_identity_on_an_edge_changes_only_what_it_created() -> anyhow::
             "--user=alice",
         ][..],
     ] {
-        testbed::kubectl::ok(admin, args)?;
+        providers_tests::kubectl::ok(admin, args)?;
     }
     let loosen = [
         "label",
@@ -703,7 +703,7 @@ async fn the_hubs_identity_on_an_edge_changes_only_what_it_created() -> anyhow::
         "confinement-check",
         "pod-security.kubernetes.io/enforce=privileged",
     ];
-    let out = testbed::kubectl::run(env.edge.kubeconfig(User::Alice), &loosen)?;
+    let out = providers_tests::kubectl::run(env.edge.kubeconfig(User::Alice), &loosen)?;
     let stderr = String::from_utf8_lossy(&out.stderr);
     ensure!(
         !out.status.success() && stderr.contains("changed only by the platform"),
@@ -716,19 +716,19 @@ async fn the_hubs_identity_on_an_edge_changes_only_what_it_created() -> anyhow::
         "confinement-check",
         "app.kubernetes.io/managed-by-",
     ];
-    let out = testbed::kubectl::run(env.edge.kubeconfig(User::Alice), &unlabel)?;
+    let out = providers_tests::kubectl::run(env.edge.kubeconfig(User::Alice), &unlabel)?;
     let stderr = String::from_utf8_lossy(&out.stderr);
     ensure!(
         !out.status.success() && stderr.contains("changed only by the platform"),
         "a user with patch on the namespace removed the installer's label: {stderr}"
     );
-    testbed::kubectl::ok(
+    providers_tests::kubectl::ok(
         env.edge.kubeconfig(User::Alice),
         &["label", "namespace", "confinement-check", "team=web"],
     )?;
     // Nor plant a namespace labelled as the installer's for it to adopt.
     let planted = create("planted", namespace("planted", Some("baseline")))?;
-    let out = testbed::kubectl::run(
+    let out = providers_tests::kubectl::run(
         env.edge.kubeconfig(User::Alice),
         &["create", "-f", &planted.display().to_string()],
     )?;
@@ -737,11 +737,11 @@ async fn the_hubs_identity_on_an_edge_changes_only_what_it_created() -> anyhow::
         !out.status.success() && stderr.contains("only the providers installer creates"),
         "a user with create on namespaces planted one labelled as the installer's: {stderr}"
     );
-    testbed::kubectl::ok(admin, &loosen)?;
+    providers_tests::kubectl::ok(admin, &loosen)?;
     let own_role = "the runner's own Role";
     // A ClusterRole with rights the identity holds, so that RBAC's escalation check lets
     // the binding through to admission.
-    testbed::kubectl::ok(
+    providers_tests::kubectl::ok(
         env.edge.kubeconfig(User::Admin),
         &[
             "create",
@@ -883,7 +883,7 @@ async fn the_hubs_identity_on_an_edge_reads_secrets_only_in_its_own_namespaces()
     let path = dir.path().join("hub-on-edge.kubeconfig");
     std::fs::write(&path, kubeconfig)?;
     let can_i = |args: &[&str]| -> anyhow::Result<bool> {
-        let out = testbed::kubectl::run(&path, &[&["auth", "can-i"][..], args].concat())?;
+        let out = providers_tests::kubectl::run(&path, &[&["auth", "can-i"][..], args].concat())?;
         Ok(String::from_utf8_lossy(&out.stdout).trim() == "yes")
     };
     for args in [
@@ -901,8 +901,11 @@ async fn the_hubs_identity_on_an_edge_reads_secrets_only_in_its_own_namespaces()
     }
     let admin = env.edge.kubeconfig(User::Admin);
     let planted = ["-n", "kube-system", "get", "secret", "hub-cannot-read"];
-    if !testbed::kubectl::run(admin, &planted)?.status.success() {
-        testbed::kubectl::ok(
+    if !providers_tests::kubectl::run(admin, &planted)?
+        .status
+        .success()
+    {
+        providers_tests::kubectl::ok(
             admin,
             &[
                 "-n",
@@ -915,7 +918,7 @@ async fn the_hubs_identity_on_an_edge_reads_secrets_only_in_its_own_namespaces()
             ],
         )?;
     }
-    let out = testbed::kubectl::run(&path, &planted)?;
+    let out = providers_tests::kubectl::run(&path, &planted)?;
     let stderr = String::from_utf8_lossy(&out.stderr);
     ensure!(
         !out.status.success() && stderr.contains("forbidden"),
@@ -952,7 +955,7 @@ async fn the_hubs_identity_on_an_edge_reads_secrets_only_in_its_own_namespaces()
     );
     // Nobody else gets those rights through the installer: the policy admits that binding
     // for its own identity only.
-    let out = testbed::kubectl::run(
+    let out = providers_tests::kubectl::run(
         &path,
         &[
             "-n",

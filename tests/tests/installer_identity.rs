@@ -10,7 +10,7 @@ use std::{
 };
 
 use anyhow::{Context, ensure};
-use testbed::{ControlPlaneInfo, User, installer, kubectl, platform, plugin, supervised};
+use providers_tests::{ControlPlaneInfo, User, installer, kubectl, platform, plugin, supervised};
 
 struct Fixture {
     plane: &'static ControlPlaneInfo,

@@ -26,15 +26,15 @@ use kube::{
     api::{ListParams, Patch, PatchParams},
     runtime::watcher,
 };
-use providers::{
+use providers_shared::{
     api::{JobResult, Workspace},
     installer::names,
 };
-use serde_json::json;
-use testbed::installer::{
+use providers_tests::installer::{
     self, ControllerOptions, Environment, Options, PlanSpec, SYSTEM, eventually, has_condition,
     status_of, wait_workspace,
 };
+use serde_json::json;
 use tokio::sync::Mutex;
 
 const WAIT: Duration = Duration::from_secs(90);

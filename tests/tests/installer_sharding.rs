@@ -20,9 +20,8 @@ use kube::{
     Api, Client,
     api::{Patch, PatchParams},
 };
-use providers::installer::edge_owners::{edge_lease, member_lease, owner_of};
-use serde_json::json;
-use testbed::{
+use providers_shared::installer::edge_owners::{edge_lease, member_lease, owner_of};
+use providers_tests::{
     User,
     installer::{
         self, CLUSTER, ControllerOptions, ControllerProcess, EDGE_WORKSPACE, Environment, Options,
@@ -30,6 +29,7 @@ use testbed::{
     },
     platform, plugin,
 };
+use serde_json::json;
 use tokio::sync::Mutex;
 
 const WAIT: Duration = Duration::from_secs(90);
@@ -241,7 +241,7 @@ async fn edges_are_shared_over_replicas_and_a_dead_replicas_edges_are_taken_over
         .await?;
     }
     // Every Edge registered in this test binary (other tests add their own).
-    let registered: Vec<String> = Api::<providers::api::Edge>::all(hub.clone())
+    let registered: Vec<String> = Api::<providers_shared::api::Edge>::all(hub.clone())
         .list(&Default::default())
         .await?
         .items
@@ -749,19 +749,19 @@ async fn edges_sharing_one_lease_name_are_worked_by_none_and_counted() -> anyhow
     // Registered with edge shard-a's kubeconfig Secret (a Secret named after so long an
     // Edge would be too long a name).
     for edge in [&long, &twin] {
-        let object = providers::api::Edge::new(
+        let object = providers_shared::api::Edge::new(
             edge,
-            providers::api::EdgeSpec {
+            providers_shared::api::EdgeSpec {
                 cluster_id: CLUSTER.into(),
                 workspace_uuid: EDGE_WORKSPACE.into(),
-                kubeconfig_secret_ref: providers::api::SecretKeyRef {
+                kubeconfig_secret_ref: providers_shared::api::SecretKeyRef {
                     namespace: installer::EDGE_CREDENTIALS.into(),
                     name: format!("{}-kubeconfig", EDGES[0]),
                     key: "kubeconfig".into(),
                 },
             },
         );
-        Api::<providers::api::Edge>::all(hub.clone())
+        Api::<providers_shared::api::Edge>::all(hub.clone())
             .create(&Default::default(), &object)
             .await?;
     }
@@ -786,7 +786,7 @@ async fn edges_sharing_one_lease_name_are_worked_by_none_and_counted() -> anyhow
     );
     // Not left behind for the other tests of this binary.
     for edge in [&long, &twin] {
-        Api::<providers::api::Edge>::all(hub.clone())
+        Api::<providers_shared::api::Edge>::all(hub.clone())
             .delete(edge, &Default::default())
             .await?;
     }

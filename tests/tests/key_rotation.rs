@@ -20,8 +20,8 @@ use k8s_openapi::api::{
     core::v1::{ConfigMap, Secret},
 };
 use kube::{Api, Client};
-use providers::api::{Cause, Workspace, WorkspaceIdentity};
-use testbed::{
+use providers_shared::api::{Cause, Workspace, WorkspaceIdentity};
+use providers_tests::{
     User, binaries,
     installer::{self, ControllerOptions, Environment, Options, has_condition, status_of},
     plugin::{self, Run},
@@ -48,7 +48,7 @@ fn job(name: &str, attempt: i64) -> String {
         name: name.into(),
         uid: String::new(),
     };
-    providers::plan::job_name(&identity, name, attempt)
+    providers_shared::plan::job_name(&identity, name, attempt)
 }
 
 /// The release namespace of `org-a/name`.

@@ -7,8 +7,8 @@ use std::{
     process::Command,
 };
 
+use providers_tests::{User, binaries, kubectl, supervised};
 use serde_json::Value;
-use testbed::{User, binaries, kubectl, supervised};
 
 /// A copy of manifests/ in a temporary folder, since generate.sh writes the caBundle into
 /// the overlay, as it does in an operator's checkout.

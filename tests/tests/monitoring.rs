@@ -15,8 +15,8 @@ use std::{
     process::Command,
 };
 
+use providers_tests::binaries;
 use serde_json::Value;
-use testbed::binaries;
 
 const RULES: &str = "manifests/monitoring/rules.yaml";
 const RULE_TESTS: &str = "tests/monitoring/rules_test.yaml";

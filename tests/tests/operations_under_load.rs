@@ -11,7 +11,7 @@
 use std::time::Duration;
 
 use anyhow::{bail, ensure};
-use testbed::operations::{self, Bed, Event, EventRun, LoadShape};
+use providers_tests::operations::{self, Bed, Event, EventRun, LoadShape};
 
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 

@@ -3,7 +3,7 @@
 
 use std::process::Command;
 
-use testbed::{binaries, plugin};
+use providers_tests::{binaries, plugin};
 
 const SUBCOMMANDS: [&str; 13] = [
     "recipes",

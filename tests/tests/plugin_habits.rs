@@ -19,8 +19,7 @@ use std::{
 
 use anyhow::{Context, bail};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
-use serde_json::{Value, json};
-use testbed::{
+use providers_tests::{
     ControlPlaneInfo, User, binaries, kubectl, platform,
     plugin::{
         self,
@@ -30,6 +29,7 @@ use testbed::{
     },
     supervised,
 };
+use serde_json::{Value, json};
 
 /// The key seed plans are sealed with here (nothing verifies them in these tests).
 const SEED: [u8; 32] = [42; 32];
@@ -686,7 +686,7 @@ fn request_timeout_bounds_a_silent_server() -> anyhow::Result<()> {
     });
     let dir = tempfile::tempdir()?;
     let kubeconfig = dir.path().join("silent.kubeconfig");
-    testbed::kubeconfig::write(
+    providers_tests::kubeconfig::write(
         &kubeconfig,
         "silent",
         &format!("https://127.0.0.1:{port}"),

@@ -4,8 +4,7 @@
 
 use std::{path::Path, process::Stdio, sync::OnceLock};
 
-use serde_json::json;
-use testbed::{
+use providers_tests::{
     ControlPlaneInfo, User, kubectl,
     plugin::{
         self,
@@ -17,6 +16,7 @@ use testbed::{
     supervised,
     webhook::Webhook,
 };
+use serde_json::json;
 
 struct Fixture {
     plane: &'static ControlPlaneInfo,

@@ -15,21 +15,21 @@ use kube::{
     Api, Client,
     api::{Patch, PatchParams, PostParams},
 };
-use providers::{
+use providers_shared::{
     api::{Edge, Recipe, Workspace},
     seal::Sealer,
+};
+use providers_tests::{
+    ControlPlaneInfo, Supervised, User,
+    fixtures::{self, REPOSITORY},
+    kubeconfig, kubectl, platform, process, supervised,
+    webhook::{SYSTEM_NAMESPACE, Webhook},
 };
 use rustls::{
     ClientConfig, RootCertStore,
     pki_types::{CertificateDer, PrivateKeyDer, ServerName, pem::PemObject},
 };
 use serde_json::{Value, json};
-use testbed::{
-    ControlPlaneInfo, Supervised, User,
-    fixtures::{self, REPOSITORY},
-    kubeconfig, kubectl, platform, process, supervised,
-    webhook::{SYSTEM_NAMESPACE, Webhook},
-};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_rustls::TlsConnector;
 
@@ -269,8 +269,9 @@ async fn only_the_api_server_gets_answers() -> anyhow::Result<()> {
         &["system:masters"],
         &workspace_json("{}"),
     );
-    let other_ca = testbed::pki::Authority::generate("other-ca")?;
-    let impostor = other_ca.issue_client(testbed::controlplane::WEBHOOK_CLIENT_NAME, &[])?;
+    let other_ca = providers_tests::pki::Authority::generate("other-ca")?;
+    let impostor =
+        other_ca.issue_client(providers_tests::controlplane::WEBHOOK_CLIENT_NAME, &[])?;
     let dir = tempfile::tempdir()?;
     let (cert, key) = (dir.path().join("c.crt"), dir.path().join("c.key"));
     std::fs::write(&cert, &impostor.cert_pem)?;
@@ -881,7 +882,7 @@ async fn a_retry_never_signs_what_the_webhook_did_not_seal_or_the_platform_withd
     // has seen the change, which a loaded machine can delay. Dry runs find that moment
     // without storing a retry.
     let retry = json!({"spec": {"retry": 1}});
-    testbed::installer::eventually(
+    providers_tests::installer::eventually(
         "the webhook to see the withdrawal",
         Duration::from_secs(20),
         || async {
@@ -1018,7 +1019,7 @@ async fn only_the_installer_removes_its_finalizer() -> anyhow::Result<()> {
 
 /// A client acting as the installer's shipped ServiceAccount (manifests/controller/rbac.yaml).
 async fn installer_client(plane: &ControlPlaneInfo) -> anyhow::Result<Client> {
-    let root = testbed::binaries::workspace_root()?;
+    let root = providers_tests::binaries::workspace_root()?;
     let manifest = root.join("manifests/controller/rbac.yaml");
     kubectl::ok(
         plane.kubeconfig(User::Admin),

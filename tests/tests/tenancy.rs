@@ -17,15 +17,15 @@ use kube::{
     Api, Client, ResourceExt,
     api::{Patch, PatchParams},
 };
-use providers::api::Recipe;
-use serde_json::json;
-use testbed::{
+use providers_shared::api::Recipe;
+use providers_tests::{
     User,
     installer::{self, Environment, eventually, has_condition, status_of, wait_workspace},
     kubectl, platform, plugin,
     system::{self, System, first_job, publish},
     tcpproxy::TcpProxy,
 };
+use serde_json::json;
 
 async fn system() -> anyhow::Result<&'static System> {
     system::shared(Path::new(env!("CARGO_BIN_EXE_providers-controlplane"))).await

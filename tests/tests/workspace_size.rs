@@ -18,17 +18,17 @@ use kube::{
     api::{DeleteParams, ListParams, Patch, PatchParams, PostParams},
     core::ObjectMeta,
 };
-use providers::{
+use providers_shared::{
     api::{ChartRef, PlanValues, Recipe, RecipeSpec},
     plan_values::{self, LABEL_WORKSPACE, MAX_PENDING, MAX_RECIPE_VALUES_BYTES},
 };
-use serde_json::{Value, json};
-use testbed::{
+use providers_tests::{
     User,
     installer::{self, has_condition, status_of, wait_workspace},
     plugin,
     system::{self, System},
 };
+use serde_json::{Value, json};
 use tokio::sync::Mutex;
 
 /// The most a Workspace of these tests may weigh as the API server serves it (its JSON,
@@ -285,7 +285,7 @@ async fn values_changed_or_gone_on_the_hub_never_run() -> anyhow::Result<()> {
             )])),
             ..Default::default()
         },
-        spec: providers::api::PlanValuesSpec {
+        spec: providers_shared::api::PlanValuesSpec {
             digest: digest.clone(),
             ..evil
         },

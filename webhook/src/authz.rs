@@ -9,7 +9,7 @@ use k8s_openapi::api::{
     authorization::v1::{ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec},
 };
 use kube::{Api, Client, api::PostParams};
-use providers::api::{GROUP, Owner};
+use providers_shared::api::{GROUP, Owner};
 
 /// The verb tenants are granted on `edges` with `resourceNames: [<edge>]`.
 pub const INSTALL_VERB: &str = "install";

@@ -3,7 +3,7 @@
 use std::{net::SocketAddr, path::PathBuf};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use providers::installer::DEFAULT_HELM_IMAGE;
+use providers_shared::installer::DEFAULT_HELM_IMAGE;
 
 use crate::runtime::ClientArgs;
 
@@ -199,7 +199,7 @@ pub struct ControllerArgs {
     /// How long after a plan referring to them was last sealed PlanValues are kept whatever
     /// refers to them, in seconds: longer than the webhook's timeout and the installer's
     /// cache lag together, so that values sealed a moment ago are never swept.
-    #[arg(long, default_value_t = providers::plan_values::sweep::GRACE.as_secs() as u64)]
+    #[arg(long, default_value_t = providers_shared::plan_values::sweep::GRACE.as_secs() as u64)]
     pub plan_values_grace: u64,
     /// How often every Workspace is reconciled even without a change, in seconds.
     #[arg(long, default_value_t = 600)]

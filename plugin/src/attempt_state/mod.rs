@@ -9,7 +9,7 @@ mod tests;
 pub mod wait_outcome;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
-use providers::api::{JobResult, Phase, Workspace};
+use providers_shared::api::{JobResult, Phase, Workspace};
 
 /// The state of the current attempt, as the user needs it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -140,6 +140,6 @@ pub fn state(ws: &Workspace) -> State {
 }
 
 /// The drift the installer found in the installed release, while it lasts.
-pub fn drift(ws: &Workspace) -> Option<&providers::api::Drift> {
+pub fn drift(ws: &Workspace) -> Option<&providers_shared::api::Drift> {
     ws.status.as_ref().and_then(|s| s.drift.as_ref())
 }

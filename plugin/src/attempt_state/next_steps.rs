@@ -1,6 +1,6 @@
 //! What the user can do next with a Workspace, as sentences with the commands to run.
 
-use providers::api::{JobResult, Workspace};
+use providers_shared::api::{JobResult, Workspace};
 
 use super::{State, condition, drift, state};
 use crate::object_names::namespace_suffix;

@@ -1,7 +1,7 @@
 //! Whether `retry`, `repair` and `rollback` may seal an attempt now; when not, why and what
 //! to do instead.
 
-use providers::api::Workspace;
+use providers_shared::api::Workspace;
 
 use super::{State, drift, state};
 

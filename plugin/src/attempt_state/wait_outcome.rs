@@ -1,6 +1,6 @@
 //! When `--wait` is done with a Workspace's current attempt, and what to say meanwhile.
 
-use providers::api::{JobResult, Workspace};
+use providers_shared::api::{JobResult, Workspace};
 
 use super::{State, condition, state};
 

@@ -10,7 +10,7 @@ use kube::{
     api::{ApiResource, DynamicObject, ListParams},
     config::Kubeconfig,
 };
-use providers::{
+use providers_shared::{
     api::{Edge, Recipe, Workspace},
     organization::ORGANIZATION_LABEL,
 };

@@ -4,7 +4,7 @@ use kube::{
     Api,
     api::{ApiResource, DeleteParams, DynamicObject, Patch, PatchParams},
 };
-use providers::{api::Workspace, installer::names};
+use providers_shared::{api::Workspace, installer::names};
 use serde_json::json;
 
 use crate::{

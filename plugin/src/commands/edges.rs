@@ -4,7 +4,7 @@
 
 use futures::{StreamExt, stream};
 use kube::{Client, ResourceExt};
-use providers::api::Edge;
+use providers_shared::api::Edge;
 
 use crate::{
     access::{self, Access},

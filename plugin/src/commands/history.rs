@@ -1,6 +1,6 @@
 //! `history NAME`.
 
-use providers::api::Workspace;
+use providers_shared::api::Workspace;
 
 use crate::{commands::Ctx, objects, views::workspaces::history};
 

@@ -12,7 +12,7 @@ use crate::{
     intent::{Intent, verb},
     objects,
 };
-use providers::api::Workspace;
+use providers_shared::api::Workspace;
 
 pub async fn run(ctx: &Ctx, args: InstallArgs) -> anyhow::Result<()> {
     let values = read_values(Map::new(), &args.values)?;

@@ -3,7 +3,7 @@
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::{Api, Client};
-use providers::api::Workspace;
+use providers_shared::api::Workspace;
 
 use crate::{
     cli::KeysArgs,
@@ -57,7 +57,7 @@ pub async fn run(ctx: &Ctx, args: KeysArgs) -> anyhow::Result<()> {
 /// The key IDs the keys ConfigMap publishes, or why they are unknown (it is missing, or
 /// the caller may not read it).
 async fn published(client: &Client, namespace: &str, name: &str) -> Published {
-    let configmap = providers::text::object_key(namespace, name);
+    let configmap = providers_shared::text::object_key(namespace, name);
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
     match api.get_opt(name).await {
         Ok(Some(map)) => {

@@ -5,7 +5,7 @@
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
-use providers::{api::Workspace, installer::names, text};
+use providers_shared::{api::Workspace, installer::names, text};
 
 use crate::{cli::LogsArgs, commands::Ctx, objects, output::Rendered, report::user_error};
 

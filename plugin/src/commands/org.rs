@@ -14,7 +14,7 @@ use kube::{
     Api, Resource, ResourceExt,
     api::{DeleteParams, ListParams, Patch, PatchParams},
 };
-use providers::organization::{
+use providers_shared::organization::{
     INSTALLER_BINDING, ORGANIZATION_LABEL, Organization, TENANT_BINDING, onboarding,
 };
 use serde_json::{Value, json};
@@ -110,8 +110,8 @@ async fn add(ctx: &Ctx, args: OrgAddArgs) -> anyhow::Result<()> {
                 format!(
                     "organization {}: the installer runs as {}, not {}",
                     args.name,
-                    providers::text::object_key(&installed.0, &installed.1),
-                    providers::text::object_key(&wanted.0, &wanted.1)
+                    providers_shared::text::object_key(&installed.0, &installed.1),
+                    providers_shared::text::object_key(&wanted.0, &wanted.1)
                 ),
                 Some(format!(
                     "pass --installer-namespace {} --installer-service-account {} (or set PROVIDERS_NAMESPACE={})",

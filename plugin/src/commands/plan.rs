@@ -2,7 +2,7 @@
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::{Api, Client};
-use providers::{
+use providers_shared::{
     api::{Plan, PlanValues, Workspace},
     plan_values::{self, Source},
     seal::Keyring,
@@ -96,7 +96,7 @@ async fn published_keys(client: &Client, namespace: &str, name: &str) -> anyhow:
         .filter(|(key, _)| key.ends_with(".pem"))
         .map(|(key, pem)| (key.as_str(), pem.as_str()))
         .collect();
-    let configmap = providers::text::object_key(namespace, name);
+    let configmap = providers_shared::text::object_key(namespace, name);
     if pems.is_empty() {
         return Err(user_error(
             format!("configmap {configmap} holds no public keys (entries named <keyID>.pem)"),

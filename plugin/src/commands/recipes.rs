@@ -4,7 +4,7 @@
 
 use futures::{StreamExt, stream};
 use kube::ResourceExt;
-use providers::api::Recipe;
+use providers_shared::api::Recipe;
 
 use crate::{
     access::{self, Access},

@@ -1,7 +1,7 @@
 //! `retry NAME`, `repair NAME` and `rollback NAME`: ask for a new attempt of a kept plan by
 //! raising `spec.retry` (a rollback also names the attempt whose plan to seal again).
 
-use providers::api::{Cause, MAX_RETRY, Workspace};
+use providers_shared::api::{Cause, MAX_RETRY, Workspace};
 
 use crate::{
     attempt_state::retry_rules::{repair_allowed, retry_allowed, rollback_target},

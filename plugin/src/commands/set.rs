@@ -1,6 +1,6 @@
 //! `set NAME --set ...`: change the values (or version) of a Workspace.
 
-use providers::api::Workspace;
+use providers_shared::api::Workspace;
 
 use crate::{
     cli::{DryRun, SetArgs},

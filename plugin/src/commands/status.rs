@@ -2,7 +2,7 @@
 //! with `-w` every change as it happens.
 
 use k8s_openapi::jiff::Timestamp;
-use providers::api::Workspace;
+use providers_shared::api::Workspace;
 
 use crate::{
     cli::StatusArgs,

@@ -12,7 +12,7 @@ use kube::{
     api::DynamicObject,
     runtime::{WatchStreamExt, watcher, watcher::Event},
 };
-use providers::api::Workspace;
+use providers_shared::api::Workspace;
 
 use crate::{
     cli::{OutputFormat, StatusArgs},

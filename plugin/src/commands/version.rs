@@ -9,7 +9,11 @@ use crate::{
 
 pub fn run(format: &OutputFormat, no_headers: bool) -> anyhow::Result<()> {
     let version = env!("CARGO_PKG_VERSION");
-    let api = format!("{}/{}", providers::api::GROUP, providers::api::VERSION);
+    let api = format!(
+        "{}/{}",
+        providers_shared::api::GROUP,
+        providers_shared::api::VERSION
+    );
     let text = format!("kubectl-provider v{version} (API {api})\n");
     let rendered = Rendered::text(
         json!({ "clientVersion": { "version": format!("v{version}"), "api": api } }),

@@ -4,7 +4,7 @@ use kube::{
     Api,
     api::{ApiResource, DynamicObject},
 };
-use providers::api::Workspace;
+use providers_shared::api::Workspace;
 
 use crate::{
     attempt_state::wait_outcome::{Wait, wait_outcome},
@@ -40,7 +40,7 @@ pub async fn apply(ctx: &Ctx, write: &Write<'_>) -> anyhow::Result<Fetched<Works
         write.resource_version,
     );
     // The API server reads an apply body as YAML: the JSON goes out with the characters
-    // YAML would misread or refuse escaped (providers::text::yaml_safe), so a value reaches
+    // YAML would misread or refuse escaped (providers_shared::text::yaml_safe), so a value reaches
     // the Workspace exactly as the user wrote it.
     let request = kube::core::Request::new(api.resource_url())
         .patch(
@@ -48,7 +48,7 @@ pub async fn apply(ctx: &Ctx, write: &Write<'_>) -> anyhow::Result<Fetched<Works
             &params(write.force, write.dry_run),
             &patch(&body),
         )?
-        .map(|_| providers::text::yaml_safe(body.to_string()).into_bytes());
+        .map(|_| providers_shared::text::yaml_safe(body.to_string()).into_bytes());
     let object: DynamicObject = ctx.conn.client.request(request).await?;
     objects::parse(object)
 }

@@ -109,11 +109,7 @@ fn printed(format: OutputFormat, rendered: &Rendered) -> (String, String) {
     printed_with(format, false, rendered)
 }
 
-fn printed_with(
-    format: OutputFormat,
-    no_headers: bool,
-    rendered: &Rendered,
-) -> (String, String) {
+fn printed_with(format: OutputFormat, no_headers: bool, rendered: &Rendered) -> (String, String) {
     let (mut out, mut err) = (Vec::new(), Vec::new());
     print(&format, no_headers, rendered, &mut out, &mut err).unwrap();
     (

@@ -2,7 +2,7 @@
 //! installer replica works it.
 
 use kube::{Resource, ResourceExt};
-use providers::api::Edge;
+use providers_shared::api::Edge;
 use serde_json::json;
 
 pub use crate::access::Access;

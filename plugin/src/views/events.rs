@@ -79,12 +79,12 @@ pub fn events_section(events: &[Event], now: Timestamp) -> String {
             .or_else(|| event.source.as_ref().and_then(|s| s.component.clone()))
             .unwrap_or_default();
         // Anyone who may write Events in the namespace writes these words: plain text only.
-        let message = providers::text::for_terminal(event.message.as_deref().unwrap_or(""));
+        let message = providers_shared::text::for_terminal(event.message.as_deref().unwrap_or(""));
         table.push(vec![
             event.type_.clone().unwrap_or_default(),
             event.reason.clone().unwrap_or_default(),
             seen,
-            providers::text::for_terminal(&from),
+            providers_shared::text::for_terminal(&from),
             message.trim().to_owned(),
         ]);
     }

@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use kube::ResourceExt;
-use providers::{api::Workspace, seal::Keyring};
+use providers_shared::{api::Workspace, seal::Keyring};
 use serde_json::{Value, json};
 
 use crate::{

@@ -1,6 +1,6 @@
 //! `kubectl provider plan`: the sealed plan of the current attempt, and checking its seal.
 
-use providers::{
+use providers_shared::{
     admission::binding_of,
     api::{SealedPlan, Workspace},
     seal::Keyring,
@@ -10,7 +10,7 @@ use providers::{
 use crate::{objects::Fetched, output::Rendered, table::Fields, views::workspaces::name_of};
 
 /// Checks a Workspace's sealed plan exactly as the installer does before it runs it
-/// ([`providers::verify::verify_plan`]): the signature against the published keys, no dry
+/// ([`providers_shared::verify::verify_plan`]): the signature against the published keys, no dry
 /// run, and bound to this very Workspace (a plan copied from another Workspace, or from a
 /// deleted one of the same name, carries a valid signature but the wrong identity).
 /// Returns the signing key's ID, or why the plan cannot be trusted.
@@ -42,7 +42,7 @@ pub fn plan_detail(
             "Workspace",
             format!(
                 "{} ({uid})",
-                providers::text::object_key(&plan.workspace.namespace, &plan.workspace.name)
+                providers_shared::text::object_key(&plan.workspace.namespace, &plan.workspace.name)
             ),
         )
         .add(
@@ -132,7 +132,7 @@ pub fn plan_detail(
 mod tests {
     use super::*;
     use crate::testdata;
-    use providers::seal::Sealer;
+    use providers_shared::seal::Sealer;
     use serde_json::json;
 
     fn sealed_workspace(sealer: &Sealer) -> Workspace {

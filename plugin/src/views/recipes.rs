@@ -1,7 +1,7 @@
 //! `kubectl provider recipes`: what may be installed.
 
 use kube::{Resource, ResourceExt};
-use providers::api::{Recipe, ValueField, ValueType};
+use providers_shared::api::{Recipe, ValueField, ValueType};
 
 use crate::{
     access::Access,
@@ -72,17 +72,17 @@ fn use_text(access: &Access, recipe: &str) -> String {
 }
 
 /// The namespace template a Recipe installs into (`{org}` is your namespace).
-fn namespace_of(spec: &providers::api::RecipeSpec) -> String {
+fn namespace_of(spec: &providers_shared::api::RecipeSpec) -> String {
     spec.namespace
         .clone()
-        .unwrap_or_else(|| providers::plan::DEFAULT_NAMESPACE.to_owned())
+        .unwrap_or_else(|| providers_shared::plan::DEFAULT_NAMESPACE.to_owned())
 }
 
 /// The release name template of a Recipe.
-fn release_of(spec: &providers::api::RecipeSpec) -> String {
+fn release_of(spec: &providers_shared::api::RecipeSpec) -> String {
     spec.release
         .clone()
-        .unwrap_or_else(|| providers::plan::DEFAULT_RELEASE.to_owned())
+        .unwrap_or_else(|| providers_shared::plan::DEFAULT_RELEASE.to_owned())
 }
 
 /// One recipe in detail, with whether the caller may use it and a table of the values a

@@ -9,8 +9,8 @@ use std::{
 };
 
 use anyhow::{Context, bail};
+use providers_tests::webhook::Webhook;
 use serde_json::json;
-use testbed::webhook::Webhook;
 
 use crate::{
     fixture::Fixture,

@@ -8,11 +8,11 @@ use kube::{
     Api, Client,
     api::{Patch, PatchParams, PostParams},
 };
-use providers::api::{Edge, Recipe, RecipeSpec, ValueField, Workspace};
+use providers_shared::api::{Edge, Recipe, RecipeSpec, ValueField, Workspace};
+use providers_tests::{Supervised, User, fixtures, platform, webhook::Webhook};
 use serde_json::json;
-use testbed::{Supervised, User, fixtures, platform, webhook::Webhook};
 
-pub use testbed::fixtures::REPOSITORY;
+pub use providers_tests::fixtures::REPOSITORY;
 pub const NAMESPACE: &str = "org-a";
 
 /// Fields drop in order: the webhook stops before the control plane goes.

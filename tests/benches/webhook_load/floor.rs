@@ -18,8 +18,8 @@ use hyper_util::{
     rt::{TokioExecutor, TokioIo},
     server::conn::auto,
 };
+use providers_tests::{controlplane::ControlPlaneInfo, pki::Authority, webhook};
 use rustls::pki_types::{PrivateKeyDer, pem::PemObject};
-use testbed::{controlplane::ControlPlaneInfo, pki::Authority, webhook};
 use tokio::sync::oneshot;
 use tokio_rustls::TlsAcceptor;
 

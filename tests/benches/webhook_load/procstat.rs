@@ -5,7 +5,7 @@ use std::{process::Command, time::Instant};
 
 use anyhow::{Context, bail};
 
-pub use testbed::process::{memory_kib, webhook_pid};
+pub use providers_tests::process::{memory_kib, webhook_pid};
 
 /// Clock ticks per second of /proc/<pid>/stat times.
 pub fn clock_ticks() -> anyhow::Result<f64> {

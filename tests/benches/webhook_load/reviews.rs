@@ -3,7 +3,7 @@
 
 use anyhow::{Context, bail};
 use k8s_openapi::api::authentication::v1::UserInfo;
-use providers::{
+use providers_shared::{
     admission::{
         Operation, Request,
         mutate::{Lookups, PlanAction, Sealing, plan_action, seal_attempt},
@@ -161,7 +161,7 @@ fn seal_next_attempt(
     lookups: (&RecipeSpec, &EdgeSpec),
     new: &Workspace,
     old: &Workspace,
-) -> anyhow::Result<providers::api::SealedPlan> {
+) -> anyhow::Result<providers_shared::api::SealedPlan> {
     let user = alice();
     let mut without_plan = new.clone();
     without_plan.spec.plan = None;

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
-use testbed::ControlPlane;
+use providers_tests::ControlPlane;
 use tokio::{
     io::{AsyncBufReadExt, AsyncReadExt},
     signal::unix::SignalKind,

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use clap::Parser;
-use testbed::demo::{self, System};
+use providers_tests::demo::{self, System};
 
 #[derive(Parser)]
 #[command(about = "Run the sealed provider installs demo on local control planes")]
@@ -39,7 +39,7 @@ async fn main() -> anyhow::Result<()> {
             path.display()
         ));
     }
-    let edge = system.edge.kubeconfig(testbed::User::PlatformAdmin);
+    let edge = system.edge.kubeconfig(providers_tests::User::PlatformAdmin);
     println!("  edge-1 (platform) export KUBECONFIG={}", edge.display());
     env.push_str(&format!("EDGE_KUBECONFIG={}\n", edge.display()));
     println!(

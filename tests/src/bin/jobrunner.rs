@@ -1,5 +1,5 @@
 //! Plays the kubelet for an edge control plane: runs the installer's Jobs with the real
-//! helm as their ServiceAccounts and writes their status (see `testbed::jobrunner`).
+//! helm as their ServiceAccounts and writes their status (see `providers_tests::jobrunner`).
 //!
 //! `providers-jobrunner --info-file FILE` takes the JSON that
 //! `providers-controlplane up --info-file FILE` writes, and runs until Ctrl-C.
@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Parser;
-use testbed::{ControlPlaneInfo, jobrunner::JobRunner};
+use providers_tests::{ControlPlaneInfo, jobrunner::JobRunner};
 
 #[derive(Parser)]
 #[command(about = "Run the installer's Jobs of an edge control plane with the real helm")]

@@ -10,7 +10,7 @@ use kube::{
     Api,
     api::{Patch, PatchParams},
 };
-use providers::api::{ChartRef, ExecutionRule, Recipe, RecipeSpec, ValueField, ValueType};
+use providers_shared::api::{ChartRef, ExecutionRule, Recipe, RecipeSpec, ValueField, ValueType};
 use serde_json::json;
 
 use crate::{

@@ -3,7 +3,7 @@
 //! subresource.
 
 use anyhow::Context;
-use providers::{
+use providers_shared::{
     api::{ChartRef, Owner, Plan, WorkspaceIdentity},
     seal::Sealer,
 };
@@ -111,12 +111,12 @@ fn catalog_yaml() -> String {
 /// The values the sealed plan `plan` (spec.plan as JSON) refers to by digest, read with
 /// kubectl from its PlanValues object and checked against that digest.
 pub fn plan_values(plane: &ControlPlaneInfo, plan: &Value) -> anyhow::Result<Value> {
-    let plan: providers::api::SealedPlan = serde_json::from_value(plan.clone())?;
+    let plan: providers_shared::api::SealedPlan = serde_json::from_value(plan.clone())?;
     let digest = plan
         .plan
         .values_digest
         .context("the plan refers to its values by digest")?;
-    let name = providers::plan_values::object_name(&plan.plan.workspace.name, &digest);
+    let name = providers_shared::plan_values::object_name(&plan.plan.workspace.name, &digest);
     let text = kubectl::ok(
         plane.kubeconfig(User::Admin),
         &[
@@ -129,8 +129,11 @@ pub fn plan_values(plane: &ControlPlaneInfo, plan: &Value) -> anyhow::Result<Val
             "json",
         ],
     )?;
-    let stored: providers::api::PlanValues = serde_json::from_str(&text)?;
-    Ok(providers::plan_values::decode(&stored.spec, &digest)?)
+    let stored: providers_shared::api::PlanValues = serde_json::from_str(&text)?;
+    Ok(providers_shared::plan_values::decode(
+        &stored.spec,
+        &digest,
+    )?)
 }
 
 pub fn get(plane: &ControlPlaneInfo, namespace: &str, name: &str) -> anyhow::Result<Value> {

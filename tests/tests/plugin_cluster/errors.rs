@@ -37,7 +37,7 @@ fn an_unreachable_api_server_is_one_clear_line() -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let kubeconfig = dir.path().join("closed.kubeconfig");
     // Port 1 on 127.0.0.1: nothing listens there.
-    testbed::kubeconfig::write(
+    providers_tests::kubeconfig::write(
         &kubeconfig,
         "closed",
         "https://127.0.0.1:1",
@@ -164,7 +164,7 @@ fn a_terminal_gets_a_spinner_instead_of_lines() -> anyhow::Result<()> {
 
 #[test]
 fn a_cluster_without_the_crds_says_so() -> anyhow::Result<()> {
-    let bare = testbed::Supervised::start(
+    let bare = providers_tests::Supervised::start(
         Path::new(env!("CARGO_BIN_EXE_providers-controlplane")),
         "bare",
     )?;

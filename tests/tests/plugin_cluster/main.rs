@@ -9,9 +9,8 @@
 use std::{path::Path, process::Stdio, sync::OnceLock, time::Duration};
 
 use anyhow::Context;
-use providers::seal::Sealer;
-use serde_json::{Value, json};
-use testbed::{
+use providers_shared::seal::Sealer;
+use providers_tests::{
     ControlPlaneInfo, User, kubectl,
     plugin::{
         self,
@@ -23,6 +22,7 @@ use testbed::{
     supervised,
     webhook::publish_keys,
 };
+use serde_json::{Value, json};
 
 /// The seed of the key whose public half is published.
 const PUBLISHED: [u8; 32] = [42; 32];

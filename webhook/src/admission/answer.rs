@@ -6,7 +6,7 @@ use axum::{
     response::{IntoResponse, Response},
 };
 use base64::{Engine, engine::general_purpose::STANDARD};
-use providers::admission::Denial;
+use providers_shared::admission::Denial;
 use serde::Serialize;
 
 use super::review::API_VERSION;

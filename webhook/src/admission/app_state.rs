@@ -9,7 +9,7 @@ use kube::{
     Api, Client,
     runtime::reflector::{ObjectRef, Store},
 };
-use providers::{
+use providers_shared::{
     api::{Edge, EdgeSpec, Recipe, RecipeSpec},
     seal::{Keyring, Sealer},
 };

@@ -47,7 +47,7 @@ pub async fn read(headers: &HeaderMap, body: Body, limit: usize) -> Result<ReadB
             // Only the start of an oversized body is wanted, and it is in.
             Err(_) if over => break,
             Err(e) => {
-                return Err(ReviewError::Unreadable(providers::text::shown_with(
+                return Err(ReviewError::Unreadable(providers_shared::text::shown_with(
                     &e.to_string(),
                     256,
                 )));

@@ -1,4 +1,4 @@
-//! POST /mutate and POST /validate: decode, decide with `providers::admission`, encode.
+//! POST /mutate and POST /validate: decode, decide with `providers_shared::admission`, encode.
 
 use std::{sync::Arc, time::Instant};
 
@@ -9,7 +9,7 @@ use axum::{
 use http::HeaderMap;
 use json_patch::{AddOperation, Patch, PatchOperation, jsonptr::PointerBuf};
 use k8s_openapi::jiff::Timestamp;
-use providers::{
+use providers_shared::{
     admission::{
         Denial, Request,
         automatic_repair::automatic_repair_consumed,
@@ -225,7 +225,7 @@ async fn seal(
             .namespace
             .as_deref()
             .unwrap_or_default();
-        let creating = request.operation == providers::admission::Operation::Create;
+        let creating = request.operation == providers_shared::admission::Operation::Create;
         plan_values::store(&state.client, namespace, &attempt, request.now, creating).await?;
     }
     Ok(attempt.sealed)
@@ -296,7 +296,7 @@ fn lookup_failed(
     kind: &'static str,
     name: &str,
 ) -> impl FnOnce(kube::Error) -> Denial {
-    let what = format!("{kind} {}", providers::text::quoted(name));
+    let what = format!("{kind} {}", providers_shared::text::quoted(name));
     move |error| Denial::LookupFailed {
         field,
         what,

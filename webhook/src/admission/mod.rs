@@ -1,4 +1,4 @@
-//! The admission webhook: decode AdmissionReviews, decide with `providers::admission`, encode.
+//! The admission webhook: decode AdmissionReviews, decide with `providers_shared::admission`, encode.
 
 mod answer;
 mod app_state;

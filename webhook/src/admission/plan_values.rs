@@ -14,7 +14,7 @@ use kube::{
     Api, Client,
     api::{ListParams, Patch, PatchParams, PostParams},
 };
-use providers::{
+use providers_shared::{
     admission::{Denial, mutate::SealedAttempt},
     api::{PlanValues, PlanValuesSpec, Workspace},
     installer::names::label_value,

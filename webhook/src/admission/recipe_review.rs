@@ -1,6 +1,6 @@
 //! POST /validate-recipe: a Recipe whose defaults could never fit in a plan is refused when
 //! it is written, with the limit and what to do, rather than when a tenant's Workspace is
-//! sealed over it (`providers::plan_values::check_recipe_values`).
+//! sealed over it (`providers_shared::plan_values::check_recipe_values`).
 
 use std::{sync::Arc, time::Instant};
 
@@ -77,7 +77,7 @@ fn decide(body: &[u8]) -> Result<Answer, ReviewError> {
         // A Recipe the API server accepted but this reader cannot (values nested past
         // serde_json's 128 levels): refused in words, when the review names its UID.
         Err(error) => {
-            let why = providers::text::truncated(&error.to_string(), 256);
+            let why = providers_shared::text::truncated(&error.to_string(), 256);
             let Some(uid) = super::body::uid_at_start(body) else {
                 return Err(ReviewError::NotJson(why));
             };
@@ -99,7 +99,7 @@ fn decide(body: &[u8]) -> Result<Answer, ReviewError> {
         .and_then(|object| object.spec)
         .and_then(|spec| spec.values);
     Ok(
-        match providers::plan_values::check_recipe_values(values.as_ref()) {
+        match providers_shared::plan_values::check_recipe_values(values.as_ref()) {
             Ok(()) => Answer::allow(&request.uid),
             Err(too_large) => {
                 tracing::info!(uid = %request.uid, endpoint = ENDPOINT, "denied: {too_large}");

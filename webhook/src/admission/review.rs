@@ -9,7 +9,7 @@ use axum::{
     response::{IntoResponse, Response},
 };
 use k8s_openapi::api::authentication::v1::UserInfo;
-use providers::{
+use providers_shared::{
     admission::Operation,
     api::{GROUP, Workspace},
     text::{quoted, shown},
@@ -135,7 +135,7 @@ impl WorkspaceReview {
     /// before the API server has checked them).
     pub fn key(&self) -> String {
         let meta = &self.object.metadata;
-        providers::text::object_key(
+        providers_shared::text::object_key(
             &shown(meta.namespace.as_deref().unwrap_or_default()),
             &shown(meta.name.as_deref().unwrap_or_default()),
         )
@@ -149,7 +149,7 @@ const LOGGED_USER_BYTES: usize = 256;
 /// name its authenticator produced. The log's formatter escapes it (as a quoted field), so
 /// it is left unescaped here and every line shows a name the same way.
 pub fn logged_user(user: &UserInfo) -> String {
-    providers::text::truncated(
+    providers_shared::text::truncated(
         user.username.as_deref().unwrap_or_default(),
         LOGGED_USER_BYTES,
     )
@@ -297,7 +297,7 @@ fn workspace(raw: &RawValue) -> Result<Workspace, String> {
         // reaches a log line or a terminal.
         format!(
             "{}; write each field as the Workspace schema has it (kubectl explain workspace.spec)",
-            providers::text::shown_with(&located, 256)
+            providers_shared::text::shown_with(&located, 256)
         )
     })
 }
@@ -305,7 +305,7 @@ fn workspace(raw: &RawValue) -> Result<Workspace, String> {
 /// A decoding error for a message: serde quotes the input it could not take (a string of
 /// any length, say), so only the start of the text is kept, control characters escaped.
 fn bounded_error(error: &serde_json::Error) -> String {
-    providers::text::shown_with(&error.to_string(), 256)
+    providers_shared::text::shown_with(&error.to_string(), 256)
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use anyhow::Context;
-use providers::seal::{Keyring, Sealer};
+use providers_shared::seal::{Keyring, Sealer};
 
 /// Loads the webhook's private sealing key.
 pub fn load_sealer(path: &Path) -> anyhow::Result<Sealer> {

@@ -157,7 +157,7 @@ fn path_of_refusal(raw: &RawValue, limits: Limits) -> String {
     if path == "." {
         return String::new();
     }
-    providers::text::shown_with(&path, PATH_SHOWN)
+    providers_shared::text::shown_with(&path, PATH_SHOWN)
 }
 
 struct Budget {

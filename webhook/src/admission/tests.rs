@@ -6,7 +6,7 @@ use std::sync::Arc;
 use axum::{body::Body, http::Request};
 use http::StatusCode;
 use kube::{Client, runtime::reflector};
-use providers::seal::{Keyring, Sealer};
+use providers_shared::seal::{Keyring, Sealer};
 use serde_json::{Value, json};
 use tower::ServiceExt;
 

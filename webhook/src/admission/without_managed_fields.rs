@@ -7,7 +7,7 @@
 //! through the object's own `Deserialize`, so nothing else changes: an unknown field, a
 //! wrong type or bad JSON anywhere else is refused as before.
 
-use providers::api::{AdaptedObject, EntriesAdapter, MapKey};
+use providers_shared::api::{AdaptedObject, EntriesAdapter, MapKey};
 use serde::{
     Deserialize, Deserializer,
     de::{DeserializeSeed, IgnoredAny, IntoDeserializer, MapAccess, value::CowStrDeserializer},
@@ -44,7 +44,7 @@ pub fn error_at_path<'de, T: Deserialize<'de>>(json: &'de str) -> Option<String>
         error.to_string()
     } else {
         // The start of a long path is enough; the caller escapes the whole message.
-        format!("{}: {error}", providers::text::truncated(&path, 96))
+        format!("{}: {error}", providers_shared::text::truncated(&path, 96))
     })
 }
 

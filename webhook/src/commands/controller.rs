@@ -5,7 +5,7 @@ use std::{sync::Arc, time::Duration};
 
 use anyhow::Context as _;
 use kube::Client;
-use providers::installer::Settings;
+use providers_shared::installer::Settings;
 
 use crate::{
     cli::ControllerArgs,

@@ -3,7 +3,7 @@
 use std::{fs::OpenOptions, io::Write, os::unix::fs::OpenOptionsExt};
 
 use anyhow::Context;
-use providers::seal::Sealer;
+use providers_shared::seal::Sealer;
 
 use crate::cli::KeygenArgs;
 

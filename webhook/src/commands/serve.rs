@@ -15,7 +15,7 @@ use kube::{
     Api,
     runtime::{WatchStreamExt, reflector, reflector::Store, watcher},
 };
-use providers::api::{Edge, Recipe};
+use providers_shared::api::{Edge, Recipe};
 
 use crate::{
     admission::{

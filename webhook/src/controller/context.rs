@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use kube::Client;
-use providers::installer::Settings;
+use providers_shared::installer::Settings;
 
 use super::{
     credential::HubEndpoint,

@@ -3,7 +3,7 @@
 //! the worst moment would; `PROVIDERS_FAULT_FREEZE_AFTER=<action>[,...]` makes it stop
 //! itself (SIGSTOP, once) right there, the way a paused VM or a long stall would, until
 //! the test sends SIGCONT. Unset in production; the action names are those of
-//! `providers::installer::Action::name`.
+//! `providers_shared::installer::Action::name`.
 
 use std::sync::{
     OnceLock,

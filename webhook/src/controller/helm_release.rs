@@ -12,7 +12,7 @@ use base64::{Engine, engine::general_purpose::STANDARD};
 use flate2::{Compression, read::GzDecoder, write::GzEncoder};
 use k8s_openapi::{ByteString, api::core::v1::Secret, jiff::Timestamp};
 use kube::{Api, Client, api::PostParams};
-use providers::installer::{
+use providers_shared::installer::{
     drift::ReleaseContent,
     release_objects::{ReleaseObject, objects_of_manifest},
 };

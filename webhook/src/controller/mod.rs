@@ -1,9 +1,9 @@
-//! The installer controller: a thin shell around `providers::installer`.
+//! The installer controller: a thin shell around `providers_shared::installer`.
 //!
 //! One replica leads at a time (a coordination.k8s.io Lease). The leader's term runs the
 //! Workspace controller, one probe and Job watch per Edge, and a watch of the published
 //! sealing keys; when the term ends, all of it is dropped. Every decision is taken by
-//! `providers::installer::decide` from a fresh read of the Workspace and its edge objects.
+//! `providers_shared::installer::decide` from a fresh read of the Workspace and its edge objects.
 
 mod context;
 pub mod credential;

@@ -11,7 +11,7 @@ use k8s_openapi::{
     jiff::Timestamp,
 };
 use kube::{Api, Client, api::ListParams};
-use providers::{
+use providers_shared::{
     api::{Plan, PlanValues, Workspace},
     installer::{
         self, Authorization, EdgeState, Focus, HubObjects, JobOutcome, Kind, Observed, Remote,

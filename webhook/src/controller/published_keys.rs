@@ -8,7 +8,7 @@ use kube::{
     Api,
     runtime::{WatchStreamExt, watcher},
 };
-use providers::{api::Workspace, installer::SealCheck, seal::Keyring};
+use providers_shared::{api::Workspace, installer::SealCheck, seal::Keyring};
 
 use super::metrics::{KeyLabels, Metrics};
 use crate::locks::ReadWriteLocked;

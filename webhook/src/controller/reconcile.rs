@@ -4,7 +4,7 @@
 use std::{sync::Arc, time::Duration};
 
 use kube::{Api, ResourceExt, runtime::controller::Action as Requeue};
-use providers::{
+use providers_shared::{
     api::Workspace,
     installer::{self, Next},
 };
@@ -46,7 +46,7 @@ impl Reconciler {
 pub async fn reconcile(cached: Arc<Workspace>, reconciler: Arc<Reconciler>) -> Result<Requeue> {
     let span = tracing::info_span!(
         "reconcile",
-        workspace = %providers::text::object_key(
+        workspace = %providers_shared::text::object_key(
             &cached.namespace().unwrap_or_default(),
             &cached.name_any(),
         ),
@@ -88,7 +88,7 @@ impl Drop for InFlight<'_> {
 async fn passes(cached: &Workspace, ctx: &Context, memory: &WorkspaceMemory) -> Result<Requeue> {
     let namespace = cached.namespace().unwrap_or_default();
     let name = cached.name_any();
-    let key = providers::text::object_key(&namespace, &name);
+    let key = providers_shared::text::object_key(&namespace, &name);
     let api: Api<Workspace> = Api::namespaced(ctx.hub.clone(), &namespace);
     // With `--shard-edges`, another replica works this edge: nothing to do here until the
     // edge is this replica's (taking it wakes its Workspaces).
@@ -207,8 +207,10 @@ fn gone(memory: &WorkspaceMemory, key: &str) -> Requeue {
 
 pub fn error_policy(cached: Arc<Workspace>, error: &Error, reconciler: Arc<Reconciler>) -> Requeue {
     let ctx = &reconciler.ctx;
-    let key =
-        providers::text::object_key(&cached.namespace().unwrap_or_default(), &cached.name_any());
+    let key = providers_shared::text::object_key(
+        &cached.namespace().unwrap_or_default(),
+        &cached.name_any(),
+    );
     ctx.metrics
         .reconcile_errors
         .get_or_create(&ReasonLabels {

@@ -9,7 +9,7 @@ use kube::{
     Api, Client,
     api::{LogParams, Patch, PatchParams, PostParams},
 };
-use providers::{
+use providers_shared::{
     api::{GROUP, VERSION, Workspace},
     installer::{RunnerLog, names},
     text,

@@ -1,6 +1,6 @@
 //! The orphan sweep of a leader's term: on every Ready edge, soon after the term starts and
 //! then every `--orphan-sweep-interval`, the installer's labelled objects whose Workspace is
-//! gone from the hub are removed as PrepareDelete would have (`providers::installer::sweep`).
+//! gone from the hub are removed as PrepareDelete would have (`providers_shared::installer::sweep`).
 //! What it removed is recorded in Events on the Edge and in a metric.
 
 use std::{
@@ -22,7 +22,7 @@ use kube::{
     core::PartialObjectMeta,
     runtime::events::{Event, EventType},
 };
-use providers::{
+use providers_shared::{
     api::{Edge, GROUP, VERSION, Workspace},
     installer::{
         Kind,
@@ -101,7 +101,7 @@ async fn sweep_edge(
             found: Found::Attempt(Kind::Secret),
             namespace: meta.namespace.clone().unwrap_or_default(),
             name: meta.name.clone().unwrap_or_default(),
-            object: providers::installer::ObjectState::from_meta(meta),
+            object: providers_shared::installer::ObjectState::from_meta(meta),
         }));
     }
     listed.extend(list::<Job>(edge, client, Found::Attempt(Kind::Job)).await?);
@@ -187,7 +187,7 @@ where
             found,
             namespace: item.metadata.namespace.clone().unwrap_or_default(),
             name: item.metadata.name.clone().unwrap_or_default(),
-            object: providers::installer::ObjectState::from_meta(&item.metadata),
+            object: providers_shared::installer::ObjectState::from_meta(&item.metadata),
         })
         .collect())
 }

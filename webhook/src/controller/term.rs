@@ -11,7 +11,7 @@ use kube::{
         Controller, PredicateConfig, WatchStreamExt, controller, predicates, reflector, watcher,
     },
 };
-use providers::api::Workspace;
+use providers_shared::api::Workspace;
 
 use super::{
     context::Context, edges, metrics::fleet::Fleet, reconcile, sweep, task::Task, values_sweep,

@@ -1,6 +1,6 @@
 //! The PlanValues sweep of a leader's term: once its Workspace cache is in and then every
 //! `--plan-values-sweep-interval`, values objects that no plan of their Workspace refers to any
-//! more are deleted (`providers::plan_values::sweep`). Each deletion is guarded by the
+//! more are deleted (`providers_shared::plan_values::sweep`). Each deletion is guarded by the
 //! resourceVersion it was judged at, so one the webhook marked as sealed again meanwhile
 //! stays.
 
@@ -12,7 +12,7 @@ use kube::{
     api::{DeleteParams, ListParams, Preconditions},
     runtime::reflector::{ObjectRef, Store},
 };
-use providers::{
+use providers_shared::{
     api::{PlanValues, Workspace},
     plan_values::{
         ANNOTATION_LAST_SEALED, ANNOTATION_WORKSPACE,

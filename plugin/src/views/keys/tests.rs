@@ -1,4 +1,4 @@
-use providers::seal::Sealer;
+use providers_shared::seal::Sealer;
 use serde_json::Value;
 
 use super::*;
@@ -249,8 +249,7 @@ fn published_keys_are_known_by_the_id_of_their_key() {
             "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n",
         ),
     ];
-    let Published::Read { ids, problems } = publication("providers-system/keys", entries)
-    else {
+    let Published::Read { ids, problems } = publication("providers-system/keys", entries) else {
         panic!("read")
     };
     assert_eq!(

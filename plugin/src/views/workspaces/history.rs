@@ -1,7 +1,7 @@
 //! `history`: every attempt of a Workspace.
 
 use kube::ResourceExt;
-use providers::api::{Cause, Workspace};
+use providers_shared::api::{Cause, Workspace};
 use serde_json::json;
 
 use super::shown::{name_of, result_word};

@@ -1,7 +1,7 @@
 //! How a Workspace's name, version and result are shown.
 
 use kube::{Resource, ResourceExt};
-use providers::api::{JobResult, Workspace};
+use providers_shared::api::{JobResult, Workspace};
 
 use crate::{output::resource_name, table::or_dash};
 

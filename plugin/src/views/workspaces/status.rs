@@ -2,7 +2,7 @@
 
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
-use providers::api::Workspace;
+use providers_shared::api::Workspace;
 
 use super::shown::{name_of, result_word, version};
 use crate::{

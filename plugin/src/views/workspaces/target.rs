@@ -1,6 +1,6 @@
 //! `target`: where a Workspace installs.
 
-use providers::api::Workspace;
+use providers_shared::api::Workspace;
 use serde_json::json;
 
 use super::shown::name_of;

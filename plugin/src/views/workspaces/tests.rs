@@ -1,5 +1,5 @@
 use k8s_openapi::jiff::Timestamp;
-use providers::api::Workspace;
+use providers_shared::api::Workspace;
 use serde_json::{Value, json};
 
 use super::*;

@@ -1,7 +1,7 @@
 //! The managed fields are skipped, and everything else decodes as before.
 
 use super::*;
-use providers::api::Workspace;
+use providers_shared::api::Workspace;
 use serde_json::{Value, json};
 
 fn managed_fields() -> Value {

@@ -1,7 +1,7 @@
 //! The objects of installed releases, followed by metadata alone for drift: one watch per
 //! release namespace and kind (selected by Helm's `app.kubernetes.io/managed-by=Helm`
 //! label), keeping of each object only what its field managers say
-//! (`providers::installer::release_objects::ObjectTrace`), never its contents.
+//! (`providers_shared::installer::release_objects::ObjectTrace`), never its contents.
 //!
 //! A watch starts the first time an installed release of that namespace names the kind,
 //! and stops with the namespace. Secrets are the exception: the namespace's own Secret
@@ -27,7 +27,7 @@ use kube::{
     core::PartialObjectMeta,
     runtime::{WatchStreamExt, watcher},
 };
-use providers::installer::{
+use providers_shared::installer::{
     ObjectSeen,
     release_objects::{ObjectTrace, ReleaseObject, trace_of},
 };

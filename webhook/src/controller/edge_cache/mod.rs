@@ -29,7 +29,7 @@ use kube::{
     discovery::Scope,
     runtime::reflector::{ObjectRef, Store},
 };
-use providers::installer::{
+use providers_shared::installer::{
     JobState, Kind, ObjectSeen, ObjectState, ReleaseRevision, job_state, newest_revision,
     release_objects::ReleaseObject, state_of,
 };
@@ -235,7 +235,7 @@ impl EdgeCache {
                     && job.name_any() != except
                     && job
                         .labels()
-                        .get(providers::installer::names::LABEL_WORKSPACE_UID)
+                        .get(providers_shared::installer::names::LABEL_WORKSPACE_UID)
                         == Some(&uid.to_owned())
             })
             .map(|job| (job.name_any(), job_state(job).object))
@@ -327,9 +327,9 @@ impl EdgeCache {
         let selector = |meta: &ObjectMeta| {
             meta.labels
                 .as_ref()
-                .and_then(|l| l.get(providers::installer::names::LABEL_MANAGED_BY))
+                .and_then(|l| l.get(providers_shared::installer::names::LABEL_MANAGED_BY))
                 .map(String::as_str)
-                == Some(providers::installer::names::MANAGED_BY)
+                == Some(providers_shared::installer::names::MANAGED_BY)
         };
         self.namespaced
             .all_secrets()

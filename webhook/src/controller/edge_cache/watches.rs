@@ -24,7 +24,7 @@ use kube::{
         watcher,
     },
 };
-use providers::installer::{Kind, names};
+use providers_shared::installer::{Kind, names};
 use serde::de::DeserializeOwned;
 
 use super::{

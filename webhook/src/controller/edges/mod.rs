@@ -17,7 +17,7 @@ use kube::{
         watcher,
     },
 };
-use providers::api::{Edge, EdgeSpec, Workspace};
+use providers_shared::api::{Edge, EdgeSpec, Workspace};
 
 use super::{metrics::EdgeLabels, task::Task};
 

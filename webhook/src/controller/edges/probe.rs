@@ -13,7 +13,7 @@ use kube::{
     api::{ListParams, Patch, PatchParams},
     config::{KubeConfigOptions, Kubeconfig},
 };
-use providers::{
+use providers_shared::{
     api::{Edge, EdgeSpec},
     installer::{EdgeRoute, EdgeState},
 };
@@ -139,7 +139,7 @@ async fn kubeconfig_of(ctx: &EdgeHandles, spec: &EdgeSpec) -> Result<String, Str
         return Err(format!(
             "its kubeconfig Secret must be in the edge credentials namespace {:?}, not {}: move the Secret there and point spec.kubeconfigSecretRef at it",
             ctx.probe.credentials_namespace,
-            providers::text::quoted(&secret_ref.namespace)
+            providers_shared::text::quoted(&secret_ref.namespace)
         ));
     }
     let api: Api<Secret> = Api::namespaced(ctx.hub.clone(), &secret_ref.namespace);

@@ -7,7 +7,7 @@ use std::{
 
 use k8s_openapi::jiff::Timestamp;
 use kube::Client;
-use providers::installer::EdgeState;
+use providers_shared::installer::EdgeState;
 
 use crate::locks::ReadWriteLocked;
 use crate::{controller::edge_cache::EdgeCache, runtime::Synced};

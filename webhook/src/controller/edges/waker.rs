@@ -2,7 +2,7 @@
 
 use futures::channel::mpsc::UnboundedSender;
 use kube::runtime::reflector::{ObjectRef, Store};
-use providers::api::Workspace;
+use providers_shared::api::Workspace;
 
 /// Triggers reconciles of Workspaces.
 #[derive(Clone)]

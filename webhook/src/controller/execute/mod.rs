@@ -12,7 +12,7 @@ use kube::{
     api::{Patch, PatchParams, PostParams},
     runtime::events::{Event, EventType},
 };
-use providers::{
+use providers_shared::{
     api::{JobResult, PlanValues, Workspace, WorkspaceStatus},
     installer::{Action, EdgeObject, Kind, conditions, patch, state_of},
 };
@@ -187,7 +187,7 @@ async fn run(
                     EventType::Normal
                 },
                 reason: note.reason.to_owned(),
-                note: Some(providers::text::truncated(&note.message, 1000)),
+                note: Some(providers_shared::text::truncated(&note.message, 1000)),
                 action: note.action.clone().unwrap_or_else(|| "Reconcile".into()),
                 secondary: None,
             };

@@ -7,7 +7,7 @@ use kube::{
     api::{Patch, PatchParams},
     runtime::events::{Event, EventType},
 };
-use providers::{
+use providers_shared::{
     api::Workspace,
     installer::{RepairRequest, patch},
 };
@@ -57,13 +57,13 @@ async fn refused(recorder: &EventRecorder, ws: &Workspace, request: &RepairReque
     let note = format!(
         "the automatic repair of attempt {} was refused: {message}; it is asked again in {} s, or repair by hand: kubectl provider repair",
         request.attempt,
-        providers::installer::drift::REQUEST_AGAIN_SECONDS
+        providers_shared::installer::drift::REQUEST_AGAIN_SECONDS
     );
     tracing::warn!(attempt = request.attempt, "{note}");
     let event = Event {
         type_: EventType::Warning,
         reason: "AutomaticRepairRefused".into(),
-        note: Some(providers::text::truncated(&note, 1000)),
+        note: Some(providers_shared::text::truncated(&note, 1000)),
         action: format!("Attempt{}", request.attempt),
         secondary: None,
     };

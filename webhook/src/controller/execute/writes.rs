@@ -9,7 +9,7 @@ use kube::{
     Api, Client, Resource,
     api::{DeleteParams, PostParams, Preconditions, PropagationPolicy},
 };
-use providers::installer::{Deletion, Kind};
+use providers_shared::installer::{Deletion, Kind};
 use serde::{Serialize, de::DeserializeOwned};
 
 use crate::controller::{

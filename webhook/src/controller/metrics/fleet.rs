@@ -14,7 +14,7 @@ use std::{
 };
 
 use kube::runtime::{reflector::Store, watcher};
-use providers::{
+use providers_shared::{
     admission::attempt::is_active,
     api::{Phase, Workspace},
 };

@@ -9,7 +9,7 @@ use std::{collections::HashMap, time::Duration};
 
 use k8s_openapi::{api::coordination::v1::Lease, apimachinery::pkg::apis::meta::v1::MicroTime};
 use kube::ResourceExt;
-use providers::installer::edge_owners::{MemberSeen, live_members, member_of_lease};
+use providers_shared::installer::edge_owners::{MemberSeen, live_members, member_of_lease};
 use tokio::time::Instant;
 
 use crate::controller::lease::Observation;

@@ -2,7 +2,7 @@
 //!
 //! Every replica holds a membership Lease (`<lease>-member-<identity>`) and works; each
 //! edge belongs to one live member by rendezvous hashing
-//! (`providers::installer::edge_owners`), and is worked only under its fencing Lease
+//! (`providers_shared::installer::edge_owners`), and is worked only under its fencing Lease
 //! (`<lease>-edge-<edge>`), taken with the leader election's rules. [`Shards`] says which
 //! edges this replica may write to now: those whose Lease it renewed within the renew
 //! deadline, which ends before the Lease can expire, so a replica frozen past it writes
@@ -25,7 +25,7 @@ use kube::{
     core::PartialObjectMeta,
     runtime::{WatchStreamExt, reflector, watcher},
 };
-use providers::{
+use providers_shared::{
     api::Edge,
     installer::edge_owners::{
         EdgeStep, edge_lease, edge_step, leader_outside_membership, member_lease, member_of_lease,
