@@ -4,9 +4,9 @@ use crate::api::{AttemptRecord, JobResult, Plan, Target};
 
 use super::{
     action::{Action, Next},
-    conditions::{Failure, Outlook, reason},
-    focus::Recorded,
-    machine::Machine,
+    attempt_reads::Recorded,
+    conditions::{Activity, Failure, reason},
+    decision_draft::DecisionDraft,
     observed::{EdgeState, Remote, SealCheck},
 };
 
@@ -19,7 +19,7 @@ pub(super) enum Verdict {
     Refuse(String),
 }
 
-impl Machine<'_> {
+impl DecisionDraft<'_> {
     /// Rule `values_are_owned_by_their_workspace`: values the webhook stored before the
     /// Workspace had a UID are made the Workspace's as soon as they are read (while the
     /// attempt prepares, whatever the edge's state), so that they go when it goes and no
@@ -58,7 +58,7 @@ impl Machine<'_> {
             // The plan was removed under a running attempt: finish that attempt.
             return self.finish_older(&unfinished, unfinished.attempt + 1);
         }
-        self.outlook = Outlook::idle(
+        self.activity = Activity::idle(
             reason::AWAITING_PLAN,
             "spec.plan is not sealed: the admission webhook seals it when the Workspace is written; check that the webhook is registered",
         );
@@ -165,7 +165,7 @@ impl Machine<'_> {
         if let Some(job) = &remote.job {
             let next = self.follow_job(job);
             if self.status.job_result.is_none() {
-                self.outlook = Outlook::busy(
+                self.activity = Activity::busy(
                     reason::WAITING_FOR_PREVIOUS_ATTEMPT,
                     format!(
                         "attempt {newer} is sealed; it starts when the Job {} of attempt {} ends",
@@ -200,16 +200,16 @@ impl Machine<'_> {
             "spec.plan holds attempt {} ({}), but attempt {} ({}) is already recorded: a replayed or altered plan is never run; change spec.recipe, spec.edge, spec.version or spec.values so the webhook seals a new attempt",
             plan.attempt, plan.attempt_id, recorded.attempt, recorded.attempt_id
         );
-        self.outlook = Outlook::idle(reason::SEAL_INVALID, message.clone());
+        self.activity = Activity::idle(reason::SEAL_INVALID, message.clone());
         self.failure = Some(Failure::new(reason::SEAL_INVALID, message));
         next
     }
 
-    /// The outlook of a finished and cleaned-up attempt.
-    pub fn done_outlook(&self) -> Outlook {
+    /// The activity of a finished and cleaned-up attempt.
+    pub fn done_activity(&self) -> Activity {
         let attempt = self.status.attempt.unwrap_or_default();
         match (&self.failure, self.status.job_result) {
-            (Some(failure), _) => Outlook::idle(&failure.reason, failure.message.clone()),
+            (Some(failure), _) => Activity::idle(&failure.reason, failure.message.clone()),
             (None, Some(JobResult::Succeeded)) => {
                 let version = self
                     .status
@@ -225,14 +225,14 @@ impl Machine<'_> {
                     .as_ref()
                     .map(|t| (t.namespace.clone(), t.edge.clone()))
                     .unwrap_or_default();
-                Outlook::idle(
+                Activity::idle(
                     reason::INSTALLED,
                     format!(
                         "attempt {attempt}: version {version} is installed in namespace {namespace} on edge {edge}"
                     ),
                 )
             }
-            (None, _) => Outlook::idle(reason::JOB_FAILED, format!("attempt {attempt} failed")),
+            (None, _) => Activity::idle(reason::JOB_FAILED, format!("attempt {attempt} failed")),
         }
     }
 }

@@ -4,42 +4,42 @@
 
 use super::{
     action::{Action, Next},
-    conditions::{Outlook, reason},
-    machine::Machine,
+    conditions::{Activity, reason},
+    decision_draft::DecisionDraft,
     names::AttemptNames,
     observed::Remote,
     patch,
 };
 
-impl Machine<'_> {
+impl DecisionDraft<'_> {
     /// Rules `identity_is_revoked_after_the_result`, `job_is_released_after_revocation`,
     /// `cleanup_is_recorded_last`.
     pub fn cleanup(&mut self) -> Next {
         if self.status.cleaned_up {
             // Said before the drift check, whose automatic repair request comes last.
-            self.outlook = self.done_outlook();
+            self.activity = self.done_activity();
             return self.check_drift();
         }
         let remote = match self.reachable("revoke the runner's identity") {
             Ok(remote) => remote,
             Err(next) => return next,
         };
-        // Said before the first write, so the result and this outlook go out together.
-        self.outlook = Outlook::busy(
+        // Said before the first write, so the result and this activity go out together.
+        self.activity = Activity::busy(
             reason::CLEANING_UP,
             format!(
                 "attempt {}: the result is recorded; revoking the runner's identity and releasing its Job",
                 self.status.attempt.unwrap_or_default()
             ),
         );
-        // The result is written before the first of these (Machine::edge), and the
+        // The result is written before the first of these (DecisionDraft::edge), and the
         // cleanup is recorded after the last: the shell stops at the first that fails, so
         // `cleanedUp` is only ever written once all of them are done.
         self.revoke_identity(&remote);
         self.release_job(&remote);
         self.remove_earlier_jobs(&remote);
         self.status.cleaned_up = true;
-        self.outlook = self.done_outlook();
+        self.activity = self.done_activity();
         // An installed release is checked for drift at once: that first check starts
         // following its objects, so a hand edit right after the install is seen.
         if self.status.job_result == Some(crate::api::JobResult::Succeeded)

@@ -58,14 +58,14 @@ pub const DRIFTED: &str = "Drifted";
 
 /// What the Workspace is doing, as the conditions say it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Outlook {
+pub struct Activity {
     pub reason: String,
     pub message: String,
     /// Whether work is under way (Progressing=True).
     pub progressing: bool,
 }
 
-impl Outlook {
+impl Activity {
     pub fn busy(reason: &str, message: impl Into<String>) -> Self {
         Self {
             reason: reason.to_owned(),
@@ -99,13 +99,13 @@ impl Failure {
     }
 }
 
-/// Sets the phase and conditions of `status` from its recorded facts, the outlook of this
+/// Sets the phase and conditions of `status` from its recorded facts, the activity of this
 /// decision and the failure of the attempt, if it failed.
 pub fn settle(
     status: &mut WorkspaceStatus,
     generation: Option<i64>,
     now: Timestamp,
-    outlook: &Outlook,
+    activity: &Activity,
     failure: Option<&Failure>,
 ) {
     status.phase = Some(phase_of(status));
@@ -136,8 +136,8 @@ pub fn settle(
     let stalled = failure.or(repair_loop.as_ref()).or(drift.as_ref());
     let (ready_reason, ready_message) = match (&drift, installed) {
         (Some(drift), _) => (drift.reason.as_str(), drift.message.as_str()),
-        (None, true) => (reason::INSTALLED, outlook.message.as_str()),
-        (None, false) => (outlook.reason.as_str(), outlook.message.as_str()),
+        (None, true) => (reason::INSTALLED, activity.message.as_str()),
+        (None, false) => (activity.reason.as_str(), activity.message.as_str()),
     };
     upsert(
         status,
@@ -181,16 +181,16 @@ pub fn settle(
     upsert(
         status,
         PROGRESSING,
-        outlook.progressing,
-        &outlook.reason,
-        &outlook.message,
+        activity.progressing,
+        &activity.reason,
+        &activity.message,
         generation,
         now,
     );
     // Failed is about the attempt; Stalled also about its release (drift).
     let (failed_reason, failed_message) = match failure {
         Some(why) => (why.reason.as_str(), why.message.as_str()),
-        None => (outlook.reason.as_str(), outlook.message.as_str()),
+        None => (activity.reason.as_str(), activity.message.as_str()),
     };
     upsert(
         status,

@@ -1,13 +1,13 @@
 //! The decision's entry point: whether there is anything to decide, and the rules in the
 //! order they are taken. The rules themselves live in `attempt`, `prepare`, `cleanup`,
-//! `delete` and the files they call; the working state they share is `machine`.
+//! `delete` and the files they call; the working state they share is `decision_draft`.
 
 use super::{
     action::{Action, Decision, Next},
     attempt::Verdict,
-    conditions::{Outlook, reason},
-    focus,
-    machine::Machine,
+    attempt_reads,
+    conditions::{Activity, reason},
+    decision_draft::DecisionDraft,
     names,
     observed::Observed,
     settings::Settings,
@@ -28,18 +28,18 @@ pub fn decide(observed: &Observed<'_>, settings: &Settings) -> Decision {
             next: Next::Idle,
         };
     }
-    let mut machine = Machine::new(observed, settings);
-    let next = machine.decide();
-    machine.finish(next)
+    let mut draft = DecisionDraft::new(observed, settings);
+    let next = draft.decide();
+    draft.finish(next)
 }
 
-impl Machine<'_> {
+impl DecisionDraft<'_> {
     /// The rules, in order.
     pub fn decide(&mut self) -> Next {
         if self.ws().metadata.deletion_timestamp.is_some() {
             return self.prepare_delete();
         }
-        let recorded = focus::recorded(&self.status);
+        let recorded = attempt_reads::recorded(&self.status);
         let Some(sealed) = self.ws().spec.plan.as_ref() else {
             return self.await_plan(recorded);
         };
@@ -50,7 +50,7 @@ impl Machine<'_> {
         self.own_values();
         let plan = &sealed.plan;
         if let Some(older) = &recorded
-            && !focus::is_sealed_attempt(older, plan)
+            && !attempt_reads::is_sealed_attempt(older, plan)
         {
             if plan.attempt <= older.attempt {
                 return self.refuse_replay(plan, older);
@@ -61,12 +61,12 @@ impl Machine<'_> {
         }
         if !recorded
             .as_ref()
-            .is_some_and(|r| focus::is_sealed_attempt(r, plan))
+            .is_some_and(|r| attempt_reads::is_sealed_attempt(r, plan))
         {
             match self.verdict() {
                 Verdict::Run => self.bind(plan),
                 Verdict::Wait(why) => {
-                    self.outlook = Outlook::idle(
+                    self.activity = Activity::idle(
                         reason::KEYS_UNAVAILABLE,
                         format!(
                             "cannot verify the seal of attempt {}: {why}; the published keys are read again shortly",
@@ -86,7 +86,7 @@ impl Machine<'_> {
                     );
                     // Nothing was created for it, so there is nothing to clean up.
                     self.status.cleaned_up = true;
-                    self.outlook = self.done_outlook();
+                    self.activity = self.done_activity();
                     return Next::Idle;
                 }
             }

@@ -8,15 +8,15 @@ use crate::api::JobResult;
 pub use super::left_on_edge::{abandoned, edge_touched};
 use super::{
     action::{Action, Kind, NamespaceChange, Next, Note},
-    conditions::{Failure, Outlook, reason},
-    focus,
-    machine::Machine,
+    attempt_reads,
+    conditions::{Activity, Failure, reason},
+    decision_draft::DecisionDraft,
     names,
     observed::{EdgeState, JobOutcome},
     patch,
 };
 
-impl Machine<'_> {
+impl DecisionDraft<'_> {
     /// Rules `deletion_fences_new_attempts`, `deletion_revokes_only_the_identity`,
     /// `deletion_waits_for_a_reachable_edge`, `deletion_of_an_unregistered_edge_goes_on`.
     pub fn prepare_delete(&mut self) -> Next {
@@ -27,11 +27,11 @@ impl Machine<'_> {
                 "the Workspace is being deleted: no new attempt starts; the release, its namespace and the provider's credential stay on the edge",
             ));
         }
-        self.outlook = Outlook::busy(
+        self.activity = Activity::busy(
             reason::DELETING,
             "the Workspace is being deleted: revoking the current attempt's runner identity; the release, namespace and provider credential stay",
         );
-        let Some(recorded) = focus::recorded(&self.status) else {
+        let Some(recorded) = attempt_reads::recorded(&self.status) else {
             return self.remove_finalizer();
         };
         if let Some(reason) = abandoned(self.ws()) {

@@ -15,7 +15,7 @@ use crate::{
 
 use super::{
     action::{Next, Note},
-    machine::Machine,
+    decision_draft::DecisionDraft,
     observed::ReleaseRevision,
 };
 
@@ -55,7 +55,7 @@ pub fn next_check(uid: &str, interval: u64) -> Next {
     Next::After(interval + offset)
 }
 
-impl Machine<'_> {
+impl DecisionDraft<'_> {
     /// Rule `installed_release_is_checked_for_drift`: an installed attempt's release is
     /// compared with the revision it left; the first check records that revision.
     pub fn check_drift(&mut self) -> Next {
@@ -297,7 +297,7 @@ impl Machine<'_> {
     }
 }
 
-impl Machine<'_> {
+impl DecisionDraft<'_> {
     /// The plan's values, when they are at hand: inline in the plan, or read by digest and
     /// checked.
     fn checked_values<'v>(&'v self, plan: &'v Plan) -> Option<&'v Value> {

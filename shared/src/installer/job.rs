@@ -4,8 +4,8 @@ use crate::{api::JobResult, text::object_key};
 
 use super::{
     action::{Action, Next, Note, RunnerLog},
-    conditions::{Failure, Outlook, reason},
-    machine::Machine,
+    conditions::{Activity, Failure, reason},
+    decision_draft::DecisionDraft,
     observed::{JobOutcome, JobState},
 };
 
@@ -39,7 +39,7 @@ fn failure_text(
     }
 }
 
-impl Machine<'_> {
+impl DecisionDraft<'_> {
     /// Rule `job_result_is_recorded_first`: a terminal Job's result goes to status before
     /// anything is revoked; a running one is followed.
     pub(super) fn follow_job(&mut self, job: &JobState) -> Next {
@@ -54,7 +54,7 @@ impl Machine<'_> {
         let job_key = object_key(&namespace, &name);
         if theirs {
             if job.object.deleting {
-                self.outlook = Outlook::idle(
+                self.activity = Activity::idle(
                     reason::WAITING_FOR_PREVIOUS_ATTEMPT,
                     format!("the Job {job_key} of an earlier Workspace is being deleted"),
                 );
@@ -83,7 +83,7 @@ impl Machine<'_> {
         let attempt = self.status.attempt.unwrap_or_default();
         match &job.outcome {
             JobOutcome::Running => {
-                self.outlook = Outlook::busy(
+                self.activity = Activity::busy(
                     reason::JOB_RUNNING,
                     format!(
                         "attempt {attempt}: Job {job_key} on edge {} runs helm upgrade --install",

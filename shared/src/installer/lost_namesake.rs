@@ -12,8 +12,8 @@
 
 use super::{
     action::Next,
-    conditions::{Outlook, reason},
-    machine::Machine,
+    conditions::{Activity, reason},
+    decision_draft::DecisionDraft,
     names,
     observed::ObjectState,
 };
@@ -21,7 +21,7 @@ use super::{
 /// How long an attempt waits before it looks again for the sweep's work.
 const RECHECK_SECONDS: u64 = 15;
 
-impl Machine<'_> {
+impl DecisionDraft<'_> {
     /// Whether `object` carries the installer's marks for this Workspace's `<org>/<name>`
     /// and another Workspace's UID: left by a lost Workspace of this name.
     pub(super) fn left_by_lost_namesake(&self, object: &ObjectState) -> bool {
@@ -51,7 +51,7 @@ impl Machine<'_> {
     /// Rule `lost_namesakes_objects_wait_for_the_sweep`: the attempt waits (no result, no
     /// write on the edge) until the orphan sweep has removed or released `what`.
     pub(super) fn wait_for_sweep(&mut self, what: &str, object: &ObjectState) -> Next {
-        self.outlook = Outlook::idle(
+        self.activity = Activity::idle(
             reason::WAITING_FOR_ORPHAN_SWEEP,
             format!(
                 "{what} on edge {} was left by an earlier Workspace named {} (UID {}) that no longer exists, as after a restore of the hub from a backup; the installer's orphan sweep removes what that Workspace's attempt left and releases its namespace (at the start of every installer term, then every --orphan-sweep-interval), and this attempt then continues with the release as it is",

@@ -13,7 +13,7 @@
 //! - Start (`attempt`): a new sealed attempt is verified (signature, Workspace identity
 //!   and UID) and bound to the Workspace in status before anything else happens; an
 //!   invalid one is recorded as Rejected and touches nothing on the edge.
-//! - Edge readiness (`machine`): nothing is read or written on an edge that is not Ready.
+//! - Edge readiness (`decision_draft`): nothing is read or written on an edge that is not Ready.
 //! - Preparation (`prepare`): a preparation record is written first; namespace admission
 //!   (`namespace_admission`); the provider's runtime credential (`runtime_credential`); a
 //!   pending Helm release is recovered; the runner's ServiceAccount, Role, RoleBinding and
@@ -26,17 +26,17 @@
 
 mod action;
 mod attempt;
+pub mod attempt_reads;
 mod cleanup;
 pub mod conditions;
 mod decide;
+mod decision_draft;
 pub mod delete;
 pub mod drift;
 pub mod edge_owners;
-pub mod focus;
 mod job;
 mod left_on_edge;
 mod lost_namesake;
-mod machine;
 pub mod manifests;
 pub mod names;
 mod namespace_admission;
@@ -55,8 +55,8 @@ pub use action::{
     Action, Decision, Deletion, EdgeObject, Kind, MintCredential, NamespaceChange, Next, Note,
     OwnValues, RepairRequest, RunnerLog,
 };
+pub use attempt_reads::{AttemptReads, attempt_reads};
 pub use decide::decide;
-pub use focus::{Focus, focus};
 pub use observed::{
     Authorization, EdgeRoute, EdgeState, HubObjects, JobOutcome, JobState, NamespaceState,
     ObjectSeen, ObjectState, Observed, ReleaseObjects, ReleaseRevision, Remote, RunnerPod,

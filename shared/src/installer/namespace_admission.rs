@@ -5,15 +5,15 @@ use crate::api::Plan;
 
 use super::{
     action::{Action, NamespaceChange, Next, Note},
-    conditions::{Outlook, reason},
-    machine::Machine,
+    conditions::{Activity, reason},
+    decision_draft::DecisionDraft,
     manifests::{self, Marks},
     names,
     observed::NamespaceState,
     patch,
 };
 
-impl Machine<'_> {
+impl DecisionDraft<'_> {
     /// Rules `namespace_is_created_and_recorded`, `namespace_of_someone_else_is_refused`,
     /// `released_namespace_is_adopted`, and `lost_namesakes_objects_wait_for_the_sweep`.
     pub(super) fn admit_namespace(
@@ -32,7 +32,7 @@ impl Machine<'_> {
             return Admission::Admitted;
         };
         if ns.deleting {
-            self.outlook = Outlook::idle(
+            self.activity = Activity::idle(
                 reason::NAMESPACE_TERMINATING,
                 format!(
                     "namespace {} on edge {} is being deleted; the attempt waits until it is gone",

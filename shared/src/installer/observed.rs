@@ -32,10 +32,10 @@ pub struct Observed<'a> {
     /// The provider's runtime credential objects on the hub; `None` when not read.
     pub hub: Option<HubObjects>,
     /// RBAC's answer for the plan's owner on the plan's edge, asked again before the
-    /// attempt's first preparation (see [`super::Focus::authorize`]).
+    /// attempt's first preparation (see [`super::AttemptReads::authorize`]).
     pub authorization: Authorization,
     /// The plan's values, read by digest while the attempt prepares (see
-    /// [`super::Focus::values`]) and when a release made outside the installer is described.
+    /// [`super::AttemptReads::values`]) and when a release made outside the installer is described.
     pub values: ValuesCheck,
     /// The time of the decision.
     pub now: Timestamp,

@@ -16,15 +16,15 @@ use crate::{
 
 use super::{
     action::{Action, EdgeObject, Kind, Next, Note},
-    conditions::{Outlook, reason},
-    machine::Machine,
+    conditions::{Activity, reason},
+    decision_draft::DecisionDraft,
     manifests::{self, Marks},
     names::{self, AttemptNames},
     namespace_admission::Admission,
     observed::{Authorization, EdgeState, Remote, SealCheck, ValuesCheck},
 };
 
-impl Machine<'_> {
+impl DecisionDraft<'_> {
     /// Rules `seal_is_checked_before_creating`, `preparation_is_recorded_first`,
     /// `expired_preparation_is_redone`, then namespace admission, the credential, the
     /// identity and the Job.
@@ -32,7 +32,7 @@ impl Machine<'_> {
         let refused = match &self.observed().seal {
             SealCheck::Verified => None,
             SealCheck::KeysUnavailable(why) => {
-                self.outlook = Outlook::idle(
+                self.activity = Activity::idle(
                     reason::KEYS_UNAVAILABLE,
                     format!("cannot verify the seal before creating anything: {why}"),
                 );
@@ -72,7 +72,7 @@ impl Machine<'_> {
             Ok(values) => values,
             Err(next) => return next,
         };
-        self.outlook = Outlook::busy(
+        self.activity = Activity::busy(
             reason::PREPARING,
             format!(
                 "attempt {}: preparing namespace {}, the runner's identity and values on edge {}",
@@ -167,14 +167,14 @@ impl Machine<'_> {
         let why = match &self.observed().values {
             ValuesCheck::Verified { values, .. } => return Ok(values.clone()),
             ValuesCheck::NotRead => {
-                self.outlook = Outlook::idle(
+                self.activity = Activity::idle(
                     reason::VALUES_UNAVAILABLE,
                     format!("attempt {}: reading its values", plan.attempt),
                 );
                 return Err(Next::After(5));
             }
             ValuesCheck::Unavailable(why) => {
-                self.outlook = Outlook::idle(
+                self.activity = Activity::idle(
                     reason::VALUES_UNAVAILABLE,
                     format!(
                         "attempt {}: cannot read its values (PlanValues {name}) on the hub: {why}; asking again shortly",
@@ -205,7 +205,7 @@ impl Machine<'_> {
             Authorization::Allowed => None,
             Authorization::NotAsked => Some(Next::Continue),
             Authorization::Unavailable(why) => {
-                self.outlook = Outlook::idle(
+                self.activity = Activity::idle(
                     reason::AUTHORIZATION_UNAVAILABLE,
                     format!(
                         "attempt {}: cannot ask whether {} may still install onto edge {}: {why}; asking again shortly",

@@ -5,13 +5,13 @@ use crate::{api::Plan, text::object_key};
 
 use super::{
     action::{Action, Deletion, Kind, MintCredential, Next, Note},
-    machine::Machine,
+    decision_draft::DecisionDraft,
     manifests::{self, Marks},
     names::CredentialNames,
     observed::Remote,
 };
 
-impl Machine<'_> {
+impl DecisionDraft<'_> {
     /// Rule `runtime_credential_is_minted_once`: the provider's hub ServiceAccount, its
     /// RoleBinding and the kubeconfig Secret on the edge, each created only when missing.
     /// Rule `runtime_credential_is_owned_by_uid`: an object that holds one of their names

@@ -14,8 +14,8 @@ use kube::{Api, Client, api::ListParams};
 use providers_shared::{
     api::{Plan, PlanValues, Workspace},
     installer::{
-        self, Authorization, EdgeState, Focus, HubObjects, JobOutcome, Kind, Observed, Remote,
-        SealCheck, ValuesCheck, drift, names::CredentialNames, state_of,
+        self, AttemptReads, Authorization, EdgeState, HubObjects, JobOutcome, Kind, Observed,
+        Remote, SealCheck, ValuesCheck, drift, names::CredentialNames, state_of,
     },
     plan_values::{self, Source},
 };
@@ -66,7 +66,7 @@ impl Observation {
 /// The edge a reconcile of `workspace` works on: that of its current attempt or cleanup,
 /// else of its sealed plan, else the one it asks for.
 pub fn edge_of(workspace: &Workspace) -> String {
-    installer::focus(workspace)
+    installer::attempt_reads(workspace)
         .map(|f| f.edge)
         .or_else(|| {
             workspace
@@ -88,7 +88,7 @@ pub struct ObserveHandles<'a> {
 
 pub async fn observe(ctx: &ObserveHandles<'_>, workspace: Workspace) -> Result<Observation> {
     let seal = ctx.keys.check(&workspace);
-    let focus = installer::focus(&workspace);
+    let attempt_reads = installer::attempt_reads(&workspace);
     let edge_name = edge_of(&workspace);
     let EdgeView {
         state: mut edge,
@@ -96,10 +96,10 @@ pub async fn observe(ctx: &ObserveHandles<'_>, workspace: Workspace) -> Result<O
         cache,
     } = ctx.edges.lookup(&edge_name);
     let mut remote = None;
-    if let (Some(focus), EdgeState::Ready(_), Some(client), Some(cache)) =
-        (&focus, &edge, &client, &cache)
+    if let (Some(attempt_reads), EdgeState::Ready(_), Some(client), Some(cache)) =
+        (&attempt_reads, &edge, &client, &cache)
     {
-        if let Some(why) = cache.unreachable_for(&focus.namespace).await {
+        if let Some(why) = cache.unreachable_for(&attempt_reads.namespace).await {
             edge = EdgeState::Unreachable(why);
         } else {
             let reads = EdgeReads {
@@ -107,7 +107,7 @@ pub async fn observe(ctx: &ObserveHandles<'_>, workspace: Workspace) -> Result<O
                 client,
                 cache,
             };
-            match read_remote(&reads, focus, &workspace).await {
+            match read_remote(&reads, attempt_reads, &workspace).await {
                 Ok(objects) => remote = Some(objects),
                 Err(EdgeFailure::Unreachable { message, .. }) => {
                     edge = EdgeState::Unreachable(message)
@@ -116,13 +116,13 @@ pub async fn observe(ctx: &ObserveHandles<'_>, workspace: Workspace) -> Result<O
             }
         }
     }
-    let hub = match focus.as_ref().and_then(|f| f.credential.as_ref()) {
+    let hub = match attempt_reads.as_ref().and_then(|f| f.credential.as_ref()) {
         Some(names) => Some(read_hub(ctx.hub, names).await?),
         None => None,
     };
     // Asked only when the next step may use the edge credential for the attempt.
-    let authorization = match (&focus, &edge, workspace.spec.plan.as_ref()) {
-        (Some(focus), EdgeState::Ready(_), Some(sealed)) if focus.authorize => {
+    let authorization = match (&attempt_reads, &edge, workspace.spec.plan.as_ref()) {
+        (Some(attempt_reads), EdgeState::Ready(_), Some(sealed)) if attempt_reads.authorize => {
             authorize(ctx.hub, &sealed.plan).await
         }
         _ => Authorization::NotAsked,
@@ -131,7 +131,7 @@ pub async fn observe(ctx: &ObserveHandles<'_>, workspace: Workspace) -> Result<O
     // installer changed in them.
     let described = remote.as_ref().is_some_and(|r| r.release_content.is_some());
     let values = match workspace.spec.plan.as_ref() {
-        Some(sealed) if focus.as_ref().is_some_and(|f| f.values.is_some()) || described => {
+        Some(sealed) if attempt_reads.as_ref().is_some_and(|f| f.values.is_some()) || described => {
             read_values(ctx.hub, &workspace, &sealed.plan).await
         }
         _ => ValuesCheck::NotRead,
@@ -205,7 +205,7 @@ struct EdgeReads<'a> {
 /// read live (its termination message is helm's own words, needed once).
 async fn read_remote(
     reads: &EdgeReads<'_>,
-    focus: &Focus,
+    attempt_reads: &AttemptReads,
     workspace: &Workspace,
 ) -> Result<Remote, EdgeFailure> {
     let EdgeReads {
@@ -213,12 +213,12 @@ async fn read_remote(
         client,
         cache,
     } = *reads;
-    let ns = focus.namespace.as_str();
-    let names = &focus.names;
-    if focus.installed {
-        return read_installed(reads, focus, workspace).await;
+    let ns = attempt_reads.namespace.as_str();
+    let names = &attempt_reads.names;
+    if attempt_reads.installed {
+        return read_installed(reads, attempt_reads, workspace).await;
     }
-    if focus.authorize {
+    if attempt_reads.authorize {
         // The first use of the edge for this attempt: one live read of its namespace, so
         // that nothing is recorded as prepared for an edge that does not answer, and a
         // namespace that is not the installer's (outside its caches) is seen at once.
@@ -229,7 +229,7 @@ async fn read_remote(
     }
     let object = |kind: Kind, name: &str| cache.object(Cached::Attempt(kind), ns, name);
     let mut job = cache.job(ns, &names.job);
-    if focus.job_first
+    if attempt_reads.job_first
         && job
             .as_ref()
             .is_some_and(|j| j.outcome == JobOutcome::Running && !j.object.deleting)
@@ -260,11 +260,11 @@ async fn read_remote(
             workspace.metadata.uid.as_deref().unwrap_or_default(),
             &names.job,
         ),
-        runtime_credential: focus
+        runtime_credential: attempt_reads
             .credential
             .as_ref()
             .and_then(|c| object(Kind::Secret, &c.edge_secret)),
-        release: focus
+        release: attempt_reads
             .release
             .as_ref()
             .and_then(|release| cache.release(ns, release, None)),
@@ -278,11 +278,11 @@ async fn read_remote(
 /// live read of its record).
 async fn read_installed(
     reads: &EdgeReads<'_>,
-    focus: &Focus,
+    attempt_reads: &AttemptReads,
     workspace: &Workspace,
 ) -> Result<Remote, EdgeFailure> {
-    let ns = focus.namespace.as_str();
-    let Some(release) = focus.release.as_deref() else {
+    let ns = attempt_reads.namespace.as_str();
+    let Some(release) = attempt_reads.release.as_deref() else {
         return Ok(Remote::default());
     };
     let status = workspace.status.clone().unwrap_or_default();

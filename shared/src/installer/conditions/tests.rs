@@ -11,14 +11,14 @@ fn transition_time_moves_only_when_the_status_changes() {
         &mut status,
         Some(1),
         t0,
-        &Outlook::busy(reason::PREPARING, "a"),
+        &Activity::busy(reason::PREPARING, "a"),
         None,
     );
     settle(
         &mut status,
         Some(1),
         t1,
-        &Outlook::busy(reason::JOB_RUNNING, "b"),
+        &Activity::busy(reason::JOB_RUNNING, "b"),
         None,
     );
     let progressing = status
@@ -32,7 +32,7 @@ fn transition_time_moves_only_when_the_status_changes() {
         &mut status,
         Some(1),
         t1,
-        &Outlook::idle(reason::INSTALLED, "c"),
+        &Activity::idle(reason::INSTALLED, "c"),
         None,
     );
     let progressing = status
@@ -55,7 +55,7 @@ fn status_of(status: &WorkspaceStatus, kind: &str) -> String {
 fn settled(
     job_result: Option<JobResult>,
     cleaned_up: bool,
-    outlook: Outlook,
+    activity: Activity,
     failure: Option<Failure>,
 ) -> WorkspaceStatus {
     let mut status = WorkspaceStatus {
@@ -64,7 +64,7 @@ fn settled(
         ..WorkspaceStatus::default()
     };
     let now = Timestamp::from_second(1_000).unwrap();
-    settle(&mut status, Some(3), now, &outlook, failure.as_ref());
+    settle(&mut status, Some(3), now, &activity, failure.as_ref());
     status
 }
 
@@ -73,7 +73,7 @@ fn a_running_attempt_reads_as_reconciling() {
     let status = settled(
         None,
         false,
-        Outlook::busy(reason::JOB_RUNNING, "helm"),
+        Activity::busy(reason::JOB_RUNNING, "helm"),
         None,
     );
     assert_eq!(status_of(&status, RECONCILING), "True");
@@ -87,7 +87,7 @@ fn a_waiting_workspace_reads_as_reconciling_not_stalled() {
     let status = settled(
         None,
         false,
-        Outlook::idle(reason::EDGE_UNREACHABLE, "edge-1 does not answer"),
+        Activity::idle(reason::EDGE_UNREACHABLE, "edge-1 does not answer"),
         None,
     );
     assert_eq!(status_of(&status, RECONCILING), "True");
@@ -99,7 +99,7 @@ fn a_result_not_yet_cleaned_up_is_still_reconciling() {
     let status = settled(
         Some(JobResult::Succeeded),
         false,
-        Outlook::busy(reason::CLEANING_UP, "revoking"),
+        Activity::busy(reason::CLEANING_UP, "revoking"),
         None,
     );
     assert_eq!(status_of(&status, RECONCILING), "True");
@@ -112,7 +112,7 @@ fn an_installed_workspace_is_neither_reconciling_nor_stalled() {
     let status = settled(
         Some(JobResult::Succeeded),
         true,
-        Outlook::idle(reason::INSTALLED, "installed"),
+        Activity::idle(reason::INSTALLED, "installed"),
         None,
     );
     assert_eq!(status_of(&status, READY), "True");
@@ -127,7 +127,7 @@ fn a_failed_attempt_is_stalled_with_its_reason() {
     let status = settled(
         Some(JobResult::Failed),
         true,
-        Outlook::idle(reason::JOB_FAILED, "helm exited 1"),
+        Activity::idle(reason::JOB_FAILED, "helm exited 1"),
         Some(failure),
     );
     assert_eq!(status_of(&status, STALLED), "True");
@@ -152,7 +152,7 @@ fn reconciling_goes_once_installed_and_stalled_comes_with_a_failure() {
         &mut status,
         Some(1),
         now,
-        &Outlook::busy(reason::JOB_RUNNING, "helm"),
+        &Activity::busy(reason::JOB_RUNNING, "helm"),
         None,
     );
     assert_eq!(types(&status), [READY, PROGRESSING, FAILED, RECONCILING]);
@@ -162,7 +162,7 @@ fn reconciling_goes_once_installed_and_stalled_comes_with_a_failure() {
         &mut status,
         Some(1),
         now,
-        &Outlook::idle(reason::INSTALLED, "installed"),
+        &Activity::idle(reason::INSTALLED, "installed"),
         None,
     );
     assert_eq!(types(&status), [READY, PROGRESSING, FAILED]);
@@ -172,7 +172,7 @@ fn reconciling_goes_once_installed_and_stalled_comes_with_a_failure() {
         &mut status,
         Some(2),
         now,
-        &Outlook::idle(reason::JOB_FAILED, "helm exited 1"),
+        &Activity::idle(reason::JOB_FAILED, "helm exited 1"),
         Some(&failure),
     );
     assert_eq!(types(&status), [READY, PROGRESSING, FAILED, STALLED]);

@@ -8,7 +8,7 @@ use crate::api::{AutomaticRepair, AutomaticRepairState, Cause, SealedPlan};
 
 use super::super::{
     action::{Action, Note, RepairRequest},
-    machine::Machine,
+    decision_draft::DecisionDraft,
 };
 use super::stopped_repair::state_of;
 
@@ -17,7 +17,7 @@ use super::stopped_repair::state_of;
 /// write and two RBAC questions.
 pub const REQUEST_AGAIN_SECONDS: i64 = 300;
 
-impl Machine<'_> {
+impl DecisionDraft<'_> {
     pub(super) fn repair_automatically(&mut self, sealed: &SealedPlan) {
         let plan = &sealed.plan;
         let Some(policy) = plan.drift.as_ref().filter(|p| p.repairs_automatically()) else {

@@ -7,7 +7,7 @@ use crate::api::{Drift, DriftedObject, Plan};
 
 use super::reason;
 use crate::installer::{
-    machine::Machine,
+    decision_draft::DecisionDraft,
     observed::ObjectSeen,
     release_objects::{MAX_FIELDS, ReleaseObject},
 };
@@ -15,7 +15,7 @@ use crate::installer::{
 /// The most objects a drift names.
 const MAX_DRIFTED: usize = 8;
 
-impl Machine<'_> {
+impl DecisionDraft<'_> {
     /// The drift of the installed revision's objects (the one recorded with `record_uid`),
     /// when their watches show one.
     pub(super) fn object_drift(&self, plan: &Plan, record_uid: &str) -> Option<Drift> {

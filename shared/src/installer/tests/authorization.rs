@@ -48,8 +48,8 @@ fn authorization_is_asked_again_before_start() {
         ),
     });
     let prepared_ws = workspace(Some(plan(1)), Some(prepared_status));
-    assert!(!focus(&prepared_ws).unwrap().authorize);
-    assert!(focus(&ws).unwrap().authorize);
+    assert!(!attempt_reads(&prepared_ws).unwrap().authorize);
+    assert!(attempt_reads(&ws).unwrap().authorize);
 }
 
 #[test]

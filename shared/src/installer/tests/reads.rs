@@ -8,12 +8,12 @@ fn settled_workspace_needs_only_its_release_from_the_edge_cache() {
     done.job_result = Some(JobResult::Succeeded);
     done.cleaned_up = true;
     let ws = workspace(Some(plan(1)), Some(done.clone()));
-    let installed = focus(&ws).expect("an installed release is watched for drift");
+    let installed = attempt_reads(&ws).expect("an installed release is watched for drift");
     assert!(installed.installed && !installed.authorize && installed.credential.is_none());
     assert_eq!(installed.release.as_deref(), Some("hello"));
     done.job_result = Some(JobResult::Failed);
     assert_eq!(
-        focus(&workspace(Some(plan(1)), Some(done))),
+        attempt_reads(&workspace(Some(plan(1)), Some(done))),
         None,
         "a failed attempt needs nothing"
     );
@@ -36,7 +36,7 @@ fn settled_workspace_needs_only_its_release_from_the_edge_cache() {
 #[test]
 fn focus_reads_what_the_step_needs() {
     let ws = workspace(Some(plan(2)), Some(bound(2, None)));
-    let f = focus(&ws).unwrap();
+    let f = attempt_reads(&ws).unwrap();
     assert_eq!(f.names.job, plan(2).job);
     assert_eq!(
         f.release.as_deref(),
@@ -46,7 +46,7 @@ fn focus_reads_what_the_step_needs() {
     let mut old = bound(1, Some("j"));
     old.job_result = Some(JobResult::Failed);
     let ws = workspace(Some(plan(2)), Some(old));
-    let f = focus(&ws).unwrap();
+    let f = attempt_reads(&ws).unwrap();
     assert_eq!(f.attempt, 1, "the unfinished older attempt first");
     assert_eq!(f.release, None);
     assert!(
@@ -55,7 +55,7 @@ fn focus_reads_what_the_step_needs() {
     );
     let ws = workspace(Some(plan(1)), Some(bound(1, Some("job-uid"))));
     assert!(
-        focus(&ws).unwrap().job_first,
+        attempt_reads(&ws).unwrap().job_first,
         "a running Job is all a decision needs"
     );
 }

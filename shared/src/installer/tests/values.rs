@@ -35,12 +35,12 @@ fn the_values_object_is_read_while_the_attempt_prepares() {
     let (plan, _) = stored_plan();
     let name = object_name("demo", plan.values_digest.as_deref().unwrap());
     let preparing = workspace(Some(plan.clone()), Some(bound(1, None)));
-    assert_eq!(focus(&preparing).unwrap().values, Some(name));
+    assert_eq!(attempt_reads(&preparing).unwrap().values, Some(name));
     let running = workspace(Some(plan), Some(bound(1, Some("job-uid"))));
-    assert_eq!(focus(&running).unwrap().values, None);
+    assert_eq!(attempt_reads(&running).unwrap().values, None);
     // A plan that carries its values needs no read.
     let inline = workspace(Some(super::plan(1)), Some(bound(1, None)));
-    assert_eq!(focus(&inline).unwrap().values, None);
+    assert_eq!(attempt_reads(&inline).unwrap().values, None);
 }
 
 #[test]

@@ -7,9 +7,9 @@ use crate::api::{JobResult, Plan, Workspace, WorkspaceStatus};
 
 use super::names::{AttemptNames, CredentialNames};
 
-/// The attempt in focus and what to read for it.
+/// The attempt a decision is about and what to read for it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Focus {
+pub struct AttemptReads {
     pub attempt: i64,
     pub attempt_id: String,
     /// The Edge the attempt runs on.
@@ -73,13 +73,13 @@ fn prepared_for(status: &WorkspaceStatus, recorded: Option<&Recorded>, plan: &Pl
 
 /// What a decision about `workspace` needs to read; `None` when it needs nothing from
 /// the edge.
-pub fn focus(workspace: &Workspace) -> Option<Focus> {
+pub fn attempt_reads(workspace: &Workspace) -> Option<AttemptReads> {
     let status = workspace.status.clone().unwrap_or_default();
     let plan = workspace.spec.plan.as_ref().map(|sealed| &sealed.plan);
     let recorded = recorded(&status);
     // A recorded Job without a result: it runs, as far as the status knows.
     let running = status.job_uid.is_some() && status.job_result.is_none();
-    let of_recorded = |r: &Recorded, job_first: bool| Focus {
+    let of_recorded = |r: &Recorded, job_first: bool| AttemptReads {
         attempt: r.attempt,
         attempt_id: r.attempt_id.clone(),
         edge: r.edge.clone(),
@@ -110,7 +110,7 @@ pub fn focus(workspace: &Workspace) -> Option<Focus> {
             // Installed: its release is watched for drift, from the edge's cache. A failed
             // or refused attempt needs nothing more.
             let plan = plan?;
-            return (status.job_result == Some(JobResult::Succeeded)).then(|| Focus {
+            return (status.job_result == Some(JobResult::Succeeded)).then(|| AttemptReads {
                 installed: true,
                 ..of_plan(plan)
             });
@@ -121,7 +121,7 @@ pub fn focus(workspace: &Workspace) -> Option<Focus> {
         .as_ref()
         .is_none_or(|r| !is_sealed_attempt(r, plan))
         || (status.job_uid.is_none() && status.job_result.is_none());
-    Some(Focus {
+    Some(AttemptReads {
         credential: plan
             .runtime_credential
             .as_ref()
@@ -141,8 +141,8 @@ pub fn focus(workspace: &Workspace) -> Option<Focus> {
 
 /// The sealed attempt's place on the edge, its objects and its release, with nothing more
 /// to read or ask.
-fn of_plan(plan: &Plan) -> Focus {
-    Focus {
+fn of_plan(plan: &Plan) -> AttemptReads {
+    AttemptReads {
         attempt: plan.attempt,
         attempt_id: plan.attempt_id.clone(),
         edge: plan.edge_name.clone(),

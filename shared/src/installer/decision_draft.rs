@@ -8,15 +8,15 @@ use crate::api::{JobResult, Workspace, WorkspaceStatus};
 
 use super::{
     action::{Action, Decision, Deletion, Kind, Next, Note},
-    conditions::{self, Failure, Outlook, reason},
+    conditions::{self, Activity, Failure, reason},
     names,
     observed::{EdgeState, Observed, Remote},
     settings::Settings,
 };
 
 /// What a decision reads is fixed when it starts (read through the methods below); what
-/// the rules decide (the status, its outlook and failure, the actions) they write here.
-pub(super) struct Machine<'a> {
+/// the rules decide (the status, its activity and failure, the actions) they write here.
+pub(super) struct DecisionDraft<'a> {
     observed: &'a Observed<'a>,
     settings: &'a Settings,
     ws: &'a Workspace,
@@ -27,12 +27,12 @@ pub(super) struct Machine<'a> {
     written: WorkspaceStatus,
     /// The status being decided.
     pub(super) status: WorkspaceStatus,
-    pub(super) outlook: Outlook,
+    pub(super) activity: Activity,
     pub(super) failure: Option<Failure>,
     pub(super) actions: Vec<Action>,
 }
 
-impl<'a> Machine<'a> {
+impl<'a> DecisionDraft<'a> {
     pub fn new(observed: &'a Observed<'a>, settings: &'a Settings) -> Self {
         let ws = observed.workspace;
         let status = ws.status.clone().unwrap_or_default();
@@ -51,7 +51,7 @@ impl<'a> Machine<'a> {
             ),
             written: status.clone(),
             status,
-            outlook: Outlook::idle(reason::AWAITING_PLAN, ""),
+            activity: Activity::idle(reason::AWAITING_PLAN, ""),
             failure,
             actions: Vec::new(),
         }
@@ -87,7 +87,7 @@ impl<'a> Machine<'a> {
             &mut self.status,
             self.ws.metadata.generation,
             self.observed.now,
-            &self.outlook,
+            &self.activity,
             self.failure.as_ref(),
         );
         if self.status != self.written {
@@ -178,7 +178,7 @@ impl<'a> Machine<'a> {
                 self.observed.remote.clone().ok_or(Next::Continue)
             }
             EdgeState::Missing => {
-                self.outlook = Outlook::idle(
+                self.activity = Activity::idle(
                     reason::EDGE_NOT_READY,
                     format!(
                         "waiting to {doing}: no Edge named {edge:?} is registered; ask the platform team to register it"
@@ -187,21 +187,21 @@ impl<'a> Machine<'a> {
                 Err(Next::After(60))
             }
             EdgeState::Unprobed => {
-                self.outlook = Outlook::idle(
+                self.activity = Activity::idle(
                     reason::EDGE_NOT_READY,
                     format!("waiting to {doing}: edge {edge:?} has not been probed yet"),
                 );
                 Err(Next::After(2))
             }
             EdgeState::NotReady(why) => {
-                self.outlook = Outlook::idle(
+                self.activity = Activity::idle(
                     reason::EDGE_NOT_READY,
                     format!("waiting to {doing}: edge {edge:?} is not Ready: {why}"),
                 );
                 Err(Next::After(60))
             }
             EdgeState::Unreachable(why) => {
-                self.outlook = Outlook::idle(
+                self.activity = Activity::idle(
                     reason::EDGE_UNREACHABLE,
                     format!(
                         "waiting to {doing}: the API of edge {edge:?} is unreachable ({why}); retrying with backoff"
