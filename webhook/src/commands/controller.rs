@@ -14,7 +14,7 @@ use crate::{
         metrics::{Metrics, api_requests::CountRequests},
         shards,
         task::Task,
-        term,
+        workspace_controller,
     },
     runtime::{admin, shutdown_signal},
 };
@@ -107,7 +107,7 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         tracing::info!(%identity, "leading: starting the term");
         metrics.leader.set(1);
         context.readiness.set_leading(true);
-        let term = tokio::spawn(term::run(context.clone()));
+        let term = tokio::spawn(workspace_controller::run(context.clone()));
         let abort = term.abort_handle();
         let stop = tokio::select! {
             () = elector.hold() => {
@@ -151,7 +151,7 @@ async fn run_sharded(
         metrics.clone(),
     ));
     context.readiness.set_leading(true);
-    let term = tokio::spawn(term::run(context.clone()));
+    let term = tokio::spawn(workspace_controller::run(context.clone()));
     let abort = term.abort_handle();
     let shutdown = shutdown_signal();
     let outcome = tokio::select! {

@@ -27,9 +27,9 @@ mod runner_log;
 pub mod shards;
 mod sweep;
 pub mod task;
-pub mod term;
 mod unreachable;
 mod values_sweep;
+pub mod workspace_controller;
 mod workspace_memory;
 
 pub use context::Context;

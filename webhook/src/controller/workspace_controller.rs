@@ -1,5 +1,5 @@
-//! One leader's term: the sealing keys watch, the edges, and the Workspace controller.
-//! Everything it starts is dropped with it.
+//! What a leader's term runs: the Workspace controller with its watches (the sealing
+//! keys, the edges) and the hub-wide duties. Everything it starts is dropped with the term.
 
 use std::sync::Arc;
 
