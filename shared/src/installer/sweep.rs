@@ -31,7 +31,7 @@ pub enum Found {
 
 /// An object the installer labelled, as listed on the edge.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Listed {
+pub struct ListedObject {
     pub found: Found,
     /// Empty for a namespace.
     pub namespace: String,
@@ -68,7 +68,7 @@ pub struct Sweep {
 
 /// The sweep of one edge: `listed` are the objects carrying the installer's ownership
 /// label there; `live` the UIDs of every Workspace on the hub.
-pub fn sweep(listed: &[Listed], live: &HashSet<String>) -> Sweep {
+pub fn sweep(listed: &[ListedObject], live: &HashSet<String>) -> Sweep {
     let mut sweep = Sweep::default();
     // Namespaces are released after every Job and identity is removed: a Workspace of the
     // same name that adopts a released namespace (a restored one, ADR 41) then finds none

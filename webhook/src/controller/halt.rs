@@ -43,7 +43,7 @@ impl From<EdgeFailure> for Halt {
 }
 
 /// An edge API error, as unreachable when the server did not answer.
-pub fn edge(edge: &str, source: kube::Error) -> EdgeFailure {
+pub fn edge_failure(edge: &str, source: kube::Error) -> EdgeFailure {
     if did_not_answer(&source) {
         EdgeFailure::Unreachable {
             edge: edge.to_owned(),
@@ -74,7 +74,7 @@ mod tests {
 
     #[test]
     fn an_edge_that_does_not_answer_is_unreachable() {
-        let failure = edge("edge-1", kube::Error::Service("connection refused".into()));
+        let failure = edge_failure("edge-1", kube::Error::Service("connection refused".into()));
         assert!(
             matches!(&failure, EdgeFailure::Unreachable { edge, message }
                 if edge == "edge-1" && message.contains("connection refused")),
@@ -85,7 +85,7 @@ mod tests {
 
     #[test]
     fn an_edge_that_answers_with_an_error_ends_the_reconcile() {
-        let failure = edge("edge-1", answered(403));
+        let failure = edge_failure("edge-1", answered(403));
         assert!(
             matches!(&failure, EdgeFailure::Failed(Error::Edge { edge, .. }) if edge == "edge-1"),
             "{failure:?}"

@@ -44,7 +44,10 @@ pub async fn content(
     namespace: &str,
     secret: &str,
 ) -> Result<Option<ReleaseContent>, EdgeFailure> {
-    read_record(edge, client, namespace, secret, |encoded| summary(&encoded)).await
+    read_record(edge, client, namespace, secret, |encoded| {
+        release_content(&encoded)
+    })
+    .await
 }
 
 /// The objects Helm recorded for the revision in the record `secret` (its manifest's
@@ -78,7 +81,7 @@ async fn read_record<T: Send + 'static>(
     let Some(record) =
         edge_grants::with_grant(client, namespace, edge_grants::NAMESPACE_RIGHTS, get)
             .await
-            .map_err(|e| halt::edge(edge, e))?
+            .map_err(|e| halt::edge_failure(edge, e))?
     else {
         return Ok(None);
     };
@@ -104,22 +107,22 @@ async fn read_record<T: Send + 'static>(
 fn manifest_objects(encoded: &[u8], namespace: &str) -> Result<Vec<ReleaseObject>, String> {
     #[derive(serde::Deserialize, Default)]
     #[serde(default)]
-    struct Release<'a> {
+    struct ReleaseManifest<'a> {
         #[serde(borrow)]
         manifest: std::borrow::Cow<'a, str>,
     }
     let json = inflate(encoded)?;
-    let release: Release<'_> =
+    let release: ReleaseManifest<'_> =
         serde_json::from_slice(&json).map_err(|e| format!("the release is not JSON: {e}"))?;
     Ok(objects_of_manifest(&release.manifest, namespace))
 }
 
 /// The chart, version and values of a record's `release` entry, without building the
 /// rest (manifests, chart files) into memory.
-pub fn summary(encoded: &[u8]) -> Result<ReleaseContent, String> {
+pub fn release_content(encoded: &[u8]) -> Result<ReleaseContent, String> {
     #[derive(serde::Deserialize, Default)]
     #[serde(default)]
-    struct Release<'a> {
+    struct ReleaseSummary<'a> {
         chart: Chart,
         #[serde(borrow)]
         config: Option<&'a serde_json::value::RawValue>,
@@ -136,7 +139,7 @@ pub fn summary(encoded: &[u8]) -> Result<ReleaseContent, String> {
         version: String,
     }
     let json = inflate(encoded)?;
-    let release: Release<'_> =
+    let release: ReleaseSummary<'_> =
         serde_json::from_slice(&json).map_err(|e| format!("the release is not JSON: {e}"))?;
     let values = match release.config {
         None => serde_json::Value::Object(Default::default()),
@@ -176,7 +179,7 @@ fn inflate(encoded: &[u8]) -> Result<Vec<u8>, String> {
 }
 
 /// A record's `release` entry as a JSON tree (for rewriting one the installer owns).
-pub fn decode(encoded: &[u8]) -> Result<serde_json::Value, String> {
+pub fn release_tree(encoded: &[u8]) -> Result<serde_json::Value, String> {
     serde_json::from_slice(&inflate(encoded)?).map_err(|e| format!("the release is not JSON: {e}"))
 }
 
@@ -194,7 +197,7 @@ pub async fn mark_failed(
     let Some(mut record) =
         edge_grants::with_grant(client, namespace, edge_grants::NAMESPACE_RIGHTS, get)
             .await
-            .map_err(|e| halt::edge(edge, e))?
+            .map_err(|e| halt::edge_failure(edge, e))?
     else {
         return Ok(());
     };
@@ -231,13 +234,13 @@ pub async fn mark_failed(
             action: "mark-release-failed",
             message: format!("release record {secret} changed: {}", status.message),
         }),
-        Err(failed) => Err(halt::edge(edge, failed).into()),
+        Err(failed) => Err(halt::edge_failure(edge, failed).into()),
     }
 }
 
 /// The `release` entry of a record with `info.status` set to `failed`.
 pub fn rewrite_failed(encoded: &[u8], description: &str) -> Result<Vec<u8>, String> {
-    let mut release = decode(encoded)?;
+    let mut release = release_tree(encoded)?;
     let info = release
         .get_mut("info")
         .and_then(|i| i.as_object_mut())
@@ -291,7 +294,7 @@ mod tests {
             .write_all(&vec![b' '; (MAX_RELEASE_BYTES + 10) as usize])
             .unwrap();
         let bomb = STANDARD.encode(encoder.finish().unwrap()).into_bytes();
-        assert!(super::decode(&bomb).unwrap_err().contains("over"));
+        assert!(super::release_tree(&bomb).unwrap_err().contains("over"));
     }
 
     #[test]
@@ -300,7 +303,7 @@ mod tests {
             "chart": {"metadata": {"name": "hello", "version": "0.2.0"}},
             "config": {"replicas": 3},
         });
-        let content = super::summary(&encode(&release)).unwrap();
+        let content = super::release_content(&encode(&release)).unwrap();
         assert_eq!(content.chart, "hello");
         assert_eq!(content.version, "0.2.0");
         assert_eq!(content.values, serde_json::json!({"replicas": 3}));
@@ -312,7 +315,8 @@ mod tests {
         let release = format!(
             r#"{{"chart":{{"metadata":{{"name":"hello","version":"1"}}}},"config":{{"a":{zeros}}}}}"#
         );
-        let content = super::summary(&encode(&serde_json::from_str(&release).unwrap())).unwrap();
+        let content =
+            super::release_content(&encode(&serde_json::from_str(&release).unwrap())).unwrap();
         assert!(
             content
                 .values

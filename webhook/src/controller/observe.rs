@@ -223,8 +223,12 @@ async fn read_remote(
         // that nothing is recorded as prepared for an edge that does not answer, and a
         // namespace that is not the installer's (outside its caches) is seen at once.
         let api: Api<Namespace> = Api::all(client.clone());
-        if let Some(found) = api.get_opt(ns).await.map_err(|e| halt::edge(edge, e))? {
-            cache.wrote(Cached::Namespace, &found);
+        if let Some(found) = api
+            .get_opt(ns)
+            .await
+            .map_err(|e| halt::edge_failure(edge, e))?
+        {
+            cache.wrote_object(Cached::Namespace, &found);
         }
     }
     let object = |kind: Kind, name: &str| cache.object(Cached::Attempt(kind), ns, name);
@@ -378,7 +382,7 @@ async fn runner_of(
         pods.list(&selector)
     })
     .await
-    .map_err(|e| halt::edge(edge, e))?;
+    .map_err(|e| halt::edge_failure(edge, e))?;
     Ok(installer::runner_pod(&listed.items))
 }
 

@@ -193,7 +193,7 @@ async fn passes(cached: &Workspace, ctx: &Context, memory: &WorkspaceMemory) -> 
         Ok(Requeue::requeue(Duration::from_millis(500)))
     };
     if wrote {
-        memory.wrote(&key, current.resource_version().as_deref());
+        memory.remember_written_version(&key, current.resource_version().as_deref());
     }
     outcome
 }
@@ -201,7 +201,7 @@ async fn passes(cached: &Workspace, ctx: &Context, memory: &WorkspaceMemory) -> 
 /// The Workspace is gone from the hub: nothing more to do for it.
 fn gone(memory: &WorkspaceMemory, key: &str) -> Requeue {
     memory.reset_backoff(key);
-    memory.wrote(key, None);
+    memory.remember_written_version(key, None);
     Requeue::await_change()
 }
 

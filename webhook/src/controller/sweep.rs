@@ -27,7 +27,7 @@ use providers_shared::{
     installer::{
         Kind,
         names::{LABEL_MANAGED_BY, MANAGED_BY},
-        sweep::{Found, Listed, SweepAction, sweep},
+        sweep::{Found, ListedObject, SweepAction, sweep},
     },
 };
 use serde::de::DeserializeOwned;
@@ -97,7 +97,7 @@ async fn sweep_edge(
         for namespace in listed.iter().filter(|l| l.found == Found::Namespace) {
             cache.watch_namespace(&namespace.name);
         }
-        listed.extend(cache.managed_secrets().iter().map(|meta| Listed {
+        listed.extend(cache.managed_secrets().iter().map(|meta| ListedObject {
             found: Found::Attempt(Kind::Secret),
             namespace: meta.namespace.clone().unwrap_or_default(),
             name: meta.name.clone().unwrap_or_default(),
@@ -135,7 +135,7 @@ async fn sweep_edge(
         if matches!(action, SweepAction::ReleaseNamespace { .. }) && failed_in.contains(namespace) {
             continue;
         }
-        match execute(edge, client, action).await {
+        match execute_step(edge, client, action).await {
             Ok(name) => {
                 ctx.metrics
                     .orphans_swept
@@ -170,7 +170,11 @@ async fn sweep_edge(
     Ok(())
 }
 
-async fn list<K>(edge: &str, client: &Client, found: Found) -> Result<Vec<Listed>, EdgeFailure>
+async fn list<K>(
+    edge: &str,
+    client: &Client,
+    found: Found,
+) -> Result<Vec<ListedObject>, EdgeFailure>
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
 {
@@ -179,11 +183,11 @@ where
     let items = api
         .list_metadata(&ListParams::default().labels(&selector))
         .await
-        .map_err(|e| halt::edge(edge, e))?
+        .map_err(|e| halt::edge_failure(edge, e))?
         .items;
     Ok(items
         .into_iter()
-        .map(|item: PartialObjectMeta<K>| Listed {
+        .map(|item: PartialObjectMeta<K>| ListedObject {
             found,
             namespace: item.metadata.namespace.clone().unwrap_or_default(),
             name: item.metadata.name.clone().unwrap_or_default(),
@@ -193,7 +197,7 @@ where
 }
 
 /// Runs one sweep step; returns its name for the metric.
-async fn execute(
+async fn execute_step(
     edge: &str,
     client: &Client,
     action: &SweepAction,
@@ -214,7 +218,7 @@ async fn execute(
                 .patch(name, &params, &Patch::Json::<()>(patch.clone()))
                 .await
                 .map(|_| ());
-            tolerate_gone(result).map_err(|e| halt::edge(edge, e))?;
+            tolerate_gone(result).map_err(|e| halt::edge_failure(edge, e))?;
             Ok("release-job")
         }
         SweepAction::ReleaseNamespace { name, patch } => {
@@ -223,7 +227,7 @@ async fn execute(
                 .patch(name, &params, &Patch::Json::<()>(patch.clone()))
                 .await
                 .map(|_| ());
-            tolerate_gone(result).map_err(|e| halt::edge(edge, e))?;
+            tolerate_gone(result).map_err(|e| halt::edge_failure(edge, e))?;
             Ok("release-namespace")
         }
         SweepAction::Delete(deletion) => {
@@ -239,7 +243,7 @@ async fn execute(
                 Err(kube::Error::Api(status)) if status.is_conflict() => Ok(()),
                 other => other,
             };
-            result.map_err(|e| halt::edge(edge, e))?;
+            result.map_err(|e| halt::edge_failure(edge, e))?;
             Ok(match deletion.kind {
                 Kind::ServiceAccount => "delete-service-account",
                 Kind::Role => "delete-role",

@@ -50,7 +50,7 @@ impl WorkspaceMemory {
     }
 
     /// Remembers the resourceVersion the installer's last write of a Workspace left.
-    pub fn wrote(&self, key: &str, version: Option<&str>) {
+    pub fn remember_written_version(&self, key: &str, version: Option<&str>) {
         let mut written = self.written.locked();
         match version {
             Some(version) => written.insert(key.to_owned(), version.to_owned(), Instant::now()),

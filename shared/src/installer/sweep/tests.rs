@@ -26,8 +26,8 @@ fn object(uid: &str, owner: &str, attempt: &str) -> ObjectState {
     }
 }
 
-fn listed(found: Found, name: &str, object: ObjectState) -> Listed {
-    Listed {
+fn listed(found: Found, name: &str, object: ObjectState) -> ListedObject {
+    ListedObject {
         found,
         namespace: if found == Found::Namespace {
             String::new()

@@ -35,7 +35,7 @@ use providers_shared::installer::{
 use super::{
     metadata_watch::{Collection, Lists, metadata_watch},
     stream_pool::Leased,
-    wake::{Followed, Wake, wake_release},
+    wake::{ReleaseFollowers, WakeWorkspace, wake_release},
 };
 use crate::{
     controller::{edge_grants, task::Task},
@@ -72,8 +72,8 @@ impl FollowWatch {
         lists: Lists,
         namespace: &str,
         resource: &ApiResource,
-        followed: Followed,
-        wake: Wake,
+        followed: ReleaseFollowers,
+        wake: WakeWorkspace,
     ) -> Self {
         let client = stream.client.clone();
         let url = DynamicObject::url_path(resource, Some(namespace));
@@ -109,8 +109,8 @@ impl FollowWatch {
         namespace: &str,
         kind: &str,
         selected: Selected,
-        followed: Followed,
-        wake: Wake,
+        followed: ReleaseFollowers,
+        wake: WakeWorkspace,
     ) -> (Self, Follower) {
         let watch = Self {
             traces: Arc::default(),
@@ -167,8 +167,8 @@ struct Target {
     traces: Arc<Mutex<HashMap<String, ObjectTrace>>>,
     listed: Arc<Synced>,
     refused: Arc<AtomicBool>,
-    followed: Followed,
-    wake: Wake,
+    followed: ReleaseFollowers,
+    wake: WakeWorkspace,
 }
 
 impl Target {
@@ -374,12 +374,12 @@ mod tests {
 
     fn fed() -> (FollowWatch, Follower, Arc<AtomicUsize>) {
         let woken = Arc::new(AtomicUsize::new(0));
-        let followed: Followed = Arc::default();
+        let followed: ReleaseFollowers = Arc::default();
         followed
             .locked()
             .insert(("team-a".into(), "hello".into()), "team-a/hello".into());
         let counter = woken.clone();
-        let wake: Wake = Arc::new(move |_: &str| {
+        let wake: WakeWorkspace = Arc::new(move |_: &str| {
             counter.fetch_add(1, Ordering::SeqCst);
         });
         let (watch, follower) = FollowWatch::fed("team-a", "Secret", Selected::All, followed, wake);

@@ -70,7 +70,7 @@ pub(super) struct Collection {
     pub(super) labels: Option<&'static str>,
 }
 
-enum State {
+enum WatchState {
     /// Lists (again) before watching.
     Empty,
     /// Listed or watched up to `version`; `body` is the open watch, if any, answered at
@@ -98,7 +98,7 @@ where
     K: Resource + Clone + DeserializeOwned + Send + Sync + 'static,
 {
     let context = Arc::new((client, collection, lists));
-    stream::unfold(State::Empty, move |state| {
+    stream::unfold(WatchState::Empty, move |state| {
         let context = context.clone();
         async move {
             let (client, collection, lists) = &*context;
@@ -113,15 +113,15 @@ async fn step<K>(
     client: &Client,
     collection: &Collection,
     lists: &Lists,
-    state: State,
-) -> (Vec<Item<K>>, State)
+    state: WatchState,
+) -> (Vec<Item<K>>, WatchState)
 where
     K: Resource + Clone + DeserializeOwned,
 {
     match state {
         // The list and the start of a watch are boxed: a request's future is kilobytes,
         // and inline it would size every idle watch's task (see the module's comment).
-        State::Empty => match Box::pin(list::<K>(client, collection, lists)).await {
+        WatchState::Empty => match Box::pin(list::<K>(client, collection, lists)).await {
             Ok((objects, version)) => {
                 let mut events = Vec::with_capacity(objects.len() + 2);
                 events.push(Ok(Event::Init));
@@ -129,9 +129,12 @@ where
                 events.push(Ok(Event::InitDone));
                 (events, watching(version, None))
             }
-            Err(error) => (vec![Err(Error::InitialListFailed(error))], State::Empty),
+            Err(error) => (
+                vec![Err(Error::InitialListFailed(error))],
+                WatchState::Empty,
+            ),
         },
-        State::Watching {
+        WatchState::Watching {
             version,
             body: None,
             ..
@@ -140,14 +143,14 @@ where
             // The version is too old to watch from: list again.
             Err(kube::Error::Api(status)) if status.code == 410 => (
                 vec![Err(Error::WatchStartFailed(kube::Error::Api(status)))],
-                State::Empty,
+                WatchState::Empty,
             ),
             Err(error) => (
                 vec![Err(Error::WatchStartFailed(error))],
                 watching(version, None),
             ),
         },
-        State::Watching {
+        WatchState::Watching {
             version,
             body: Some(body),
             opened,
@@ -156,8 +159,8 @@ where
     }
 }
 
-fn watching(version: String, body: Option<Body>) -> State {
-    State::Watching {
+fn watching(version: String, body: Option<Body>) -> WatchState {
+    WatchState::Watching {
         version,
         body,
         opened: Instant::now(),
@@ -277,7 +280,7 @@ async fn read_events<K>(
     mut version: String,
     opened: Instant,
     mut line: Vec<u8>,
-) -> (Vec<Item<K>>, State)
+) -> (Vec<Item<K>>, WatchState)
 where
     K: Resource + Clone + DeserializeOwned,
 {
@@ -329,7 +332,7 @@ where
             }
         }
         if relist {
-            return (events, State::Empty);
+            return (events, WatchState::Empty);
         }
         line.drain(..start);
         if line.len() > MAX_EVENT_BYTES {
@@ -338,7 +341,7 @@ where
                 "EventTooLarge",
             );
             events.push(Err(Error::WatchError(status.boxed())));
-            return (events, State::Empty);
+            return (events, WatchState::Empty);
         }
         if line.is_empty() {
             // Idle watches hold no buffer.
@@ -347,7 +350,7 @@ where
         if !events.is_empty() {
             return (
                 events,
-                State::Watching {
+                WatchState::Watching {
                     version,
                     body: Some(body),
                     opened,
@@ -443,7 +446,7 @@ mod tests {
         let (events, state) =
             read_events::<Secret>(body, "1".to_owned(), Instant::now(), Vec::new()).await;
         assert!(matches!(events.as_slice(), [Ok(Event::Apply(_))]));
-        let State::Watching {
+        let WatchState::Watching {
             version,
             body: Some(body),
             opened,
@@ -458,14 +461,16 @@ mod tests {
         // The body ends at once: a failure, so that the backoff paces the next watch.
         let (events, state) = read_events::<Secret>(body, version, opened, line).await;
         assert!(matches!(events.as_slice(), [Err(Error::WatchFailed(_))]));
-        assert!(matches!(state, State::Watching { body: None, .. }));
+        assert!(matches!(state, WatchState::Watching { body: None, .. }));
 
         // A watch that ran its course ends quietly and resumes from its version.
         let old = Instant::now() - SHORTEST_WATCH;
         let (events, state) =
             read_events::<Secret>(Body::empty(), "9".to_owned(), old, Vec::new()).await;
         assert!(events.is_empty());
-        assert!(matches!(state, State::Watching { version, body: None, .. } if version == "9"));
+        assert!(
+            matches!(state, WatchState::Watching { version, body: None, .. } if version == "9")
+        );
     }
 
     #[test]

@@ -46,9 +46,9 @@ pub mod watches;
 pub use stream_pool::{DEFAULT_STREAMS_PER_CONNECTION, StreamPool};
 
 use namespaced::{NamespaceWatches, is_helm_record};
-use sync::AllListed;
 pub use sync::SYNC_TIMEOUT;
-use wake::Followed;
+use sync::WatchesListed;
+use wake::ReleaseFollowers;
 
 use super::{own_writes::OwnWrites, unreachable::Reachability};
 use crate::locks::Locked;
@@ -74,36 +74,36 @@ struct Key {
 
 /// What a write of the installer's own said about an object.
 #[derive(Clone, Debug)]
-enum Own {
-    Present(Box<Seen>),
+enum EdgeWrite {
+    Present(Box<WrittenObject>),
     Gone { uid: String },
 }
 
 #[derive(Clone, Debug)]
-enum Seen {
+enum WrittenObject {
     Object(ObjectState),
     Job(JobState),
 }
 
-impl Own {
+impl EdgeWrite {
     /// Whether the cache, holding the object with `cached_uid`, shows this write: the
     /// object written is there, or the one deleted is not.
     fn shown(&self, cached_uid: Option<&str>) -> bool {
         match self {
-            Own::Present(seen) => {
+            EdgeWrite::Present(seen) => {
                 let uid = match seen.as_ref() {
-                    Seen::Object(o) => o.uid.as_str(),
-                    Seen::Job(j) => j.object.uid.as_str(),
+                    WrittenObject::Object(o) => o.uid.as_str(),
+                    WrittenObject::Job(j) => j.object.uid.as_str(),
                 };
                 cached_uid == Some(uid)
             }
-            Own::Gone { uid } => cached_uid != Some(uid.as_str()),
+            EdgeWrite::Gone { uid } => cached_uid != Some(uid.as_str()),
         }
     }
 }
 
 /// The installer's own writes to an edge, by object, until the watches show them.
-type EdgeWrites = OwnWrites<Key, Own>;
+type EdgeWrites = OwnWrites<Key, EdgeWrite>;
 
 /// The caches of one edge. Cloning shares them.
 #[derive(Clone)]
@@ -118,13 +118,13 @@ pub struct EdgeCache {
     own: Arc<Mutex<EdgeWrites>>,
     /// The installed releases watched for drift: `(namespace, release)` → the Workspace
     /// (`<org>/<name>`) a change of their records wakes.
-    followed: Followed,
+    followed: ReleaseFollowers,
     /// Why the edge's API is thought unreachable: a watch failed or a write got no
     /// answer, and nothing has answered since. The caches then hold what was last seen,
     /// which no decision should act on.
     unreachable: Reachability,
     /// How many of the watches have listed once.
-    listed: Arc<AllListed>,
+    listed: Arc<WatchesListed>,
     /// The API resource of each `(apiVersion, kind)` a release made, found once by
     /// discovery; `None` for a kind not served or not namespaced (not followed).
     kinds: Arc<Mutex<HashMap<KindKey, FoundKind>>>,
@@ -214,12 +214,12 @@ impl EdgeCache {
             name,
             cached.as_ref().map(|o| o.uid.as_str()),
         ) {
-            Mine::Present(seen) => match *seen {
-                Seen::Object(object) => Some(object),
-                Seen::Job(job) => Some(job.object),
+            OwnWriteSays::Present(seen) => match *seen {
+                WrittenObject::Object(object) => Some(object),
+                WrittenObject::Job(job) => Some(job.object),
             },
-            Mine::Gone => None,
-            Mine::Cache => cached,
+            OwnWriteSays::Gone => None,
+            OwnWriteSays::Cache => cached,
         }
     }
 
@@ -254,12 +254,12 @@ impl EdgeCache {
             name,
             cached.as_ref().map(|j| j.object.uid.as_str()),
         ) {
-            Mine::Present(seen) => match *seen {
-                Seen::Job(job) => Some(job),
-                Seen::Object(_) => cached,
+            OwnWriteSays::Present(seen) => match *seen {
+                WrittenObject::Job(job) => Some(job),
+                WrittenObject::Object(_) => cached,
             },
-            Mine::Cache => cached,
-            Mine::Gone => None,
+            OwnWriteSays::Cache => cached,
+            OwnWriteSays::Gone => None,
         }
     }
 
@@ -369,7 +369,7 @@ impl EdgeCache {
         kinds.sort();
         kinds.dedup();
         for kind in &kinds {
-            if self.namespaced.followed(namespace, kind).is_some() {
+            if self.namespaced.follow_watch(namespace, kind).is_some() {
                 continue;
             }
             let Some(resource) = self.resource_of(client, kind).await else {
@@ -386,7 +386,7 @@ impl EdgeCache {
                 });
         }
         follow::seen_all(objects, |object| {
-            self.namespaced.followed(
+            self.namespaced.follow_watch(
                 namespace,
                 &(object.api_version.clone(), object.kind.clone()),
             )
@@ -439,18 +439,18 @@ impl EdgeCache {
     }
 
     /// The installer created or changed `object` (the API server's answer).
-    pub fn wrote<K: Resource>(&self, kind: Cached, object: &K) {
-        let seen = Seen::Object(state_of(object));
-        self.remember(kind, object.meta(), Own::Present(Box::new(seen)));
+    pub fn wrote_object<K: Resource>(&self, kind: Cached, object: &K) {
+        let seen = WrittenObject::Object(state_of(object));
+        self.remember(kind, object.meta(), EdgeWrite::Present(Box::new(seen)));
     }
 
     /// The installer created or changed a Job (the API server's answer).
     pub fn wrote_job(&self, job: &Job) {
-        let seen = Seen::Job(job_state(job));
+        let seen = WrittenObject::Job(job_state(job));
         self.remember(
             Cached::Attempt(Kind::Job),
             &job.metadata,
-            Own::Present(Box::new(seen)),
+            EdgeWrite::Present(Box::new(seen)),
         );
     }
 
@@ -462,14 +462,14 @@ impl EdgeCache {
                 namespace: namespace.to_owned(),
                 name: name.to_owned(),
             },
-            Own::Gone {
+            EdgeWrite::Gone {
                 uid: uid.to_owned(),
             },
             Instant::now(),
         );
     }
 
-    fn remember(&self, kind: Cached, meta: &ObjectMeta, own: Own) {
+    fn remember(&self, kind: Cached, meta: &ObjectMeta, own: EdgeWrite) {
         let key = Key {
             kind,
             namespace: meta.namespace.clone().unwrap_or_default(),
@@ -486,7 +486,7 @@ impl EdgeCache {
         namespace: &str,
         name: &str,
         cached_uid: Option<&str>,
-    ) -> Mine {
+    ) -> OwnWriteSays {
         let namespace = match kind {
             Cached::Namespace => String::new(),
             Cached::Attempt(_) => namespace.to_owned(),
@@ -501,15 +501,15 @@ impl EdgeCache {
             .locked()
             .trusted(&key, |own| own.shown(cached_uid), Instant::now())
         {
-            Some(Own::Present(seen)) => Mine::Present(seen.clone()),
-            Some(Own::Gone { .. }) => Mine::Gone,
-            None => Mine::Cache,
+            Some(EdgeWrite::Present(seen)) => OwnWriteSays::Present(seen.clone()),
+            Some(EdgeWrite::Gone { .. }) => OwnWriteSays::Gone,
+            None => OwnWriteSays::Cache,
         }
     }
 }
 
-enum Mine {
-    Present(Box<Seen>),
+enum OwnWriteSays {
+    Present(Box<WrittenObject>),
     Gone,
     Cache,
 }

@@ -31,7 +31,7 @@ use super::{
     metadata_watch::{Collection, Lists, metadata_watch},
     stream_pool::{Leased, StreamPool},
     sync::SYNC_TIMEOUT,
-    wake::{Followed, Wake, wake_release},
+    wake::{ReleaseFollowers, WakeWorkspace, wake_release},
 };
 use crate::{
     controller::{edge_grants, task::Task},
@@ -58,13 +58,13 @@ pub(super) struct NamespaceWatches {
     streams: Option<StreamPool>,
     /// The permits for this edge's initial lists, shared by every watch of it.
     lists: Lists,
-    followed: Followed,
-    wake: Wake,
-    entries: Mutex<HashMap<String, Arc<Entry>>>,
+    followed: ReleaseFollowers,
+    wake: WakeWorkspace,
+    entries: Mutex<HashMap<String, Arc<NamespaceEntry>>>,
 }
 
 /// One namespace's Secrets (metadata) and whether its watch has listed once.
-pub(super) struct Entry {
+pub(super) struct NamespaceEntry {
     pub(super) secrets: Store<PartialObjectMeta<Secret>>,
     listed: Arc<Synced>,
     /// The watches of the kinds its installed releases made, by `(apiVersion, kind)`.
@@ -83,7 +83,11 @@ pub(super) fn is_helm_record(secret: &PartialObjectMeta<Secret>) -> bool {
 }
 
 impl NamespaceWatches {
-    pub(super) fn new(streams: Option<StreamPool>, followed: Followed, wake: Wake) -> Self {
+    pub(super) fn new(
+        streams: Option<StreamPool>,
+        followed: ReleaseFollowers,
+        wake: WakeWorkspace,
+    ) -> Self {
         Self {
             streams,
             lists: Lists::default(),
@@ -149,7 +153,7 @@ impl NamespaceWatches {
         });
         entries.insert(
             namespace.to_owned(),
-            Arc::new(Entry {
+            Arc::new(NamespaceEntry {
                 secrets,
                 listed,
                 follows: Mutex::new(HashMap::new()),
@@ -221,7 +225,7 @@ impl NamespaceWatches {
         &self,
         namespace: &str,
         kind: &(String, String),
-        start: impl FnOnce(Leased, Lists, Followed, Wake) -> Option<FollowWatch>,
+        start: impl FnOnce(Leased, Lists, ReleaseFollowers, WakeWorkspace) -> Option<FollowWatch>,
     ) -> Option<Arc<FollowWatch>> {
         let entry = self.entries.locked().get(namespace).cloned()?;
         let mut follows = entry.follows.locked();
@@ -246,7 +250,7 @@ impl NamespaceWatches {
     }
 
     /// The watch of `kind` in `namespace`, if one runs.
-    pub(super) fn followed(
+    pub(super) fn follow_watch(
         &self,
         namespace: &str,
         kind: &(String, String),
@@ -259,7 +263,7 @@ impl NamespaceWatches {
     /// How many watches follow release objects, in every namespace (Secrets are followed
     /// from the namespace's Secret watch and not counted).
     pub(super) fn follows(&self) -> usize {
-        let entries: Vec<Arc<Entry>> = self.entries.locked().values().cloned().collect();
+        let entries: Vec<Arc<NamespaceEntry>> = self.entries.locked().values().cloned().collect();
         entries
             .iter()
             .map(|e| {
@@ -305,7 +309,7 @@ impl NamespaceWatches {
         let (secret_follow, _) = self.secret_follow(namespace);
         self.entries.locked().insert(
             namespace.to_owned(),
-            Arc::new(Entry {
+            Arc::new(NamespaceEntry {
                 secrets,
                 listed,
                 follows: Mutex::new(HashMap::new()),
@@ -369,8 +373,8 @@ async fn drive<S>(
 /// A change of an installed release's records (an upgrade, rollback or uninstall made
 /// outside the installer) wakes its Workspace, which checks it for drift at once.
 fn wake_follower(
-    followed: Followed,
-    wake: Wake,
+    followed: ReleaseFollowers,
+    wake: WakeWorkspace,
 ) -> impl FnMut(&watcher::Event<PartialObjectMeta<Secret>>) + Send + 'static {
     move |event| {
         let record = match event {

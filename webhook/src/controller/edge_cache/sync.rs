@@ -14,13 +14,13 @@ pub const SYNC_TIMEOUT: Duration = Duration::from_secs(30);
 /// How many of an edge's watches have had their first list, of how many; `all` is set
 /// once every one has, and wakes every reconcile that waits for them.
 #[derive(Debug, Default)]
-pub(super) struct AllListed {
+pub(super) struct WatchesListed {
     count: AtomicUsize,
     of: AtomicUsize,
     all: Synced,
 }
 
-impl AllListed {
+impl WatchesListed {
     /// One more watch has its first list.
     pub(super) fn one_more(&self) {
         self.count.fetch_add(1, Ordering::AcqRel);

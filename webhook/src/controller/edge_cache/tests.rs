@@ -55,7 +55,7 @@ const SA: Cached = Cached::Attempt(Kind::ServiceAccount);
 fn an_own_create_is_seen_before_the_watch_brings_it_and_forgotten_after() {
     let (cache, mut writer) = cache();
     assert!(cache.object(SA, "ns", "r").is_none());
-    cache.wrote(SA, &service_account("r", "ns", "u1"));
+    cache.wrote_object(SA, &service_account("r", "ns", "u1"));
     assert_eq!(cache.object(SA, "ns", "r").unwrap().uid, "u1");
     writer.apply_watcher_event(&watcher::Event::Apply(meta("r", "ns", "u1")));
     assert_eq!(cache.object(SA, "ns", "r").unwrap().uid, "u1");
@@ -80,7 +80,7 @@ fn an_own_deletion_hides_the_deleted_object_not_a_newer_one() {
 fn an_object_outside_the_caches_is_learned_from_the_live_read() {
     let (cache, _writer) = cache();
     // Someone else's object, unlabelled, never in the label-selected cache.
-    cache.wrote(SA, &service_account("r", "ns", "theirs"));
+    cache.wrote_object(SA, &service_account("r", "ns", "theirs"));
     assert_eq!(cache.object(SA, "ns", "r").unwrap().uid, "theirs");
 }
 
@@ -96,7 +96,7 @@ fn a_failed_write_marks_the_edge_unreachable_until_it_answers() {
 
 #[tokio::test]
 async fn every_reconcile_waiting_for_the_first_lists_is_woken() {
-    let listed = Arc::new(AllListed::default());
+    let listed = Arc::new(WatchesListed::default());
     let waiters: Vec<_> = (0..8)
         .map(|_| {
             let listed = listed.clone();
@@ -200,7 +200,7 @@ fn own_writes_of_objects_never_read_again_are_dropped_after_their_ttl() {
         namespace: "hello".into(),
         name: name.into(),
     };
-    let gone = || Own::Gone { uid: "u".into() };
+    let gone = || EdgeWrite::Gone { uid: "u".into() };
     let start = Instant::now();
     let mut own = EdgeWrites::new(OWN_WRITES_TTL);
     own.insert(key("first"), gone(), start);

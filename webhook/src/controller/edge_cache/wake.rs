@@ -8,13 +8,18 @@ use std::{
 };
 
 /// Who to wake when an object on the edge changes: the Workspace named in its annotation.
-pub type Wake = Arc<dyn Fn(&str) + Send + Sync>;
+pub type WakeWorkspace = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// Installed releases by `(namespace, release)`, and the Workspace each belongs to.
-pub(super) type Followed = Arc<Mutex<HashMap<(String, String), String>>>;
+pub(super) type ReleaseFollowers = Arc<Mutex<HashMap<(String, String), String>>>;
 
 /// Wakes the Workspace following `release` in `namespace`, if one does.
-pub(super) fn wake_release(followed: &Followed, wake: &Wake, namespace: &str, release: &str) {
+pub(super) fn wake_release(
+    followed: &ReleaseFollowers,
+    wake: &WakeWorkspace,
+    namespace: &str,
+    release: &str,
+) {
     let owner = followed
         .locked()
         .get(&(namespace.to_owned(), release.to_owned()))

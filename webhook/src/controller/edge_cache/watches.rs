@@ -28,10 +28,10 @@ use providers_shared::installer::{Kind, names};
 use serde::de::DeserializeOwned;
 
 use super::{
-    AllListed, Cached, EdgeCache, EdgeWrites, Key, OWN_WRITES_TTL, Own, Seen,
+    Cached, EdgeCache, EdgeWrite, EdgeWrites, Key, OWN_WRITES_TTL, WatchesListed, WrittenObject,
     namespaced::NamespaceWatches,
     stream_pool::StreamPool,
-    wake::{Followed, Wake},
+    wake::{ReleaseFollowers, WakeWorkspace},
 };
 use crate::{
     controller::{task::Task, unreachable::Reachability},
@@ -48,16 +48,16 @@ impl Watches {
     /// Starts the watches of `client`'s edge: the few cluster-wide ones on `client`, those
     /// per release namespace on streams of `streams`. Changes of the installer's Jobs, and
     /// namespaces that go away, wake their Workspace.
-    pub fn start(client: &Client, streams: StreamPool, wake: Wake) -> Self {
+    pub fn start(client: &Client, streams: StreamPool, wake: WakeWorkspace) -> Self {
         let managed = watcher::Config::default().labels(&format!(
             "{}={}",
             names::LABEL_MANAGED_BY,
             names::MANAGED_BY
         ));
         let reachability = Reachability::default();
-        let listed = Arc::new(AllListed::default());
+        let listed = Arc::new(WatchesListed::default());
         let own = Arc::new(Mutex::new(EdgeWrites::new(OWN_WRITES_TTL)));
-        let followed: Followed = Arc::new(Mutex::new(HashMap::new()));
+        let followed: ReleaseFollowers = Arc::new(Mutex::new(HashMap::new()));
         let namespaced = Arc::new(NamespaceWatches::new(
             Some(streams),
             followed.clone(),
@@ -110,7 +110,7 @@ impl Watches {
 struct Starter<'a> {
     client: &'a Client,
     reachability: &'a Reachability,
-    listed: &'a Arc<AllListed>,
+    listed: &'a Arc<WatchesListed>,
     tasks: Vec<Task>,
 }
 
@@ -154,7 +154,7 @@ impl Starter<'_> {
 /// reads it, after the installer's grant there exists: `EdgeCache::ready_in`.)
 fn on_namespace(
     namespaced: Arc<NamespaceWatches>,
-    wake: Wake,
+    wake: WakeWorkspace,
 ) -> impl FnMut(&watcher::Event<PartialObjectMeta<Namespace>>) + Send + 'static {
     // The namespaces of a list in progress: those not in it went while the watch was away.
     let mut listing: HashSet<String> = HashSet::new();
@@ -176,9 +176,9 @@ fn on_namespace(
 fn watch_jobs(
     api: Api<Job>,
     config: watcher::Config,
-    (reachability, listed): (&Reachability, &Arc<AllListed>),
+    (reachability, listed): (&Reachability, &Arc<WatchesListed>),
     own: Arc<Mutex<EdgeWrites>>,
-    wake: Wake,
+    wake: WakeWorkspace,
 ) -> (Store<Job>, Task) {
     let (store, writer) = reflector::store();
     let stream = reflector(
@@ -214,15 +214,15 @@ fn is_own_write(own: &Mutex<EdgeWrites>, job: &Job) -> bool {
     let own = own.locked();
     matches!(
         own.last(&key),
-        Some(Own::Present(seen)) if matches!(
+        Some(EdgeWrite::Present(seen)) if matches!(
             seen.as_ref(),
-            Seen::Job(mine) if Some(&mine.object.resource_version) == job.metadata.resource_version.as_ref()
+            WrittenObject::Job(mine) if Some(&mine.object.resource_version) == job.metadata.resource_version.as_ref()
                 && Some(&mine.object.uid) == job.metadata.uid.as_ref()
         )
     )
 }
 
-fn wake_owner(wake: &Wake, meta: &ObjectMeta) {
+fn wake_owner(wake: &WakeWorkspace, meta: &ObjectMeta) {
     if let Some(key) = meta
         .annotations
         .as_ref()
@@ -235,7 +235,7 @@ fn wake_owner(wake: &Wake, meta: &ObjectMeta) {
 async fn drive<K, S>(
     stream: S,
     reachability: Reachability,
-    listed: Arc<AllListed>,
+    listed: Arc<WatchesListed>,
     mut on_event: impl FnMut(&watcher::Event<K>),
 ) where
     S: Stream<Item = Result<watcher::Event<K>, watcher::Error>>,

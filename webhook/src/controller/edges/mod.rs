@@ -23,13 +23,13 @@ use super::{metrics::EdgeLabels, task::Task};
 
 mod handles;
 mod probe;
+mod reconcile_trigger;
 mod registry;
-mod waker;
 
 pub use handles::{EdgeHandles, ProbeSettings};
 use probe::probe_loop;
+use reconcile_trigger::ReconcileTrigger;
 pub use registry::{EdgeView, Edges};
-use waker::Waker;
 
 /// Follows the Edges until the term ends. With `--shard-edges`, only the edges whose Lease
 /// this replica holds are worked; others start and stop as their Leases come and go.
@@ -46,7 +46,7 @@ pub async fn run(
     let mut known: HashMap<String, Edge> = HashMap::new();
     let mut listed: HashSet<String> = HashSet::new();
     let mut held_changes = ctx.shards.subscribe();
-    let wake = Waker { store, trigger };
+    let wake = ReconcileTrigger { store, trigger };
     loop {
         let event = tokio::select! {
             event = events.next() => match event {
@@ -110,7 +110,7 @@ pub async fn run(
 /// Starts the edge's worker when this replica may work it; stops one it may no longer.
 fn start_if_held(
     ctx: &Arc<EdgeHandles>,
-    wake: &Waker,
+    wake: &ReconcileTrigger,
     workers: &mut HashMap<String, (EdgeSpec, Task)>,
     edge: Edge,
 ) {
@@ -126,7 +126,7 @@ fn start_if_held(
 /// and wake the Workspaces of both (a taken edge's pending attempts resume now).
 fn follow_held(
     ctx: &Arc<EdgeHandles>,
-    wake: &Waker,
+    wake: &ReconcileTrigger,
     workers: &mut HashMap<String, (EdgeSpec, Task)>,
     known: &HashMap<String, Edge>,
 ) {
@@ -144,7 +144,7 @@ fn follow_held(
 
 fn start(
     ctx: &Arc<EdgeHandles>,
-    wake: &Waker,
+    wake: &ReconcileTrigger,
     workers: &mut HashMap<String, (EdgeSpec, Task)>,
     edge: Edge,
 ) {
@@ -168,7 +168,7 @@ fn start(
 
 fn stop(
     ctx: &Arc<EdgeHandles>,
-    wake: &Waker,
+    wake: &ReconcileTrigger,
     workers: &mut HashMap<String, (EdgeSpec, Task)>,
     name: &str,
 ) {

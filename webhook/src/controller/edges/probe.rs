@@ -19,7 +19,7 @@ use providers_shared::{
 };
 use serde_json::json;
 
-use super::{handles::EdgeHandles, waker::Waker};
+use super::{handles::EdgeHandles, reconcile_trigger::ReconcileTrigger};
 use crate::controller::{
     edge_cache::{StreamPool, watches::Watches},
     metrics::EdgeLabels,
@@ -36,7 +36,12 @@ struct Clients {
     streams: StreamPool,
 }
 
-pub(super) async fn probe_loop(ctx: Arc<EdgeHandles>, wake: Waker, name: String, spec: EdgeSpec) {
+pub(super) async fn probe_loop(
+    ctx: Arc<EdgeHandles>,
+    wake: ReconcileTrigger,
+    name: String,
+    spec: EdgeSpec,
+) {
     let interval = ctx.probe.interval;
     let most = ctx.probe.max_backoff;
     let mut backoff = Duration::from_secs(1);
@@ -179,7 +184,7 @@ async fn connect(
     text: &str,
     allow_exec: bool,
     streams_per_connection: u16,
-    wake: &Waker,
+    wake: &ReconcileTrigger,
 ) -> Result<Clients, String> {
     let kubeconfig = Kubeconfig::from_yaml(text).map_err(|e| e.to_string())?;
     if !allow_exec {

@@ -14,7 +14,7 @@ use crate::{controller::edge_cache::EdgeCache, runtime::Synced};
 
 /// What the reconciler needs of an edge.
 #[derive(Clone)]
-struct Entry {
+struct EdgeEntry {
     state: EdgeState,
     client: Option<Client>,
     cache: Option<EdgeCache>,
@@ -40,7 +40,7 @@ pub struct Edges {
 
 #[derive(Default)]
 struct Registry {
-    entries: HashMap<String, Entry>,
+    entries: HashMap<String, EdgeEntry>,
     /// The Edges that have a worker, probed or not.
     followed: HashSet<String>,
 }
@@ -129,7 +129,7 @@ impl Edges {
         let (client, cache) = client.unzip();
         registry.entries.insert(
             name.to_owned(),
-            Entry {
+            EdgeEntry {
                 state,
                 client,
                 cache,

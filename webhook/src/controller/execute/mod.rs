@@ -276,7 +276,7 @@ async fn run(
                 .await
                 .map_err(|e| edge_write(edge, action.name(), e))?;
             if let Some(cache) = &observation.cache {
-                cache.wrote(Cached::Namespace, &patched);
+                cache.wrote_object(Cached::Namespace, &patched);
             }
         }
         Action::Create(object) => {

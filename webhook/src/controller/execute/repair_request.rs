@@ -43,7 +43,7 @@ pub async fn request(
             // The resourceVersion moved between the read and the write: read again.
             Err(kube::Error::Api(status)) if super::writes::is_failed_test(&status) => continue,
             Err(kube::Error::Api(status)) => {
-                refused(recorder, &live, request, &status.message).await;
+                report_refusal(recorder, &live, request, &status.message).await;
                 return Ok(None);
             }
             Err(error) => return Err(hub_write("request-repair", error)),
@@ -53,7 +53,12 @@ pub async fn request(
 }
 
 /// The webhook (or RBAC) refused the request: said where the tenant looks, and in the log.
-async fn refused(recorder: &EventRecorder, ws: &Workspace, request: &RepairRequest, message: &str) {
+async fn report_refusal(
+    recorder: &EventRecorder,
+    ws: &Workspace,
+    request: &RepairRequest,
+    message: &str,
+) {
     let note = format!(
         "the automatic repair of attempt {} was refused: {message}; it is asked again in {} s, or repair by hand: kubectl provider repair",
         request.attempt,

@@ -48,7 +48,7 @@ pub(super) fn edge_write(edge: &str, action: &'static str, error: kube::Error) -
         {
             interrupted(action, &status)
         }
-        other => halt::edge(edge, other).into(),
+        other => halt::edge_failure(edge, other).into(),
     }
 }
 
@@ -174,7 +174,7 @@ where
 fn record<K: Resource + 'static>(cache: &EdgeCache, kind: Cached, object: &K) {
     match (object as &dyn std::any::Any).downcast_ref::<Job>() {
         Some(job) => cache.wrote_job(job),
-        None => cache.wrote(kind, object),
+        None => cache.wrote_object(kind, object),
     }
 }
 

@@ -19,7 +19,7 @@ const MIN_RENEW_BUDGET: Duration = Duration::from_millis(100);
 /// them: a holder's silence is measured on this replica's clock, never on the clock of the
 /// replica that wrote the renew time, so clock skew between replicas does not matter.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Observation {
+pub struct HolderSeen {
     pub holder: String,
     pub renew_time: Option<MicroTime>,
     pub since: Instant,
@@ -83,11 +83,11 @@ fn seconds(config: &LeaseConfig) -> i32 {
 /// replica has seen now.
 pub fn decide(
     read: Option<&Lease>,
-    seen: Option<&Observation>,
+    seen: Option<&HolderSeen>,
     config: &LeaseConfig,
     now: Instant,
     wall: &MicroTime,
-) -> (Decision, Option<Observation>) {
+) -> (Decision, Option<HolderSeen>) {
     let Some(lease) = read else {
         let created = Lease {
             metadata: ObjectMeta {
@@ -110,7 +110,7 @@ pub fn decide(
     let holder = spec.holder_identity.clone().unwrap_or_default();
     let observation = match seen {
         Some(seen) if seen.holder == holder && seen.renew_time == spec.renew_time => seen.clone(),
-        _ => Observation {
+        _ => HolderSeen {
             holder: holder.clone(),
             renew_time: spec.renew_time.clone(),
             since: now,
@@ -154,9 +154,9 @@ pub fn decide(
 }
 
 /// What this replica has seen once the API server accepted its write of the Lease.
-pub fn written(lease: &Lease, now: Instant) -> Observation {
+pub fn written(lease: &Lease, now: Instant) -> HolderSeen {
     let spec = lease.spec.clone().unwrap_or_default();
-    Observation {
+    HolderSeen {
         holder: spec.holder_identity.unwrap_or_default(),
         renew_time: spec.renew_time,
         since: now,
@@ -171,7 +171,7 @@ const SILENCE_MARGIN: Duration = Duration::from_millis(10);
 /// holder's lease duration), so that a dead holder's Lease is taken when it lapses rather
 /// than up to a retry period later.
 pub fn acquire_wait(
-    seen: Option<&Observation>,
+    seen: Option<&HolderSeen>,
     holder_duration: Duration,
     retry_period: Duration,
     now: Instant,

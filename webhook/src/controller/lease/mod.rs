@@ -23,14 +23,14 @@ use kube::{Api, Client, api::PostParams};
 use tokio::time::{Instant, sleep, timeout};
 
 pub use self::config::LeaseConfig;
-pub use self::decide::Observation;
+pub use self::decide::HolderSeen;
 use self::decide::{Attempt, Decision, Loss, Renewal};
 
 pub struct Elector {
     api: Api<Lease>,
     config: LeaseConfig,
     /// The holder and renew time last seen, and when they were first seen.
-    observed: Option<Observation>,
+    observed: Option<HolderSeen>,
     /// The lease duration the holder last read wrote.
     holder_duration: Option<Duration>,
     /// When this replica last took or renewed the Lease: a term's renew deadline counts
@@ -49,7 +49,7 @@ impl Elector {
     pub fn with_observed(
         client: Client,
         config: LeaseConfig,
-        observed: Option<Observation>,
+        observed: Option<HolderSeen>,
     ) -> Self {
         Self {
             api: Api::namespaced(client, &config.namespace),

@@ -12,7 +12,7 @@ use tokio::time::Instant;
 use super::{
     LeaseConfig,
     decide::{
-        Attempt, Decision, Loss, Observation, Renewal, acquire_budget, acquire_wait, after_renewal,
+        Attempt, Decision, HolderSeen, Loss, Renewal, acquire_budget, acquire_wait, after_renewal,
         decide, released, renew_budget, written,
     },
 };
@@ -123,7 +123,7 @@ fn a_free_lease_is_taken_at_once() {
     assert_eq!(spec.lease_transitions, Some(4));
     assert_eq!(
         seen,
-        Some(Observation {
+        Some(HolderSeen {
             holder: String::new(),
             renew_time: Some(wall(990)),
             since: now,
@@ -321,7 +321,7 @@ fn what_was_written_is_what_is_observed() {
     let ours = lease(Some(ME), 1002, Some(15));
     assert_eq!(
         written(&ours, now),
-        Observation {
+        HolderSeen {
             holder: ME.into(),
             renew_time: Some(wall(1002)),
             since: now,
@@ -444,7 +444,7 @@ fn stepping_down_leaves_a_lease_we_do_not_hold_alone() {
 #[test]
 fn a_candidate_looks_again_when_the_holder_falls_silent_or_after_a_retry_period() {
     let now = Instant::now();
-    let seen = |holder: &str, ago: u64| Observation {
+    let seen = |holder: &str, ago: u64| HolderSeen {
         holder: holder.into(),
         renew_time: Some(wall(100)),
         since: now - secs(ago),

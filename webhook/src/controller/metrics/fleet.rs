@@ -231,11 +231,11 @@ impl Tally {
 /// reflector stores it.
 pub struct Fleet {
     metrics: Arc<Metrics>,
-    state: Mutex<State>,
+    state: Mutex<Tallies>,
 }
 
 #[derive(Default)]
-struct State {
+struct Tallies {
     live: Tally,
     /// The tally of a relist in progress.
     relisting: Option<Tally>,
@@ -245,7 +245,7 @@ impl Fleet {
     pub fn new(metrics: Arc<Metrics>) -> Self {
         Self {
             metrics,
-            state: Mutex::new(State::default()),
+            state: Mutex::new(Tallies::default()),
         }
     }
 

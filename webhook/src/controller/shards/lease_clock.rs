@@ -12,9 +12,9 @@ use kube::ResourceExt;
 use providers_shared::installer::edge_owners::{MemberSeen, live_members, member_of_lease};
 use tokio::time::Instant;
 
-use crate::controller::lease::Observation;
+use crate::controller::lease::HolderSeen;
 
-struct Seen {
+struct LeaseSeen {
     holder: Option<String>,
     renew_time: Option<MicroTime>,
     duration: Duration,
@@ -23,7 +23,7 @@ struct Seen {
 
 #[derive(Default)]
 pub struct LeaseClock {
-    seen: HashMap<String, Seen>,
+    seen: HashMap<String, LeaseSeen>,
 }
 
 impl LeaseClock {
@@ -49,7 +49,7 @@ impl LeaseClock {
             );
             next.insert(
                 name,
-                Seen {
+                LeaseSeen {
                     holder: spec.holder_identity,
                     renew_time: spec.renew_time,
                     duration,
@@ -81,8 +81,8 @@ impl LeaseClock {
 
     /// What the leader election needs to take the Lease `name` as soon as it has expired
     /// here, rather than after a further lease duration of watching it.
-    pub fn observation(&self, name: &str) -> Option<Observation> {
-        self.seen.get(name).map(|seen| Observation {
+    pub fn observation(&self, name: &str) -> Option<HolderSeen> {
+        self.seen.get(name).map(|seen| HolderSeen {
             holder: seen.holder.clone().unwrap_or_default(),
             renew_time: seen.renew_time.clone(),
             since: seen.since,

@@ -6,12 +6,12 @@ use providers_shared::api::Workspace;
 
 /// Triggers reconciles of Workspaces.
 #[derive(Clone)]
-pub(super) struct Waker {
+pub(super) struct ReconcileTrigger {
     pub(super) store: Store<Workspace>,
     pub(super) trigger: UnboundedSender<ObjectRef<Workspace>>,
 }
 
-impl Waker {
+impl ReconcileTrigger {
     pub(super) fn edge(&self, edge: &str) {
         for workspace in self.store.state() {
             let targets = workspace.spec.edge == edge
