@@ -197,7 +197,7 @@ impl Series {
 
     /// The series `key` continues at `now`, if its last Event is within the window.
     fn repeat(&mut self, key: u64, now: Instant) -> Option<Repeat> {
-        self.sweep(now);
+        self.forget_expired(now);
         self.memos
             .get(&key)
             .filter(|memo| now.duration_since(memo.at) < SERIES_WINDOW)
@@ -222,7 +222,7 @@ impl Series {
         );
     }
 
-    fn sweep(&mut self, now: Instant) {
+    fn forget_expired(&mut self, now: Instant) {
         if self
             .swept_at
             .is_some_and(|at| now.duration_since(at) < SWEEP_EVERY)

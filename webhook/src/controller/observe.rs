@@ -87,7 +87,7 @@ pub struct ObserveHandles<'a> {
 }
 
 pub async fn observe(ctx: &ObserveHandles<'_>, workspace: Workspace) -> Result<Observation> {
-    let seal = ctx.keys.check(&workspace);
+    let seal = ctx.keys.check_seal(&workspace);
     let attempt_reads = installer::attempt_reads(&workspace);
     let edge_name = edge_of(&workspace);
     let EdgeView {
@@ -271,7 +271,7 @@ async fn read_remote(
         release: attempt_reads
             .release
             .as_ref()
-            .and_then(|release| cache.release(ns, release, None)),
+            .and_then(|release| cache.release_revision(ns, release, None)),
         release_content: None,
         objects: None,
     })
@@ -298,9 +298,10 @@ async fn read_installed(
             workspace.metadata.name.as_deref().unwrap_or_default(),
         ),
     );
-    let newest = reads
-        .cache
-        .release(ns, release, status.release.as_ref().map(|r| r.revision));
+    let newest =
+        reads
+            .cache
+            .release_revision(ns, release, status.release.as_ref().map(|r| r.revision));
     let release_content = match &newest {
         Some(revision) if drift::needs_content(&status, revision) => {
             helm_release::content(reads.edge, reads.client, ns, &revision.secret).await?

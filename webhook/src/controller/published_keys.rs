@@ -34,7 +34,7 @@ impl Keys {
 
     /// The check of a Workspace's plan with the published keys: the same rules as the
     /// webhook's and `kubectl provider plan --verify`'s.
-    pub fn check(&self, workspace: &Workspace) -> SealCheck {
+    pub fn check_seal(&self, workspace: &Workspace) -> SealCheck {
         let current = self.current.read_locked();
         SealCheck::of(workspace, current.as_ref().map_err(String::as_str))
     }

@@ -60,7 +60,7 @@ pub async fn run(ctx: SweepHandles<'_>) {
     let mut swept: HashMap<String, Timestamp> = HashMap::new();
     loop {
         tokio::time::sleep(TICK.min(interval)).await;
-        for (edge, client) in ctx.edges.ready() {
+        for (edge, client) in ctx.edges.ready_edges() {
             let due = swept.get(&edge).is_none_or(|at| {
                 Timestamp::now().duration_since(*at).as_secs() >= interval.as_secs() as i64
             });

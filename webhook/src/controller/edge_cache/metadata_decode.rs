@@ -66,7 +66,7 @@ where
     let mut items = Vec::with_capacity(raw_items.len());
     let mut unreadable = 0;
     for item in raw_items {
-        match object::<K>(item.get()) {
+        match decode_object::<K>(item.get()) {
             Some(object) => items.push(object),
             None => unreadable += 1,
         }
@@ -104,7 +104,7 @@ where
         Ok(raw) => raw,
         Err(error) => return Line::Malformed(error),
     };
-    let object = || object::<K>(raw.object.get());
+    let object = || decode_object::<K>(raw.object.get());
     let event = match raw.type_.as_str() {
         "ADDED" => object().map(WatchEvent::Added),
         "MODIFIED" => object().map(WatchEvent::Modified),
@@ -128,7 +128,7 @@ where
 /// not kept are never copied (a `kubectl apply` of a 250 KB Secret brings a 250 KB one),
 /// so a list of thousands of such objects does not leave the allocator holding a heap of
 /// freed copies between the small objects the cache keeps.
-pub(super) fn object<K>(raw: &str) -> Option<PartialObjectMeta<K>>
+pub(super) fn decode_object<K>(raw: &str) -> Option<PartialObjectMeta<K>>
 where
     K: Resource,
 {
@@ -269,15 +269,15 @@ mod tests {
         let keys: Vec<String> = (0..30_000).map(|i| format!("\"f:k{i}\":{{}}")).collect();
         let huge = format!("{{\"f:data\":{{{}}}}}", keys.join(","));
         assert!(huge.len() > MAX_FIELDS_V1_BYTES);
-        let decoded = object::<ConfigMap>(&item("a", &huge)).expect("decoded");
+        let decoded = decode_object::<ConfigMap>(&item("a", &huge)).expect("decoded");
         let entries = decoded.metadata.managed_fields.expect("managed fields");
         assert_eq!(entries.len(), 1);
         assert_eq!(entries[0].manager.as_deref(), Some("kubectl-edit"));
         assert_eq!(entries[0].operation.as_deref(), Some("Update"));
         assert!(entries[0].fields_v1.is_none());
         // A small one keeps its fields.
-        let small =
-            object::<ConfigMap>(&item("b", r#"{"f:data":{"f:greeting":{}}}"#)).expect("decoded");
+        let small = decode_object::<ConfigMap>(&item("b", r#"{"f:data":{"f:greeting":{}}}"#))
+            .expect("decoded");
         assert!(
             small.metadata.managed_fields.expect("managed fields")[0]
                 .fields_v1
@@ -295,7 +295,7 @@ mod tests {
 
     #[test]
     fn only_the_annotations_a_decision_reads_are_kept() {
-        let decoded = object::<ConfigMap>(&item("a", "{}")).expect("decoded");
+        let decoded = decode_object::<ConfigMap>(&item("a", "{}")).expect("decoded");
         let keys: Vec<_> = decoded
             .metadata
             .annotations
@@ -307,7 +307,7 @@ mod tests {
             ["meta.helm.sh/release-name", "providers.platform.dev/drift"]
         );
         let long = item("b", "{}").replace("\"ignore\"", &format!("\"{}\"", "x".repeat(2_000)));
-        let decoded = object::<ConfigMap>(&long).expect("decoded");
+        let decoded = decode_object::<ConfigMap>(&long).expect("decoded");
         assert!(
             !decoded
                 .metadata

@@ -266,7 +266,7 @@ impl EdgeCache {
     /// The newest revision of `release` in `namespace`, from Helm's records. With the
     /// revision an installed attempt left, two lookups by name answer when nothing changed
     /// (that revision is there and the next is not); otherwise every record is looked at.
-    pub fn release(
+    pub fn release_revision(
         &self,
         namespace: &str,
         release: &str,

@@ -159,11 +159,14 @@ fn secrets_and_helm_records_are_read_from_their_namespace_s_own_watch() {
         cache.object(kind, "ns", "values").unwrap().uid,
         "uid-values"
     );
-    assert_eq!(cache.release("ns", "r", None).unwrap().revision, 1);
-    assert_eq!(cache.release("ns", "r", Some(1)).unwrap().revision, 1);
+    assert_eq!(cache.release_revision("ns", "r", None).unwrap().revision, 1);
+    assert_eq!(
+        cache.release_revision("ns", "r", Some(1)).unwrap().revision,
+        1
+    );
     // Another namespace is another watch: nothing of "ns" is seen there.
     assert!(cache.object(kind, "other", "values").is_none());
-    assert!(cache.release("other", "r", None).is_none());
+    assert!(cache.release_revision("other", "r", None).is_none());
 }
 
 #[test]
@@ -176,8 +179,8 @@ fn a_secret_named_like_a_record_without_helm_s_label_is_not_a_revision() {
         "ns",
         &forged,
     )));
-    assert!(cache.release("ns", "r", None).is_none());
-    assert!(cache.release("ns", "r", Some(7)).is_none());
+    assert!(cache.release_revision("ns", "r", None).is_none());
+    assert!(cache.release_revision("ns", "r", Some(7)).is_none());
 }
 
 #[tokio::test]

@@ -85,7 +85,7 @@ pub async fn run(
                     .cloned()
                     .collect();
                 for name in gone {
-                    stop(&ctx, &wake, &mut workers, &name);
+                    stop_worker(&ctx, &wake, &mut workers, &name);
                 }
                 ctx.edges.set_synced();
                 // Workspaces of edges that do not exist learn it now.
@@ -101,7 +101,7 @@ pub async fn run(
             watcher::Event::Delete(edge) => {
                 ctx.shards.edge_exists(&edge.name_any(), false);
                 known.remove(&edge.name_any());
-                stop(&ctx, &wake, &mut workers, &edge.name_any());
+                stop_worker(&ctx, &wake, &mut workers, &edge.name_any());
             }
         }
     }
@@ -116,9 +116,9 @@ fn start_if_held(
 ) {
     let name = edge.name_any();
     if ctx.shards.holds(&name) {
-        start(ctx, wake, workers, edge);
+        start_worker(ctx, wake, workers, edge);
     } else if workers.contains_key(&name) {
-        stop(ctx, wake, workers, &name);
+        stop_worker(ctx, wake, workers, &name);
     }
 }
 
@@ -134,15 +134,15 @@ fn follow_held(
         let held = ctx.shards.holds(name);
         let running = workers.contains_key(name);
         if held && !running {
-            start(ctx, wake, workers, edge.clone());
+            start_worker(ctx, wake, workers, edge.clone());
             wake.edge(name);
         } else if !held && running {
-            stop(ctx, wake, workers, name);
+            stop_worker(ctx, wake, workers, name);
         }
     }
 }
 
-fn start(
+fn start_worker(
     ctx: &Arc<EdgeHandles>,
     wake: &ReconcileTrigger,
     workers: &mut HashMap<String, (EdgeSpec, Task)>,
@@ -166,7 +166,7 @@ fn start(
     workers.insert(name, (edge.spec, task));
 }
 
-fn stop(
+fn stop_worker(
     ctx: &Arc<EdgeHandles>,
     wake: &ReconcileTrigger,
     workers: &mut HashMap<String, (EdgeSpec, Task)>,

@@ -100,7 +100,7 @@ pub(super) async fn probe_loop(
                 .get_or_create(&EdgeLabels { edge: name.clone() })
                 .set(connected.streams.connections() as i64);
         }
-        let (changed, since) = ctx.edges.record(&name, state.clone(), client);
+        let (changed, since) = ctx.edges.record_probe(&name, state.clone(), client);
         let ready = matches!(state, EdgeState::Ready(_));
         ctx.metrics
             .edge_ready

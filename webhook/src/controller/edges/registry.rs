@@ -66,7 +66,7 @@ impl Edges {
     }
 
     /// The Ready edges and their clients.
-    pub fn ready(&self) -> Vec<(String, Client)> {
+    pub fn ready_edges(&self) -> Vec<(String, Client)> {
         let registry = self.inner.read_locked();
         registry
             .entries
@@ -113,7 +113,7 @@ impl Edges {
     }
 
     /// Records a probe; returns the time of the last change of state.
-    pub(crate) fn record(
+    pub(crate) fn record_probe(
         &self,
         name: &str,
         state: EdgeState,
@@ -147,6 +147,6 @@ impl Edges {
 
     #[cfg(test)]
     pub(crate) fn record_unreachable_for_test(&self, name: &str) {
-        self.record(name, EdgeState::Unreachable("a test".into()), None);
+        self.record_probe(name, EdgeState::Unreachable("a test".into()), None);
     }
 }

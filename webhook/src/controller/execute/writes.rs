@@ -157,13 +157,13 @@ where
     };
     match created {
         Ok(created) => {
-            record(cache, kind, &created);
+            remember_write(cache, kind, &created);
             Ok(())
         }
         Err(kube::Error::Api(status)) if status.is_already_exists() => {
             let name = object.meta().name.clone().unwrap_or_default();
             if let Some(found) = api.get_opt(&name).await? {
-                record(cache, kind, &found);
+                remember_write(cache, kind, &found);
             }
             Err(kube::Error::Api(status))
         }
@@ -171,7 +171,7 @@ where
     }
 }
 
-fn record<K: Resource + 'static>(cache: &EdgeCache, kind: Cached, object: &K) {
+fn remember_write<K: Resource + 'static>(cache: &EdgeCache, kind: Cached, object: &K) {
     match (object as &dyn std::any::Any).downcast_ref::<Job>() {
         Some(job) => cache.wrote_job(job),
         None => cache.wrote_object(kind, object),

@@ -104,7 +104,7 @@ fn bump<K: std::hash::Hash + Eq>(map: &mut HashMap<K, i64>, key: K, by: i64) {
 
 impl Tally {
     /// Adds (`by` = 1) or takes out (`by` = -1) one Workspace.
-    fn count(&mut self, s: &Summary, by: i64) {
+    fn adjust(&mut self, s: &Summary, by: i64) {
         bump(&mut self.workspaces, (s.edge.clone(), s.phase), by);
         if s.drifted {
             bump(&mut self.drifted, s.edge.clone(), by);
@@ -126,7 +126,7 @@ impl Tally {
     }
 
     /// Sets the gauges a Workspace's summary touches.
-    fn publish(&self, metrics: &Metrics, s: &Summary) {
+    fn set_gauges(&self, metrics: &Metrics, s: &Summary) {
         let edge = EdgeLabels {
             edge: s.edge.clone(),
         };
@@ -256,7 +256,7 @@ impl Fleet {
             watcher::Event::Init => state.relisting = Some(Tally::default()),
             watcher::Event::InitApply(workspace) => {
                 if let Some(tally) = state.relisting.as_mut() {
-                    tally.count(&summary(workspace), 1);
+                    tally.adjust(&summary(workspace), 1);
                 }
             }
             watcher::Event::InitDone => {
@@ -272,17 +272,17 @@ impl Fleet {
                     if old == new {
                         return;
                     }
-                    state.live.count(&old, -1);
-                    state.live.publish(&self.metrics, &old);
+                    state.live.adjust(&old, -1);
+                    state.live.set_gauges(&self.metrics, &old);
                 }
-                state.live.count(&new, 1);
-                state.live.publish(&self.metrics, &new);
+                state.live.adjust(&new, 1);
+                state.live.set_gauges(&self.metrics, &new);
             }
             watcher::Event::Delete(workspace) => {
                 let old = store.get(&kube::runtime::reflector::ObjectRef::from_obj(workspace));
                 if let Some(old) = old.as_deref().map(summary) {
-                    state.live.count(&old, -1);
-                    state.live.publish(&self.metrics, &old);
+                    state.live.adjust(&old, -1);
+                    state.live.set_gauges(&self.metrics, &old);
                 }
             }
         }

@@ -57,7 +57,7 @@ pub struct ShardConfig {
 }
 
 impl ShardConfig {
-    fn lease(&self, name: String) -> LeaseConfig {
+    fn lease_config(&self, name: String) -> LeaseConfig {
         LeaseConfig {
             name,
             ..self.leader.clone()
@@ -226,7 +226,7 @@ pub async fn run(hub: Client, shards: Arc<Shards>, metrics: Arc<Metrics>) {
     let base = config.leader.name.clone();
     let _membership = Task::spawn(keep_membership(
         hub.clone(),
-        config.lease(member_lease(&base, &config.leader.identity)),
+        config.lease_config(member_lease(&base, &config.leader.identity)),
         shards.clone(),
     ));
     let leases: Api<Lease> = Api::namespaced(hub.clone(), &config.leader.namespace);
@@ -342,7 +342,7 @@ pub async fn run(hub: Client, shards: Arc<Shards>, metrics: Arc<Metrics>) {
                         Task::spawn(fence(
                             Elector::with_observed(
                                 hub.clone(),
-                                config.lease(lease.clone()),
+                                config.lease_config(lease.clone()),
                                 clock.observation(&lease),
                             ),
                             shards.clone(),
@@ -428,7 +428,7 @@ async fn give_back(
     shards.dropped(edge);
     Elector::new(
         hub.clone(),
-        config.lease(edge_lease(&config.leader.name, edge)),
+        config.lease_config(edge_lease(&config.leader.name, edge)),
     )
     .release()
     .await;
@@ -470,7 +470,7 @@ pub async fn leave(hub: &Client, shards: &Shards) {
         shards.dropped(&edge);
         Elector::new(
             hub.clone(),
-            config.lease(edge_lease(&config.leader.name, &edge)),
+            config.lease_config(edge_lease(&config.leader.name, &edge)),
         )
         .release()
         .await;
@@ -481,7 +481,7 @@ pub async fn leave(hub: &Client, shards: &Shards) {
         .await;
     Elector::new(
         hub.clone(),
-        config.lease(member_lease(&config.leader.name, &config.leader.identity)),
+        config.lease_config(member_lease(&config.leader.name, &config.leader.identity)),
     )
     .release()
     .await;
