@@ -24,16 +24,16 @@ impl WatchesListed {
     /// One more watch has its first list.
     pub(super) fn one_more(&self) {
         self.count.fetch_add(1, Ordering::AcqRel);
-        self.check();
+        self.mark_if_all_listed();
     }
 
     /// How many watches there are, once all are started.
     pub(super) fn of(&self, watches: usize) {
         self.of.store(watches, Ordering::Release);
-        self.check();
+        self.mark_if_all_listed();
     }
 
-    fn check(&self) {
+    fn mark_if_all_listed(&self) {
         let of = self.of.load(Ordering::Acquire);
         if of > 0 && self.count.load(Ordering::Acquire) >= of {
             self.all.set();
