@@ -126,11 +126,30 @@ impl DecisionDraft<'_> {
             });
         }
         self.flush();
+        // Rule `released_says_whose_namespace_it_was`: only a namespace of this Workspace's
+        // is kept for a later namesake; another's (this attempt was refused it) is not
+        // this Workspace's to speak for.
+        let namespace = match &remote.namespace {
+            Some(ns) if ns.owned_by(self.uid()) => format!(
+                "namespace {} on edge {} is left in place for a later Workspace named {}",
+                recorded.namespace,
+                recorded.edge,
+                self.key()
+            ),
+            Some(_) => format!(
+                "namespace {} on edge {} was never this Workspace's and is left as it is",
+                recorded.namespace, recorded.edge
+            ),
+            None => format!(
+                "there is no namespace {} on edge {}",
+                recorded.namespace, recorded.edge
+            ),
+        };
         self.event(Note::normal(
             "Released",
             format!(
-                "attempt {}'s runner identity is revoked; namespace {} on edge {} is left in place for a later Workspace named {}",
-                recorded.attempt, recorded.namespace, recorded.edge, self.key()
+                "attempt {}'s runner identity is revoked; {namespace}",
+                recorded.attempt
             ),
         ));
         self.actions.push(Action::RemoveFinalizer);

@@ -1,12 +1,14 @@
 //! The installer's Events (events.k8s.io/v1) about Workspaces and Edges.
 //!
-//! A repeat of one Event (same object, type, reason and action) within six minutes becomes
-//! a series on the first one, which keeps its first note, as with kube's `Recorder` (rule
-//! `each_attempt_has_its_own_events` gives each attempt its own action). Unlike it, what is kept
-//! per Event is its name, count and time (about a hundred bytes), not the whole Event and
-//! its key, and expired memos are swept at most once a minute instead of on every publish:
-//! at 1,000 Workspaces on one edge kube's `Recorder` held about 3 MB of Events at the
-//! installer's peak (docs/performance.md), and swept all of them on each publish.
+//! A repeat of one Event (same object, type, reason, action and note) within six minutes
+//! becomes a series on the first one. kube's `Recorder` leaves the note out of what makes
+//! a repeat, so a different note under the same reason and action (a second writer's
+//! drift, another Workspace's orphans swept) was counted on the first Event and never
+//! shown. What is kept per series is its name, count and time (about a hundred bytes), not
+//! the whole Event and its key, and expired memos are swept at most once a minute instead
+//! of on every publish: at 1,000 Workspaces on one edge kube's `Recorder` held about 3 MB
+//! of Events at the installer's peak (docs/performance.md), and swept all of them on each
+//! publish.
 
 use std::{
     collections::HashMap,
@@ -32,9 +34,12 @@ use serde_json::json;
 const SERIES_WINDOW: Duration = Duration::from_secs(6 * 60);
 /// How often expired memos are swept.
 const SWEEP_EVERY: Duration = Duration::from_secs(60);
-/// The most memos kept: past it, a new Event is published without one (its repeats then
-/// make Events of their own), so a burst of distinct Events cannot grow the installer.
+/// The most memos kept: past it, a new series takes the place of another (the other's next
+/// repeat makes an Event of its own), so a burst of distinct Events cannot grow the
+/// installer.
 const MAX_MEMOS: usize = 50_000;
+/// The longest name an object may have.
+const MAX_NAME: usize = 253;
 
 /// Publishes Events as one controller instance.
 pub struct EventRecorder {
@@ -107,10 +112,9 @@ impl EventRecorder {
         events::Event {
             metadata: ObjectMeta {
                 namespace: regarding.namespace.clone(),
-                name: Some(format!(
-                    "{}.{:x}",
+                name: Some(event_name(
                     regarding.name.as_deref().unwrap_or(&self.controller),
-                    now.as_nanosecond()
+                    now,
                 )),
                 ..ObjectMeta::default()
             },
@@ -166,12 +170,27 @@ impl Default for Series {
     }
 }
 
+/// An Event's name: the object's and the time in hex (as kube's `Recorder` names them),
+/// with the object's name cut so that the whole is a valid name: a Workspace's name may be
+/// 253 characters, and an Event refused for its name would be lost.
+fn event_name(object: &str, now: Timestamp) -> String {
+    let suffix = format!(".{:x}", now.as_nanosecond());
+    let mut room = MAX_NAME.saturating_sub(suffix.len()).min(object.len());
+    while !object.is_char_boundary(room) {
+        room -= 1;
+    }
+    // A name's parts start and end with a letter or digit.
+    let prefix = object[..room].trim_end_matches(|c: char| !c.is_ascii_alphanumeric());
+    format!("{prefix}{suffix}")
+}
+
 impl Series {
     fn key(&self, event: &Event, regarding: &ObjectReference) -> u64 {
         let mut hasher = self.hasher.build_hasher();
         matches!(event.type_, EventType::Warning).hash(&mut hasher);
         event.reason.hash(&mut hasher);
         event.action.hash(&mut hasher);
+        event.note.hash(&mut hasher);
         for part in [
             &regarding.api_version,
             &regarding.kind,
@@ -209,8 +228,11 @@ impl Series {
 
     /// Remembers that the Event `name` of series `key` reached `count` at `now`.
     fn record(&mut self, key: u64, name: String, count: i32, now: Instant) {
-        if self.memos.len() >= MAX_MEMOS && !self.memos.contains_key(&key) {
-            return;
+        if self.memos.len() >= MAX_MEMOS
+            && !self.memos.contains_key(&key)
+            && let Some(other) = self.memos.keys().next().copied()
+        {
+            self.memos.remove(&other);
         }
         self.memos.insert(
             key,
@@ -281,7 +303,7 @@ mod tests {
     }
 
     #[test]
-    fn another_object_reason_action_or_type_is_another_series() {
+    fn another_object_reason_action_type_or_note_is_another_series() {
         let series = Series::default();
         let key = series.key(&event("Waiting", "edge down"), &workspace("a"));
         assert_ne!(
@@ -298,10 +320,14 @@ mod tests {
         let mut warning = event("Waiting", "edge down");
         warning.type_ = EventType::Warning;
         assert_ne!(key, series.key(&warning, &workspace("a")));
-        // Another note is the same series, which keeps the first note.
-        assert_eq!(
+        // Another note (a second writer's drift) is an Event of its own.
+        assert_ne!(
             key,
             series.key(&event("Waiting", "edge slow"), &workspace("a"))
+        );
+        assert_eq!(
+            key,
+            series.key(&event("Waiting", "edge down"), &workspace("a"))
         );
     }
 
@@ -318,15 +344,46 @@ mod tests {
     }
 
     #[test]
-    fn memos_stop_growing_at_their_bound() {
+    fn memos_stop_growing_at_their_bound_and_a_new_series_is_still_remembered() {
         let mut series = Series::default();
         let now = Instant::now();
         for key in 0..MAX_MEMOS as u64 + 10 {
             series.record(key, format!("e.{key}"), 1, now);
         }
         assert_eq!(series.memos.len(), MAX_MEMOS);
-        // A series already remembered still counts on.
-        series.record(0, "e.0".into(), 2, now);
-        assert_eq!(series.memos[&0].count, 2);
+        let newest = MAX_MEMOS as u64 + 9;
+        assert!(
+            series.memos.contains_key(&newest),
+            "the newest series has its memo"
+        );
+        // A series already remembered counts on, and takes no other's place.
+        series.record(newest, format!("e.{newest}"), 2, now);
+        assert_eq!(series.memos[&newest].count, 2);
+        assert_eq!(series.memos.len(), MAX_MEMOS);
+    }
+
+    #[test]
+    fn an_events_name_is_valid_whatever_the_objects_name() {
+        let now = Timestamp::from_second(1_796_600_000).expect("a time");
+        let short = event_name("a1", now);
+        assert!(short.starts_with("a1.") && short.len() < 30, "{short}");
+        // A Workspace's name may be 253 characters, with dots and dashes: cut where one
+        // of them would end the name's first part.
+        let room = MAX_NAME - ".18eece2e63778000".len();
+        for name in [
+            "w".repeat(253),
+            format!("{}-x{}", "w".repeat(room - 1), "w".repeat(253 - room - 1)),
+            format!("{}.x{}", "w".repeat(room - 1), "w".repeat(253 - room - 1)),
+        ] {
+            assert_eq!(name.len(), 253);
+            let event = event_name(&name, now);
+            assert!(event.len() <= MAX_NAME, "{} characters", event.len());
+            let parts_ok = event.split('.').all(|part| {
+                !part.is_empty()
+                    && part.starts_with(|c: char| c.is_ascii_alphanumeric())
+                    && part.ends_with(|c: char| c.is_ascii_alphanumeric())
+            });
+            assert!(parts_ok, "{event}");
+        }
     }
 }

@@ -192,3 +192,34 @@ fn another_workspaces_objects_are_never_touched() {
         "cleanup touches only this Workspace's objects"
     );
 }
+
+/// Rule `released_says_whose_namespace_it_was`: the Released Event keeps a namespace "for
+/// a later Workspace" only when it is this Workspace's; of another's it says it was never
+/// this Workspace's.
+#[test]
+fn released_says_whose_namespace_it_was() {
+    let released = |remote: Remote| {
+        let mut ws = workspace(Some(plan(1)), Some(bound(1, Some("job-uid"))));
+        ws.metadata.deletion_timestamp = Some(Time(now()));
+        let mut case = Case::new(&ws);
+        case.remote = Some(remote);
+        case.decide()
+            .actions
+            .iter()
+            .find_map(|a| match a {
+                Action::Event(note) if note.reason == "Released" => Some(note.message.clone()),
+                _ => None,
+            })
+            .expect("a Released Event")
+    };
+    let own = released(prepared(1));
+    assert!(own.contains("left in place for a later Workspace"), "{own}");
+    let theirs = released(Remote {
+        namespace: Some(namespace_of(OTHER_UID)),
+        ..Default::default()
+    });
+    assert!(
+        theirs.contains("was never this Workspace's") && !theirs.contains("later Workspace"),
+        "{theirs}"
+    );
+}
