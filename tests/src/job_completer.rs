@@ -19,7 +19,10 @@ use kube::{
     runtime::{WatchStreamExt, watcher},
 };
 
-use crate::{bench, installer, jobrunner::SELECTOR};
+use crate::{
+    bench, installer,
+    jobrunner::{SELECTOR, terminal},
+};
 
 /// The running stand-in. Dropping it stops it.
 pub struct JobCompleter {
@@ -95,17 +98,6 @@ impl Drop for JobCompleter {
     }
 }
 
-/// Whether a Job has its terminal status.
-fn ended(job: &Job) -> bool {
-    job.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|c| {
-            c.iter()
-                .any(|c| (c.type_ == "Complete" || c.type_ == "Failed") && c.status == "True")
-        })
-}
-
 async fn end(
     edge: &Client,
     seen: &Mutex<BTreeMap<String, BTreeSet<String>>>,
@@ -126,7 +118,7 @@ async fn end(
             job.uid().unwrap_or_default()
         ));
     }
-    if ended(job) || job.metadata.deletion_timestamp.is_some() {
+    if terminal(job) || job.metadata.deletion_timestamp.is_some() {
         return;
     }
     let fails = fail_every > 0 && fnv(&name).is_multiple_of(fail_every);

@@ -247,7 +247,8 @@ fn consider(inner: &Arc<Inner>, job: Job, seen_by: &str) {
     start(inner.clone(), job);
 }
 
-fn terminal(job: &Job) -> bool {
+/// Whether a Job has its terminal status (Complete or Failed).
+pub(crate) fn terminal(job: &Job) -> bool {
     job.status
         .as_ref()
         .and_then(|s| s.conditions.as_ref())

@@ -140,21 +140,11 @@ pub fn user_of(owner: &Owner) -> UserInfo {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn api_error(code: u16) -> kube::Error {
-        kube::Error::Api(
-            kube::core::Status {
-                code,
-                message: "refused".into(),
-                ..Default::default()
-            }
-            .boxed(),
-        )
-    }
+    use crate::kube_errors::answered;
 
     #[test]
     fn a_question_too_large_to_ask_says_that_asking_again_cannot_help() {
-        let said = in_words(Err(api_error(413).into())).unwrap_err();
+        let said = in_words(Err(answered(413).into())).unwrap_err();
         assert!(said.contains("HTTP 413"), "{said}");
         assert!(said.contains("asking again cannot help"), "{said}");
         assert!(!said.contains("try again"), "{said}");
@@ -162,7 +152,7 @@ mod tests {
 
     #[test]
     fn any_other_failure_says_to_try_again() {
-        let said = in_words(Err(api_error(500).into())).unwrap_err();
+        let said = in_words(Err(answered(500).into())).unwrap_err();
         assert!(said.ends_with("; try again"), "{said}");
         let said = in_words(Err(AuthorizationError::TimedOut(TIMEOUT))).unwrap_err();
         assert!(said.ends_with("; try again"), "{said}");

@@ -103,6 +103,13 @@ pub struct PlanArgs {
     /// sealed for this Workspace.
     #[arg(long)]
     pub verify: bool,
+    #[command(flatten)]
+    pub published: PublishedKeysArgs,
+}
+
+/// Where the platform publishes its public sealing keys (`plan --verify`, `keys`).
+#[derive(Args, Debug)]
+pub struct PublishedKeysArgs {
     /// The namespace of the ConfigMap holding the public sealing keys: where the platform
     /// was installed.
     #[arg(
@@ -127,18 +134,8 @@ pub struct KeysArgs {
     /// Read the Workspaces of every namespace (what retiring a key needs).
     #[arg(short = 'A', long = "all-namespaces")]
     pub all_namespaces: bool,
-    /// The namespace of the ConfigMap holding the public sealing keys: where the platform
-    /// was installed.
-    #[arg(
-        long,
-        value_name = "NAMESPACE",
-        env = "PROVIDERS_NAMESPACE",
-        default_value = "providers-system"
-    )]
-    pub keys_namespace: String,
-    /// The ConfigMap holding the public sealing keys (entries `<keyID>.pem`).
-    #[arg(long, value_name = "NAME", default_value = "providers-sealing-keys")]
-    pub keys_configmap: String,
+    #[command(flatten)]
+    pub published: PublishedKeysArgs,
 }
 
 #[derive(Args, Debug)]

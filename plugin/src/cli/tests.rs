@@ -88,7 +88,7 @@ fn keys_takes_a_key_id_to_check() {
     };
     assert!(args.all_namespaces);
     assert_eq!(args.in_use.as_deref(), Some("0123456789abcdef"));
-    assert_eq!(args.keys_configmap, "providers-sealing-keys");
+    assert_eq!(args.published.keys_configmap, "providers-sealing-keys");
     let error =
         Cli::try_parse_from(["kubectl-provider", "keys", "--in-use", "sealing.pub"]).unwrap_err();
     assert!(

@@ -26,7 +26,12 @@ pub async fn run(ctx: &Ctx, args: KeysArgs) -> anyhow::Result<()> {
     let items = objects::list::<Workspace>(client, scope.namespace(), None).await?;
     let workspaces: Vec<Workspace> = items.into_iter().map(|item| item.typed).collect();
     let plans = live_plans(&workspaces);
-    let published = published(client, &args.keys_namespace, &args.keys_configmap).await;
+    let published = published(
+        client,
+        &args.published.keys_namespace,
+        &args.published.keys_configmap,
+    )
+    .await;
     match &published {
         Published::Read { problems, .. } => {
             for problem in problems {

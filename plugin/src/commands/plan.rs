@@ -31,7 +31,12 @@ pub async fn run(ctx: &Ctx, args: PlanArgs) -> anyhow::Result<()> {
     };
     let values = values_of(client, &ctx.conn.namespace, &sealed.plan).await;
     let verified = if args.verify {
-        let keyring = published_keys(client, &args.keys_namespace, &args.keys_configmap).await?;
+        let keyring = published_keys(
+            client,
+            &args.published.keys_namespace,
+            &args.published.keys_configmap,
+        )
+        .await?;
         let refused = |reason: String| {
             user_error(
                 format!("plan verification failed: {reason}"),

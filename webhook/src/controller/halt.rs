@@ -60,17 +60,7 @@ pub fn edge_failure(edge: &str, source: kube::Error) -> EdgeFailure {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn answered(code: u16) -> kube::Error {
-        kube::Error::Api(
-            kube::core::Status {
-                code,
-                message: "refused".into(),
-                ..Default::default()
-            }
-            .boxed(),
-        )
-    }
+    use crate::kube_errors::answered;
 
     #[test]
     fn an_edge_that_does_not_answer_is_unreachable() {

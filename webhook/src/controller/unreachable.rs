@@ -44,14 +44,7 @@ mod tests {
 
     #[test]
     fn an_answer_that_refuses_is_not_unreachable() {
-        let refused = kube::Error::Api(
-            kube::core::Status {
-                code: 403,
-                ..Default::default()
-            }
-            .boxed(),
-        );
-        assert!(!did_not_answer(&refused));
+        assert!(!did_not_answer(&crate::kube_errors::answered(403)));
         let reachability = Reachability::default();
         let shared = reachability.clone();
         shared.set(Some("connection refused".into()));
