@@ -82,7 +82,7 @@ pub(super) async fn serve(
         },
         _ = stop.changed() => return,
     };
-    drop(handshaking);
+    handshaking.completed();
 
     // The protocol comes from ALPN rather than from sniffing the first bytes, because sniffing
     // waits for the client without any deadline. Without ALPN, HTTP/1.1 (as Go servers do).

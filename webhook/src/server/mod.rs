@@ -59,7 +59,8 @@ pub struct ServeOptions {
     pub max_connections: usize,
     /// TLS handshakes in progress at once; a connection beyond them is closed. A caller
     /// without a certificate never gets past the handshake, so this is what unauthenticated
-    /// callers can hold.
+    /// callers can hold: three quarters of it, the rest being kept for peers that completed
+    /// a handshake lately.
     pub max_handshakes: usize,
     /// TLS handshakes in progress at once from one peer address, so that one stranger
     /// cannot take every handshake slot from the API server.
@@ -163,9 +164,12 @@ pub async fn serve_on(
         http2: http2_builder(),
         handshake_timeout: options.handshake_timeout,
         idle_timeout: options.idle_timeout,
+        // A quarter of the slots are kept for peers that completed a handshake lately (the
+        // API server), so strangers holding the rest cannot shut it out (`handshakes`).
         handshakes: handshakes::HandshakeSlots::new(
             options.max_handshakes,
             options.max_handshakes_per_peer,
+            options.max_handshakes / 4,
         ),
     });
     let open = Arc::new(Semaphore::new(options.max_connections.max(1)));

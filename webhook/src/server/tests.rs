@@ -340,6 +340,38 @@ async fn one_peer_cannot_take_the_handshake_slots_of_another() {
     drop(stalled);
 }
 
+/// Strangers idling in handshakes from several addresses hold every slot open to them,
+/// and a caller that completed a handshake before (the API server) still gets one of the
+/// slots kept for it.
+#[tokio::test]
+async fn strangers_in_handshakes_cannot_shut_out_a_caller_that_completed_one() {
+    let options = ServeOptions {
+        handshake_timeout: Duration::from_secs(3),
+        max_handshakes: 8,
+        max_handshakes_per_peer: 2,
+        ..quick()
+    };
+    let server = TestServer::start(options).await;
+    let mut known = server.http1().await;
+    assert_eq!(known.get("/hello").await.await.unwrap(), ok("hello"));
+    // Four strangers, two idle connections each: the first six get slots.
+    let mut stalled = Vec::new();
+    for peer in 2..=5 {
+        for _ in 0..2 {
+            stalled.push(connect_from([127, 0, 0, peer], server.addr).await);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut another = connect_from([127, 0, 0, 6], server.addr).await;
+    let took = closed_within(&mut another, Duration::from_secs(5)).await;
+    assert!(took < Duration::from_millis(500), "closed after {took:?}");
+    // The known caller's new connection still gets its handshake.
+    let mut again = server.http1().await;
+    assert_eq!(again.get("/hello").await.await.unwrap(), ok("hello"));
+    drop(stalled);
+}
+
 #[tokio::test]
 async fn connections_beyond_the_limit_are_closed_at_once() {
     let options = ServeOptions {
