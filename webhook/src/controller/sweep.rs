@@ -97,12 +97,17 @@ async fn sweep_edge(
         for namespace in listed.iter().filter(|l| l.found == Found::Namespace) {
             cache.watch_namespace(&namespace.name);
         }
-        listed.extend(cache.managed_secrets().iter().map(|meta| ListedObject {
-            found: Found::Attempt(Kind::Secret),
-            namespace: meta.namespace.clone().unwrap_or_default(),
-            name: meta.name.clone().unwrap_or_default(),
-            object: providers_shared::installer::ObjectState::from_meta(meta),
-        }));
+        listed.extend(
+            cache
+                .managed_secrets()
+                .into_iter()
+                .map(|(namespace, name, object)| ListedObject {
+                    found: Found::Attempt(Kind::Secret),
+                    namespace,
+                    name,
+                    object,
+                }),
+        );
     }
     listed.extend(list::<Job>(edge, client, Found::Attempt(Kind::Job)).await?);
     if listed.is_empty() {

@@ -14,30 +14,24 @@ use std::{
     time::{Duration, Instant},
 };
 
-use k8s_openapi::{
-    api::{
-        batch::v1::Job,
-        core::v1::{Namespace, ServiceAccount},
-        rbac::v1::{Role, RoleBinding},
-    },
-    apimachinery::pkg::apis::meta::v1::ObjectMeta,
-};
+use k8s_openapi::{api::batch::v1::Job, apimachinery::pkg::apis::meta::v1::ObjectMeta};
 use kube::{
-    Client, Resource, ResourceExt,
+    Client, Resource,
     api::{ApiResource, GroupVersionKind},
-    core::PartialObjectMeta,
     discovery::Scope,
-    runtime::reflector::{ObjectRef, Store},
 };
 use providers_shared::installer::{
     JobState, Kind, ObjectSeen, ObjectState, ReleaseRevision, job_state, newest_revision,
     release_objects::ReleaseObject, state_of,
 };
 
+mod compact_meta;
+mod compact_store;
 mod follow;
 mod metadata_decode;
 mod metadata_watch;
 mod namespaced;
+mod packed_pairs;
 mod stream_pool;
 mod sync;
 mod wake;
@@ -45,6 +39,8 @@ pub mod watches;
 
 pub use stream_pool::{DEFAULT_STREAMS_PER_CONNECTION, StreamPool};
 
+use compact_meta::{CompactJob, CompactMeta};
+use compact_store::CompactStore;
 use namespaced::{NamespaceWatches, is_helm_record};
 pub use sync::SYNC_TIMEOUT;
 use sync::WatchesListed;
@@ -108,13 +104,13 @@ type EdgeWrites = OwnWrites<Key, EdgeWrite>;
 /// The caches of one edge. Cloning shares them.
 #[derive(Clone)]
 pub struct EdgeCache {
-    namespaces: Store<PartialObjectMeta<Namespace>>,
-    service_accounts: Store<PartialObjectMeta<ServiceAccount>>,
-    roles: Store<PartialObjectMeta<Role>>,
-    role_bindings: Store<PartialObjectMeta<RoleBinding>>,
+    namespaces: CompactStore<CompactMeta>,
+    service_accounts: CompactStore<CompactMeta>,
+    roles: CompactStore<CompactMeta>,
+    role_bindings: CompactStore<CompactMeta>,
     /// The Secrets of each namespace of the installer's (Helm's records among them).
     namespaced: Arc<NamespaceWatches>,
-    jobs: Store<Job>,
+    jobs: CompactStore<CompactJob>,
     own: Arc<Mutex<EdgeWrites>>,
     /// The installed releases watched for drift: `(namespace, release)` → the Workspace
     /// (`<org>/<name>`) a change of their records wakes.
@@ -223,30 +219,21 @@ impl EdgeCache {
         }
     }
 
-    /// The attempt's Job.
     /// The installer's Jobs in `namespace` labelled for the Workspace `uid`, but the one
     /// named `except`: those of its earlier attempts, kept after their results.
     pub fn jobs_of(&self, namespace: &str, uid: &str, except: &str) -> Vec<(String, ObjectState)> {
-        self.jobs
-            .state()
-            .iter()
-            .filter(|job| {
-                job.namespace().as_deref() == Some(namespace)
-                    && job.name_any() != except
-                    && job
-                        .labels()
-                        .get(providers_shared::installer::names::LABEL_WORKSPACE_UID)
-                        == Some(&uid.to_owned())
-            })
-            .map(|job| (job.name_any(), job_state(job).object))
-            .collect()
+        self.jobs.filter_map(|job| {
+            let meta = &job.meta;
+            (meta.namespace() == Some(namespace)
+                && meta.name() != except
+                && meta.label(providers_shared::installer::names::LABEL_WORKSPACE_UID) == Some(uid))
+            .then(|| (meta.name().to_owned(), meta.state()))
+        })
     }
 
+    /// The attempt's Job.
     pub fn job(&self, namespace: &str, name: &str) -> Option<JobState> {
-        let cached = self
-            .jobs
-            .get(&ObjectRef::new(name).within(namespace))
-            .map(|job| job_state(&job));
+        let cached = self.jobs.get(Some(namespace), name, CompactJob::state);
         let kind = Cached::Attempt(Kind::Job);
         match self.own_write(
             kind,
@@ -273,30 +260,25 @@ impl EdgeCache {
         installed: Option<i64>,
     ) -> Option<ReleaseRevision> {
         let records = self.namespaced.secrets(namespace)?;
+        let of_release =
+            |r: &CompactMeta| is_helm_record(r.label("owner")) && r.label("name") == Some(release);
         if let Some(revision) = installed {
             let record = |revision: i64| {
                 records
                     .get(
-                        &ObjectRef::new(&format!("sh.helm.release.v1.{release}.v{revision}"))
-                            .within(namespace),
+                        Some(namespace),
+                        &format!("sh.helm.release.v1.{release}.v{revision}"),
+                        |r| of_release(r).then(|| r.to_meta()),
                     )
-                    .filter(|r| is_helm_record(r))
+                    .flatten()
             };
             if record(revision + 1).is_none()
                 && let Some(found) = record(revision)
-                && found.labels().get("name").map(String::as_str) == Some(release)
             {
-                return newest_revision(std::slice::from_ref(&found.metadata));
+                return newest_revision(std::slice::from_ref(&found));
             }
         }
-        let records: Vec<ObjectMeta> = records
-            .state()
-            .iter()
-            .filter(|r| {
-                is_helm_record(r) && r.labels().get("name").map(String::as_str) == Some(release)
-            })
-            .map(|r| r.metadata.clone())
-            .collect();
+        let records: Vec<ObjectMeta> = records.filter_map(|r| of_release(r).then(|| r.to_meta()));
         newest_revision(&records)
     }
 
@@ -321,21 +303,20 @@ impl EdgeCache {
         self.namespaced.count()
     }
 
-    /// The metadata of the installer's own Secrets (by its `managed-by` label) in every
-    /// namespace watched, for the orphan sweep.
-    pub fn managed_secrets(&self) -> Vec<ObjectMeta> {
-        let selector = |meta: &ObjectMeta| {
-            meta.labels
-                .as_ref()
-                .and_then(|l| l.get(providers_shared::installer::names::LABEL_MANAGED_BY))
-                .map(String::as_str)
-                == Some(providers_shared::installer::names::MANAGED_BY)
-        };
-        self.namespaced
-            .all_secrets()
-            .into_iter()
-            .filter(|meta| selector(meta))
-            .collect()
+    /// The installer's own Secrets (by its `managed-by` label) in every namespace watched,
+    /// for the orphan sweep: `(namespace, name, what a decision reads)`.
+    pub fn managed_secrets(&self) -> Vec<(String, String, ObjectState)> {
+        self.namespaced.all_secrets(|meta| {
+            (meta.label(providers_shared::installer::names::LABEL_MANAGED_BY)
+                == Some(providers_shared::installer::names::MANAGED_BY))
+            .then(|| {
+                (
+                    meta.namespace().unwrap_or_default().to_owned(),
+                    meta.name().to_owned(),
+                    meta.state(),
+                )
+            })
+        })
     }
 
     /// The objects of the installed revision recorded in `record_uid`, when read before.
@@ -514,19 +495,12 @@ enum OwnWriteSays {
     Cache,
 }
 
-fn meta_of<K>(
-    store: &Store<PartialObjectMeta<K>>,
+fn meta_of(
+    store: &CompactStore<CompactMeta>,
     name: &str,
     namespace: Option<&str>,
-) -> Option<ObjectState>
-where
-    K: Resource<DynamicType = ()> + Clone + 'static,
-{
-    let key = match namespace {
-        Some(ns) => ObjectRef::new(name).within(ns),
-        None => ObjectRef::new(name),
-    };
-    store.get(&key).map(|o| ObjectState::from_meta(&o.metadata))
+) -> Option<ObjectState> {
+    store.get(namespace, name, CompactMeta::state)
 }
 
 #[cfg(test)]

@@ -19,14 +19,12 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::{
     Client, Resource, ResourceExt,
     core::PartialObjectMeta,
-    runtime::{
-        WatchStreamExt,
-        reflector::{self, Store, reflector},
-        watcher,
-    },
+    runtime::{WatchStreamExt, watcher},
 };
 
 use super::{
+    compact_meta::CompactMeta,
+    compact_store::{CompactStore, CompactWriter, compact_store},
     follow::{FollowWatch, Follower, Selected},
     metadata_watch::{Collection, Lists, metadata_watch},
     stream_pool::{Leased, StreamPool},
@@ -38,12 +36,6 @@ use crate::{
     locks::Locked,
     runtime::Synced,
 };
-
-/// The prefix of the annotations the installer reads on its own objects.
-const OWN_ANNOTATIONS: &str = "providers.platform.dev/";
-/// The longest value of such an annotation kept: the installer writes names and digests;
-/// anyone who may write Secrets in the namespace could write megabytes under the prefix.
-const MAX_OWN_ANNOTATION: usize = 1024;
 
 /// The most kinds followed in one namespace (a runner's rules name at most 16 rules of
 /// 16 resources; charts make a handful).
@@ -65,7 +57,7 @@ pub(super) struct NamespaceWatches {
 
 /// One namespace's Secrets (metadata) and whether its watch has listed once.
 pub(super) struct NamespaceEntry {
-    pub(super) secrets: Store<PartialObjectMeta<Secret>>,
+    pub(super) secrets: CompactStore<CompactMeta>,
     listed: Arc<Synced>,
     /// The watches of the kinds its installed releases made, by `(apiVersion, kind)`.
     follows: Mutex<HashMap<(String, String), Arc<FollowWatch>>>,
@@ -77,9 +69,19 @@ pub(super) struct NamespaceEntry {
     _stream: Option<Leased>,
 }
 
-/// Whether `secret` is one of Helm's release records (Helm labels them `owner=helm`).
-pub(super) fn is_helm_record(secret: &PartialObjectMeta<Secret>) -> bool {
-    secret.labels().get("owner").map(String::as_str) == Some("helm")
+/// Whether a Secret with the label `owner` is one of Helm's release records (Helm labels
+/// them `owner=helm`).
+pub(super) fn is_helm_record(owner: Option<&str>) -> bool {
+    owner == Some("helm")
+}
+
+/// A namespace's Secret store and its writer, keeping what a decision reads of each (its
+/// metadata compacted: `compact_meta`).
+fn secret_store() -> (
+    CompactStore<CompactMeta>,
+    CompactWriter<PartialObjectMeta<Secret>, CompactMeta>,
+) {
+    compact_store(|secret: &PartialObjectMeta<Secret>| CompactMeta::new(&secret.metadata))
 }
 
 impl NamespaceWatches {
@@ -103,7 +105,7 @@ impl NamespaceWatches {
         if entries.contains_key(namespace) {
             return;
         }
-        let (secrets, writer) = reflector::store();
+        let (secrets, mut writer) = secret_store();
         let listed = Arc::new(Synced::default());
         let (secret_follow, mut secret_follower) = self.secret_follow(namespace);
         let stream = self.lease(namespace);
@@ -112,33 +114,16 @@ impl NamespaceWatches {
                 url: Secret::url_path(&(), Some(namespace)),
                 labels: None,
             };
-            let stream = reflector(
-                writer,
-                metadata_watch::<Secret>(client.clone(), collection, self.lists.clone())
-                    .default_backoff()
-                    // Before managed fields are dropped: the follow reads them.
-                    .inspect(move |event| {
-                        if let Ok(event) = event {
-                            secret_follower.on_event(event);
-                        }
-                    })
-                    .modify(|object| {
-                        object.managed_fields_mut().clear();
-                        // Only the installer's own annotations are read; another's may
-                        // hold a Secret's whole data (`kubectl apply`'s last applied
-                        // configuration), which the hub must not keep.
-                        object.annotations_mut().retain(|key, value| {
-                            key.starts_with(OWN_ANNOTATIONS) && value.len() <= MAX_OWN_ANNOTATION
-                        });
-                        // Of owner references only the owners' UIDs are read; their names
-                        // are not validated by the API server and can be megabytes.
-                        for owner in object.owner_references_mut() {
-                            owner.name.clear();
-                            owner.kind.clear();
-                            owner.api_version.clear();
-                        }
-                    }),
-            );
+            let stream = metadata_watch::<Secret>(client.clone(), collection, self.lists.clone())
+                .default_backoff()
+                .inspect(move |event| {
+                    if let Ok(event) = event {
+                        // The follow reads the managed fields; the store keeps what a
+                        // decision reads.
+                        secret_follower.on_event(event);
+                        writer.apply_watcher_event(event);
+                    }
+                });
             // The stream is boxed: moved in inline, an async fn holds it twice (argument and
             // pinned local), and every idle watch's task would be kilobytes larger.
             Task::spawn(drive(
@@ -201,7 +186,7 @@ impl NamespaceWatches {
     }
 
     /// `namespace`'s Secrets, when they are watched.
-    pub(super) fn secrets(&self, namespace: &str) -> Option<Store<PartialObjectMeta<Secret>>> {
+    pub(super) fn secrets(&self, namespace: &str) -> Option<CompactStore<CompactMeta>> {
         self.entries
             .locked()
             .get(namespace)
@@ -276,10 +261,8 @@ impl NamespaceWatches {
             .sum()
     }
 
-    /// The metadata of every Secret watched, in every namespace.
-    pub(super) fn all_secrets(
-        &self,
-    ) -> Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta> {
+    /// What `read` makes of each Secret watched that it takes, in every namespace.
+    pub(super) fn all_secrets<R>(&self, mut read: impl FnMut(&CompactMeta) -> Option<R>) -> Vec<R> {
         let stores: Vec<_> = self
             .entries
             .locked()
@@ -288,8 +271,7 @@ impl NamespaceWatches {
             .collect();
         stores
             .iter()
-            .flat_map(|store| store.state())
-            .map(|secret| secret.metadata.clone())
+            .flat_map(|store| store.filter_map(&mut read))
             .collect()
     }
 
@@ -302,8 +284,8 @@ impl NamespaceWatches {
     pub(super) fn insert_listed(
         &self,
         namespace: &str,
-    ) -> reflector::store::Writer<PartialObjectMeta<Secret>> {
-        let (secrets, writer) = reflector::store();
+    ) -> CompactWriter<PartialObjectMeta<Secret>, CompactMeta> {
+        let (secrets, writer) = secret_store();
         let listed = Arc::new(Synced::default());
         listed.set();
         let (secret_follow, _) = self.secret_follow(namespace);
@@ -381,7 +363,14 @@ fn wake_follower(
             watcher::Event::Apply(record) | watcher::Event::Delete(record) => record,
             _ => return,
         };
-        if !is_helm_record(record) {
+        if !is_helm_record(
+            record
+                .metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get("owner"))
+                .map(String::as_str),
+        ) {
             return;
         }
         wake_release(

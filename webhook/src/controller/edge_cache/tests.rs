@@ -2,9 +2,10 @@
 
 use super::*;
 use crate::locks::Locked;
-use k8s_openapi::api::core::v1::Secret;
-use kube::runtime::reflector::store::Writer;
-use kube::runtime::{reflector, watcher};
+use compact_store::{CompactWriter, compact_store};
+use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
+use kube::core::PartialObjectMeta;
+use kube::runtime::watcher;
 
 fn meta(name: &str, namespace: &str, uid: &str) -> PartialObjectMeta<ServiceAccount> {
     PartialObjectMeta::<ServiceAccount> {
@@ -26,19 +27,23 @@ fn service_account(name: &str, namespace: &str, uid: &str) -> ServiceAccount {
 }
 
 /// A cache of ServiceAccounts fed by hand, the other stores empty and never ready.
-fn cache() -> (EdgeCache, Writer<PartialObjectMeta<ServiceAccount>>) {
-    let (service_accounts, writer) = reflector::store();
+fn cache() -> (
+    EdgeCache,
+    CompactWriter<PartialObjectMeta<ServiceAccount>, CompactMeta>,
+) {
+    let (service_accounts, writer) =
+        compact_store(|sa: &PartialObjectMeta<ServiceAccount>| CompactMeta::new(&sa.metadata));
     let cache = EdgeCache {
-        namespaces: reflector::store().0,
+        namespaces: CompactStore::default(),
         service_accounts,
-        roles: reflector::store().0,
-        role_bindings: reflector::store().0,
+        roles: CompactStore::default(),
+        role_bindings: CompactStore::default(),
         namespaced: Arc::new(NamespaceWatches::new(
             None,
             Arc::new(Mutex::new(HashMap::new())),
             Arc::new(|_: &str| {}),
         )),
-        jobs: reflector::store().0,
+        jobs: CompactStore::default(),
         own: Arc::new(Mutex::new(EdgeWrites::new(OWN_WRITES_TTL))),
         followed: Arc::new(Mutex::new(HashMap::new())),
         unreachable: Reachability::default(),

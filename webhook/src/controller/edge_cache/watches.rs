@@ -18,17 +18,15 @@ use k8s_openapi::{
 use kube::{
     Api, Client, Resource, ResourceExt,
     core::PartialObjectMeta,
-    runtime::{
-        WatchStreamExt,
-        reflector::{self, Store, reflector},
-        watcher,
-    },
+    runtime::{WatchStreamExt, watcher},
 };
 use providers_shared::installer::{Kind, names};
 use serde::de::DeserializeOwned;
 
 use super::{
     Cached, EdgeCache, EdgeWrite, EdgeWrites, Key, OWN_WRITES_TTL, WatchesListed, WrittenObject,
+    compact_meta::{CompactJob, CompactMeta},
+    compact_store::{CompactStore, compact_store},
     namespaced::NamespaceWatches,
     stream_pool::StreamPool,
     wake::{ReleaseFollowers, WakeWorkspace},
@@ -115,13 +113,13 @@ struct Starter<'a> {
 }
 
 impl Starter<'_> {
-    /// A watch of the metadata of every `K` that `config` selects, without managed fields
-    /// (all a decision reads of them), calling `on_event` per event.
+    /// A watch of the metadata of every `K` that `config` selects, kept compact (all a
+    /// decision reads of them), calling `on_event` per event.
     fn metadata<K>(
         &mut self,
         config: watcher::Config,
-        on_event: impl FnMut(&watcher::Event<PartialObjectMeta<K>>) + Send + 'static,
-    ) -> Store<PartialObjectMeta<K>>
+        mut on_event: impl FnMut(&watcher::Event<PartialObjectMeta<K>>) + Send + 'static,
+    ) -> CompactStore<CompactMeta>
     where
         K: Resource<DynamicType = ()>
             + Clone
@@ -132,18 +130,17 @@ impl Starter<'_> {
             + 'static,
     {
         let api: Api<PartialObjectMeta<K>> = Api::all(self.client.clone());
-        let (store, writer) = reflector::store();
-        let stream = reflector(
-            writer,
-            watcher(api, config)
-                .default_backoff()
-                .modify(|object| object.managed_fields_mut().clear()),
-        );
+        let (store, mut writer) =
+            compact_store(|object: &PartialObjectMeta<K>| CompactMeta::new(&object.metadata));
+        let stream = watcher(api, config).default_backoff();
         self.tasks.push(Task::spawn(drive(
             stream,
             self.reachability.clone(),
             self.listed.clone(),
-            on_event,
+            move |event| {
+                writer.apply_watcher_event(event);
+                on_event(event);
+            },
         )));
         store
     }
@@ -172,33 +169,30 @@ fn on_namespace(
     }
 }
 
-/// The installer's Jobs, their spec dropped (a decision reads their metadata and status).
+/// The installer's Jobs, kept compact (a decision reads their metadata and outcome).
 fn watch_jobs(
     api: Api<Job>,
     config: watcher::Config,
     (reachability, listed): (&Reachability, &Arc<WatchesListed>),
     own: Arc<Mutex<EdgeWrites>>,
     wake: WakeWorkspace,
-) -> (Store<Job>, Task) {
-    let (store, writer) = reflector::store();
-    let stream = reflector(
-        writer,
-        watcher(api, config).default_backoff().modify(|job| {
-            job.managed_fields_mut().clear();
-            job.spec = None;
-        }),
-    );
+) -> (CompactStore<CompactJob>, Task) {
+    let (store, mut writer) = compact_store(CompactJob::new);
+    let stream = watcher(api, config).default_backoff();
     let task = Task::spawn(drive(
         stream,
         reachability.clone(),
         listed.clone(),
-        move |event| match event {
-            // The installer's own create or patch, coming back: nothing new to decide on.
-            watcher::Event::Apply(job) if is_own_write(&own, job) => {}
-            watcher::Event::Apply(job) | watcher::Event::Delete(job) => {
-                wake_owner(&wake, &job.metadata)
+        move |event| {
+            writer.apply_watcher_event(event);
+            match event {
+                // The installer's own create or patch, coming back: nothing new to decide on.
+                watcher::Event::Apply(job) if is_own_write(&own, job) => {}
+                watcher::Event::Apply(job) | watcher::Event::Delete(job) => {
+                    wake_owner(&wake, &job.metadata)
+                }
+                _ => {}
             }
-            _ => {}
         },
     ));
     (store, task)
@@ -246,11 +240,13 @@ async fn drive<K, S>(
         match event {
             Ok(event) => {
                 reachability.set(None);
+                // First the store takes the event: a reconcile woken by the first list
+                // reads it.
+                on_event(&event);
                 if first_list && matches!(event, watcher::Event::InitDone) {
                     first_list = false;
                     listed.one_more();
                 }
-                on_event(&event);
             }
             Err(error) => {
                 tracing::debug!(%error, "watching the edge");
