@@ -4,11 +4,18 @@
 //! (`providers_shared::installer::release_objects::ObjectTrace`), never its contents.
 //!
 //! A watch starts the first time an installed release of that namespace names the kind,
-//! and stops with the namespace. Secrets are the exception: the namespace's own Secret
-//! watch (`namespaced`) runs anyway, and its events feed their follow. A kind RBAC does
-//! not let the installer list there (the ClusterRole `providers-edge-namespace` names the
-//! kinds followed) stays unknown: its objects are not judged, and the installer says so
-//! in its log.
+//! and stops with the namespace. Two exceptions:
+//! - Secrets: the namespace's own Secret watch (`namespaced`) runs anyway, and its events
+//!   feed their follow.
+//! - The kinds the installer may list across the edge already ([`CLUSTER_FOLLOWED`], by
+//!   its ClusterRole `providers-edge-installer`): one watch per kind and edge, selected
+//!   by Helm's label, and each release namespace reads its objects from it (a view). A
+//!   thousand release namespaces with a ServiceAccount each then hold one watch, not a
+//!   thousand (ADR 43).
+//!
+//! A kind RBAC does not let the installer list there (the ClusterRole
+//! `providers-edge-namespace` names the kinds followed) stays unknown: its objects are not
+//! judged, and the installer says so in its log.
 
 use std::{
     collections::HashMap,
@@ -50,9 +57,31 @@ const HELM_MANAGED_VALUE: &str = "Helm";
 /// The annotation Helm puts on every object it makes: the release's name.
 const HELM_RELEASE: &str = "meta.helm.sh/release-name";
 
-/// One namespace's watch of one kind.
+/// The kinds followed by one watch across the edge, as `(apiVersion, kind)`: those the
+/// installer lists and watches in every namespace already (the ClusterRole
+/// `providers-edge-installer` of `manifests/edge` grants it, for the objects it makes
+/// there). A kind added here without that right would be refused and never followed.
+pub(super) const CLUSTER_FOLLOWED: [(&str, &str); 4] = [
+    ("v1", "ServiceAccount"),
+    ("rbac.authorization.k8s.io/v1", "Role"),
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"),
+    ("batch/v1", "Job"),
+];
+
+/// Whether `kind` is followed by one watch across the edge.
+pub(super) fn followed_across_the_edge(kind: &(String, String)) -> bool {
+    CLUSTER_FOLLOWED
+        .iter()
+        .any(|(api_version, k)| kind.0 == *api_version && kind.1 == *k)
+}
+
+/// One namespace's watch of one kind, the watch of a kind across the edge, or one
+/// namespace's view of that.
 pub(super) struct FollowWatch {
+    /// By name; across the edge, by `namespace/name`.
     traces: Arc<Mutex<HashMap<String, ObjectTrace>>>,
+    /// In a view of a watch across the edge: the namespace whose objects it reads.
+    within: Option<String>,
     listed: Arc<Synced>,
     /// RBAC refused the last list: what the watch showed is no longer known.
     refused: Arc<AtomicBool>,
@@ -66,17 +95,18 @@ pub(super) struct FollowWatch {
 const REFUSED_PAUSE: Duration = Duration::from_secs(600);
 
 impl FollowWatch {
-    /// Starts following the objects of `resource` in `namespace`.
+    /// Starts following the objects of `resource` in `namespace` (`None`: in every
+    /// namespace).
     pub(super) fn start(
         stream: Leased,
         lists: Lists,
-        namespace: &str,
+        namespace: Option<&str>,
         resource: &ApiResource,
         followed: ReleaseFollowers,
         wake: WakeWorkspace,
     ) -> Self {
         let client = stream.client.clone();
-        let url = DynamicObject::url_path(resource, Some(namespace));
+        let url = DynamicObject::url_path(resource, namespace);
         let (mut watch, mut follower) = Self::fed(
             namespace,
             &resource.kind,
@@ -106,7 +136,7 @@ impl FollowWatch {
     /// anyway, which the returned [`Follower`] takes (the namespace's Secret watch: a
     /// second watch of the same Secrets would cost a stream and its state for nothing).
     pub(super) fn fed(
-        namespace: &str,
+        namespace: Option<&str>,
         kind: &str,
         selected: Selected,
         followed: ReleaseFollowers,
@@ -114,13 +144,14 @@ impl FollowWatch {
     ) -> (Self, Follower) {
         let watch = Self {
             traces: Arc::default(),
+            within: None,
             listed: Arc::default(),
             refused: Arc::default(),
             _watch: None,
         };
         let follower = Follower {
             target: Target {
-                namespace: namespace.to_owned(),
+                namespace: namespace.map(str::to_owned),
                 kind: kind.to_owned(),
                 traces: watch.traces.clone(),
                 listed: watch.listed.clone(),
@@ -135,6 +166,17 @@ impl FollowWatch {
         (watch, follower)
     }
 
+    /// What `namespace` sees of this watch across the edge: its own objects.
+    pub(super) fn view(&self, namespace: &str) -> Self {
+        Self {
+            traces: self.traces.clone(),
+            within: Some(namespace.to_owned()),
+            listed: self.listed.clone(),
+            refused: self.refused.clone(),
+            _watch: None,
+        }
+    }
+
     /// Whether this follow holds a watch of its own (what the follow-watch metric counts).
     pub(super) fn has_own_watch(&self) -> bool {
         self._watch.is_some()
@@ -145,7 +187,11 @@ impl FollowWatch {
         if !self.listed.is_set() || self.refused.load(Ordering::Acquire) {
             return ObjectSeen::Unknown;
         }
-        match self.traces.locked().get(name) {
+        let key = match &self.within {
+            Some(namespace) => format!("{namespace}/{name}"),
+            None => name.to_owned(),
+        };
+        match self.traces.locked().get(&key) {
             Some(trace) => ObjectSeen::Present(trace.clone()),
             None => ObjectSeen::Missing,
         }
@@ -162,7 +208,8 @@ pub(super) enum Selected {
 }
 
 struct Target {
-    namespace: String,
+    /// `None` for a watch across the edge.
+    namespace: Option<String>,
     kind: String,
     traces: Arc<Mutex<HashMap<String, ObjectTrace>>>,
     listed: Arc<Synced>,
@@ -172,19 +219,21 @@ struct Target {
 }
 
 impl Target {
-    /// Wakes the Workspace of `release`, if one follows it.
-    fn wake_release(&self, release: &str) {
-        wake_release(&self.followed, &self.wake, &self.namespace, release);
+    /// Wakes the Workspace of `release` in `namespace`, if one follows it.
+    fn wake_release(&self, namespace: &str, release: &str) {
+        wake_release(&self.followed, &self.wake, namespace, release);
     }
 
-    /// Wakes every followed release of the namespace (after a relist: anything may have
+    /// Wakes every followed release the watch sees (after a relist: anything may have
     /// changed while the watch was away).
     fn wake_all(&self) {
         let owners: Vec<String> = self
             .followed
             .locked()
             .iter()
-            .filter(|((namespace, _), _)| *namespace == self.namespace)
+            .filter(|((namespace, _), _)| {
+                self.namespace.as_ref().is_none_or(|mine| mine == namespace)
+            })
             .map(|(_, workspace)| workspace.clone())
             .collect();
         for workspace in owners {
@@ -211,7 +260,7 @@ impl Follower {
             watcher::Event::Init => self.listing.clear(),
             watcher::Event::InitApply(object) => {
                 if self.is_release_object(&object.metadata) {
-                    let name = name_of(&object.metadata);
+                    let name = self.key_of(&object.metadata);
                     self.listing
                         .insert(name.clone(), trace_of(&object.metadata));
                     self.remember_release(name, &object.metadata);
@@ -226,7 +275,7 @@ impl Follower {
                 self.target.wake_all();
             }
             watcher::Event::Apply(object) => {
-                let name = name_of(&object.metadata);
+                let name = self.key_of(&object.metadata);
                 let before = self.releases.remove(&name);
                 if self.is_release_object(&object.metadata) {
                     self.target
@@ -241,7 +290,7 @@ impl Follower {
                 self.wake(before, &object.metadata);
             }
             watcher::Event::Delete(object) => {
-                let name = name_of(&object.metadata);
+                let name = self.key_of(&object.metadata);
                 self.target.traces.locked().remove(&name);
                 let before = self.releases.remove(&name);
                 self.wake(before, &object.metadata);
@@ -257,22 +306,38 @@ impl Follower {
 
     /// Wakes the release the object named before this event, and the one it names now.
     fn wake(&self, before: Option<String>, object: &ObjectMeta) {
+        let namespace = object.namespace.as_deref().unwrap_or_default();
         if let Some(before) = &before {
-            self.target.wake_release(before);
+            self.target.wake_release(namespace, before);
         }
         if let Some(now) = release_of(object).filter(|now| before.as_deref() != Some(*now)) {
-            self.target.wake_release(now);
+            self.target.wake_release(namespace, now);
+        }
+    }
+
+    /// What the traces are keyed by: the name, or across the edge `namespace/name`.
+    fn key_of(&self, object: &ObjectMeta) -> String {
+        let name = object.name.as_deref().unwrap_or_default();
+        match &self.target.namespace {
+            Some(_) => name.to_owned(),
+            None => format!("{}/{name}", object.namespace.as_deref().unwrap_or_default()),
         }
     }
 
     /// RBAC refused the watch: its objects are no longer known.
     fn refused(&self) {
         self.target.refused.store(true, Ordering::Release);
-        tracing::warn!(
-            namespace = %self.target.namespace,
-            kind = %self.target.kind,
-            "the installer may not list this kind in the release namespace, so its objects are not followed for drift: add it to the ClusterRole providers-edge-namespace on the edge"
-        );
+        match &self.target.namespace {
+            Some(namespace) => tracing::warn!(
+                %namespace,
+                kind = %self.target.kind,
+                "the installer may not list this kind in the release namespace, so its objects are not followed for drift: add it to the ClusterRole providers-edge-namespace on the edge"
+            ),
+            None => tracing::warn!(
+                kind = %self.target.kind,
+                "the installer may not list this kind across the edge, so its objects are not followed for drift: apply the ClusterRole providers-edge-installer of manifests/edge as shipped"
+            ),
+        }
     }
 
     /// Whether Helm made `object` (its label; an object that loses it leaves the follow,
@@ -296,10 +361,6 @@ fn release_of(object: &ObjectMeta) -> Option<&str> {
         .map(String::as_str)
 }
 
-fn name_of(object: &ObjectMeta) -> String {
-    object.name.clone().unwrap_or_default()
-}
-
 /// Follows the watch's events until RBAC refuses it (then it pauses: a refused list is
 /// not retried every few seconds for good).
 async fn drive<S>(mut stream: S, follower: &mut Follower)
@@ -318,7 +379,7 @@ where
                 return;
             }
             Err(error) => {
-                tracing::debug!(namespace = %follower.target.namespace, kind = %follower.target.kind, %error, "following objects")
+                tracing::debug!(namespace = ?follower.target.namespace, kind = %follower.target.kind, %error, "following objects")
             }
         }
     }
@@ -382,8 +443,131 @@ mod tests {
         let wake: WakeWorkspace = Arc::new(move |_: &str| {
             counter.fetch_add(1, Ordering::SeqCst);
         });
-        let (watch, follower) = FollowWatch::fed("team-a", "Secret", Selected::All, followed, wake);
+        let (watch, follower) =
+            FollowWatch::fed(Some("team-a"), "Secret", Selected::All, followed, wake);
         (watch, follower, woken)
+    }
+
+    fn service_account(
+        namespace: &str,
+        name: &str,
+        release: &str,
+    ) -> PartialObjectMeta<DynamicObject> {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "meta.k8s.io/v1",
+            "kind": "PartialObjectMetadata",
+            "metadata": {
+                "name": name,
+                "namespace": namespace,
+                "uid": format!("{namespace}-{name}"),
+                "labels": { HELM_MANAGED_KEY: HELM_MANAGED_VALUE },
+                "annotations": { HELM_RELEASE: release },
+            }
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_kind_followed_across_the_edge_shows_each_namespace_its_own_objects() {
+        let woken: Arc<Mutex<Vec<String>>> = Arc::default();
+        let followed: ReleaseFollowers = Arc::default();
+        followed
+            .locked()
+            .insert(("team-a".into(), "hello".into()), "org/a".into());
+        followed
+            .locked()
+            .insert(("team-b".into(), "hello".into()), "org/b".into());
+        let seen_wakes = woken.clone();
+        let wake: WakeWorkspace = Arc::new(move |key: &str| {
+            seen_wakes.locked().push(key.to_owned());
+        });
+        let (across, mut follower) = FollowWatch::fed(
+            None,
+            "ServiceAccount",
+            Selected::ByHelmLabel,
+            followed,
+            wake,
+        );
+        let (a, b) = (across.view("team-a"), across.view("team-b"));
+        assert_eq!(
+            a.seen("hello"),
+            ObjectSeen::Unknown,
+            "before the first list"
+        );
+
+        follower.on_event::<DynamicObject>(&watcher::Event::Init);
+        follower.on_event(&watcher::Event::InitApply(service_account(
+            "team-a", "hello", "hello",
+        )));
+        follower.on_event(&watcher::Event::InitApply(service_account(
+            "elsewhere",
+            "hello",
+            "x",
+        )));
+        follower.on_event::<DynamicObject>(&watcher::Event::InitDone);
+        assert!(matches!(a.seen("hello"), ObjectSeen::Present(t) if t.uid == "team-a-hello"));
+        assert_eq!(
+            b.seen("hello"),
+            ObjectSeen::Missing,
+            "another namespace's object of the same name is not this namespace's"
+        );
+        let mut after_list = woken.locked().clone();
+        after_list.sort();
+        assert_eq!(
+            after_list,
+            ["org/a", "org/b"],
+            "a list wakes every followed release"
+        );
+
+        woken.locked().clear();
+        follower.on_event(&watcher::Event::Apply(service_account(
+            "team-b", "hello", "hello",
+        )));
+        assert!(matches!(b.seen("hello"), ObjectSeen::Present(t) if t.uid == "team-b-hello"));
+        follower.on_event(&watcher::Event::Delete(service_account(
+            "team-a", "hello", "hello",
+        )));
+        assert_eq!(a.seen("hello"), ObjectSeen::Missing);
+        assert!(matches!(b.seen("hello"), ObjectSeen::Present(_)));
+        assert_eq!(
+            *woken.locked(),
+            ["org/b", "org/a"],
+            "each change wakes the release of its own namespace"
+        );
+        assert!(!a.has_own_watch(), "a view holds no watch");
+    }
+
+    /// Every kind followed across the edge is one the shipped ClusterRole lets the
+    /// installer list and watch in every namespace: without that right its watch would be
+    /// refused, and no release's objects of the kind followed.
+    #[test]
+    fn the_kinds_followed_across_the_edge_are_listed_by_the_shipped_cluster_role() {
+        use k8s_openapi::api::rbac::v1::ClusterRole;
+        use serde::Deserialize;
+        let text = include_str!("../../../../manifests/edge/installer-rbac.yaml");
+        let role = serde_norway::Deserializer::from_str(text)
+            .filter_map(|document| serde_json::Value::deserialize(document).ok())
+            .filter(|v| {
+                v["kind"] == "ClusterRole" && v["metadata"]["name"] == "providers-edge-installer"
+            })
+            .find_map(|v| serde_json::from_value::<ClusterRole>(v).ok())
+            .expect("manifests/edge has the ClusterRole providers-edge-installer");
+        let rules = role.rules.unwrap_or_default();
+        for (api_version, kind) in CLUSTER_FOLLOWED {
+            let group = api_version.rsplit_once('/').map_or("", |(group, _)| group);
+            let plural = format!("{}s", kind.to_lowercase());
+            for verb in ["list", "watch"] {
+                assert!(
+                    rules.iter().any(|rule| {
+                        rule.api_groups.iter().flatten().any(|g| g == group)
+                            && rule.resources.iter().flatten().any(|r| *r == plural)
+                            && rule.verbs.iter().any(|v| v == verb)
+                            && rule.resource_names.as_ref().is_none_or(|n| n.is_empty())
+                    }),
+                    "{verb} {plural}.{group} is not granted by providers-edge-installer"
+                );
+            }
+        }
     }
 
     #[test]

@@ -359,12 +359,7 @@ impl EdgeCache {
             if !may_follow(&resource) {
                 continue;
             }
-            self.namespaced
-                .follow(namespace, kind, |stream, lists, followed, wake| {
-                    Some(follow::FollowWatch::start(
-                        stream, lists, namespace, &resource, followed, wake,
-                    ))
-                });
+            self.namespaced.follow(namespace, kind, &resource);
         }
         follow::seen_all(objects, |object| {
             self.namespaced.follow_watch(

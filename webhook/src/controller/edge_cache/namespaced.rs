@@ -18,6 +18,7 @@ use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::Secret;
 use kube::{
     Client, Resource, ResourceExt,
+    api::ApiResource,
     core::PartialObjectMeta,
     runtime::{WatchStreamExt, watcher},
 };
@@ -25,7 +26,7 @@ use kube::{
 use super::{
     compact_meta::CompactMeta,
     compact_store::{CompactStore, CompactWriter, compact_store},
-    follow::{FollowWatch, Follower, Selected},
+    follow::{FollowWatch, Follower, Selected, followed_across_the_edge},
     metadata_watch::{Collection, Lists, metadata_watch},
     stream_pool::{Leased, StreamPool},
     sync::SYNC_TIMEOUT,
@@ -53,6 +54,10 @@ pub(super) struct NamespaceWatches {
     followed: ReleaseFollowers,
     wake: WakeWorkspace,
     entries: Mutex<HashMap<String, Arc<NamespaceEntry>>>,
+    /// The follows of the kinds watched across the edge (`follow::CLUSTER_FOLLOWED`), by
+    /// `(apiVersion, kind)`: each release namespace's follow of such a kind is a view of
+    /// one of these.
+    across: Mutex<HashMap<(String, String), Arc<FollowWatch>>>,
 }
 
 /// One namespace's Secrets (metadata) and whether its watch has listed once.
@@ -96,6 +101,7 @@ impl NamespaceWatches {
             followed,
             wake,
             entries: Mutex::new(HashMap::new()),
+            across: Mutex::new(HashMap::new()),
         }
     }
 
@@ -152,7 +158,7 @@ impl NamespaceWatches {
     /// The follow of `namespace`'s Secrets, and the follower its Secret watch feeds.
     fn secret_follow(&self, namespace: &str) -> (FollowWatch, Follower) {
         FollowWatch::fed(
-            namespace,
+            Some(namespace),
             "Secret",
             Selected::All,
             self.followed.clone(),
@@ -204,13 +210,14 @@ impl NamespaceWatches {
             .is_ok()
     }
 
-    /// The watch of `kind` (`(apiVersion, kind)`) in `namespace`, started with `start`
-    /// when there is none; `None` when the namespace is not watched.
+    /// The follow of `kind` (`(apiVersion, kind)`, served as `resource`) in `namespace`,
+    /// started when there is none; `None` when the namespace is not watched, or no stream
+    /// to the edge is had.
     pub(super) fn follow(
         &self,
         namespace: &str,
         kind: &(String, String),
-        start: impl FnOnce(Leased, Lists, ReleaseFollowers, WakeWorkspace) -> Option<FollowWatch>,
+        resource: &ApiResource,
     ) -> Option<Arc<FollowWatch>> {
         let entry = self.entries.locked().get(namespace).cloned()?;
         let mut follows = entry.follows.locked();
@@ -220,17 +227,50 @@ impl NamespaceWatches {
         if follows.len() >= MAX_FOLLOWED_KINDS {
             return None;
         }
-        if kind.0 == "v1" && kind.1 == "Secret" {
-            follows.insert(kind.clone(), entry.secret_follow.clone());
-            return Some(entry.secret_follow.clone());
+        let watch = if kind.0 == "v1" && kind.1 == "Secret" {
+            entry.secret_follow.clone()
+        } else if followed_across_the_edge(kind) {
+            Arc::new(self.across_the_edge(kind, resource)?.view(namespace))
+        } else {
+            Arc::new(FollowWatch::start(
+                self.lease(namespace)?,
+                self.lists.clone(),
+                Some(namespace),
+                resource,
+                self.followed.clone(),
+                self.wake.clone(),
+            ))
+        };
+        follows.insert(kind.clone(), watch.clone());
+        Some(watch)
+    }
+
+    /// The follow of `kind` across the edge, started the first time a release names it.
+    fn across_the_edge(
+        &self,
+        kind: &(String, String),
+        resource: &ApiResource,
+    ) -> Option<Arc<FollowWatch>> {
+        let mut across = self.across.locked();
+        if let Some(watch) = across.get(kind) {
+            return Some(watch.clone());
         }
-        let watch = Arc::new(start(
-            self.lease(namespace)?,
+        let stream = match self.streams.as_ref()?.lease() {
+            Ok(leased) => leased,
+            Err(error) => {
+                tracing::warn!(kind = %kind.1, %error, "cannot connect to the edge for a watch");
+                return None;
+            }
+        };
+        let watch = Arc::new(FollowWatch::start(
+            stream,
             self.lists.clone(),
+            None,
+            resource,
             self.followed.clone(),
             self.wake.clone(),
-        )?);
-        follows.insert(kind.clone(), watch.clone());
+        ));
+        across.insert(kind.clone(), watch.clone());
         Some(watch)
     }
 
@@ -245,20 +285,22 @@ impl NamespaceWatches {
         follows.get(kind).cloned()
     }
 
-    /// How many watches follow release objects, in every namespace (Secrets are followed
-    /// from the namespace's Secret watch and not counted).
+    /// How many watches follow release objects: in every namespace, and across the edge
+    /// (Secrets are followed from the namespace's Secret watch, and the kinds followed
+    /// across the edge from one watch each: their namespaces' follows are not counted).
     pub(super) fn follows(&self) -> usize {
         let entries: Vec<Arc<NamespaceEntry>> = self.entries.locked().values().cloned().collect();
-        entries
-            .iter()
-            .map(|e| {
-                e.follows
-                    .locked()
-                    .values()
-                    .filter(|watch| watch.has_own_watch())
-                    .count()
-            })
-            .sum()
+        self.across.locked().len()
+            + entries
+                .iter()
+                .map(|e| {
+                    e.follows
+                        .locked()
+                        .values()
+                        .filter(|watch| watch.has_own_watch())
+                        .count()
+                })
+                .sum::<usize>()
     }
 
     /// What `read` makes of each Secret watched that it takes, in every namespace.
