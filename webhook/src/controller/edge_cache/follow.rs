@@ -9,9 +9,9 @@
 //!   feed their follow.
 //! - The kinds the installer may list across the edge already ([`CLUSTER_FOLLOWED`], by
 //!   its ClusterRole `providers-edge-installer`): one watch per kind and edge, selected
-//!   by Helm's label, and each release namespace reads its objects from it (a view). A
-//!   thousand release namespaces with a ServiceAccount each then hold one watch, not a
-//!   thousand (ADR 43).
+//!   by Helm's label, keeping the objects of the installer's own namespaces only, and
+//!   each release namespace reads its objects from it (a view). A thousand release
+//!   namespaces with a ServiceAccount each then hold one watch, not a thousand (ADR 43).
 //!
 //! A kind RBAC does not let the installer list there (the ClusterRole
 //! `providers-edge-namespace` names the kinds followed) stays unknown: its objects are not
@@ -56,17 +56,45 @@ const HELM_MANAGED_KEY: &str = "app.kubernetes.io/managed-by";
 const HELM_MANAGED_VALUE: &str = "Helm";
 /// The annotation Helm puts on every object it makes: the release's name.
 const HELM_RELEASE: &str = "meta.helm.sh/release-name";
+/// The longest release name Helm accepts: a longer annotation is no release's, and is
+/// neither kept nor woken.
+const MAX_RELEASE_NAME: usize = 53;
 
 /// The kinds followed by one watch across the edge, as `(apiVersion, kind)`: those the
 /// installer lists and watches in every namespace already (the ClusterRole
 /// `providers-edge-installer` of `manifests/edge` grants it, for the objects it makes
 /// there). A kind added here without that right would be refused and never followed.
-pub(super) const CLUSTER_FOLLOWED: [(&str, &str); 4] = [
+/// (It lists Jobs too, but a release's Jobs are not followed: `release_objects`.)
+pub(super) const CLUSTER_FOLLOWED: [(&str, &str); 3] = [
     ("v1", "ServiceAccount"),
     ("rbac.authorization.k8s.io/v1", "Role"),
     ("rbac.authorization.k8s.io/v1", "RoleBinding"),
-    ("batch/v1", "Job"),
 ];
+
+/// Whether a namespace is one of the installer's (in the edge's label-selected namespace
+/// cache).
+pub(super) type InstallerNamespaces = Arc<dyn Fn(&str) -> bool + Send + Sync>;
+
+/// Where a follow watches.
+pub(super) enum Scope<'a> {
+    /// One release namespace.
+    Namespace(&'a str),
+    /// Every namespace, keeping the objects of the installer's own only: the watch brings
+    /// every Helm-made object of its kind on the edge, and whoever may make one anywhere
+    /// must not grow the installer's memory. Its namespaces are known before any helm
+    /// runs in them (the installer creates them empty, and the namespace cache lists
+    /// before any reconcile decides), so no release object is passed over for it.
+    AcrossTheEdge(InstallerNamespaces),
+}
+
+impl Scope<'_> {
+    fn namespace(&self) -> Option<&str> {
+        match self {
+            Scope::Namespace(namespace) => Some(namespace),
+            Scope::AcrossTheEdge(_) => None,
+        }
+    }
+}
 
 /// Whether `kind` is followed by one watch across the edge.
 pub(super) fn followed_across_the_edge(kind: &(String, String)) -> bool {
@@ -95,25 +123,19 @@ pub(super) struct FollowWatch {
 const REFUSED_PAUSE: Duration = Duration::from_secs(600);
 
 impl FollowWatch {
-    /// Starts following the objects of `resource` in `namespace` (`None`: in every
-    /// namespace).
+    /// Starts following the objects of `resource` in `scope`.
     pub(super) fn start(
         stream: Leased,
         lists: Lists,
-        namespace: Option<&str>,
+        scope: Scope,
         resource: &ApiResource,
         followed: ReleaseFollowers,
         wake: WakeWorkspace,
     ) -> Self {
         let client = stream.client.clone();
-        let url = DynamicObject::url_path(resource, namespace);
-        let (mut watch, mut follower) = Self::fed(
-            namespace,
-            &resource.kind,
-            Selected::ByHelmLabel,
-            followed,
-            wake,
-        );
+        let url = DynamicObject::url_path(resource, scope.namespace());
+        let (mut watch, mut follower) =
+            Self::fed(scope, &resource.kind, Selected::ByHelmLabel, followed, wake);
         let task = Task::spawn(async move {
             loop {
                 let collection = Collection {
@@ -136,7 +158,7 @@ impl FollowWatch {
     /// anyway, which the returned [`Follower`] takes (the namespace's Secret watch: a
     /// second watch of the same Secrets would cost a stream and its state for nothing).
     pub(super) fn fed(
-        namespace: Option<&str>,
+        scope: Scope,
         kind: &str,
         selected: Selected,
         followed: ReleaseFollowers,
@@ -151,7 +173,7 @@ impl FollowWatch {
         };
         let follower = Follower {
             target: Target {
-                namespace: namespace.map(str::to_owned),
+                namespace: scope.namespace().map(str::to_owned),
                 kind: kind.to_owned(),
                 traces: watch.traces.clone(),
                 listed: watch.listed.clone(),
@@ -160,6 +182,10 @@ impl FollowWatch {
                 wake,
             },
             selected,
+            installer_namespaces: match scope {
+                Scope::Namespace(_) => None,
+                Scope::AcrossTheEdge(installer_namespaces) => Some(installer_namespaces),
+            },
             listing: HashMap::new(),
             releases: HashMap::new(),
         };
@@ -247,6 +273,8 @@ impl Target {
 pub(super) struct Follower {
     target: Target,
     selected: Selected,
+    /// Across the edge: the namespaces whose objects are kept.
+    installer_namespaces: Option<InstallerNamespaces>,
     listing: HashMap<String, ObjectTrace>,
     /// The release each traced object named when last seen (Helm's annotation), so that
     /// an edit that strips or changes the annotation, or the label, still wakes the
@@ -341,14 +369,19 @@ impl Follower {
     }
 
     /// Whether Helm made `object` (its label; an object that loses it leaves the follow,
-    /// as it leaves a label-selected watch).
+    /// as it leaves a label-selected watch), in a namespace this follow keeps.
     fn is_release_object(&self, object: &ObjectMeta) -> bool {
-        self.selected == Selected::ByHelmLabel
+        let helm_made = self.selected == Selected::ByHelmLabel
             || object
                 .labels
                 .as_ref()
                 .and_then(|labels| labels.get(HELM_MANAGED_KEY))
-                .is_some_and(|value| value == HELM_MANAGED_VALUE)
+                .is_some_and(|value| value == HELM_MANAGED_VALUE);
+        helm_made
+            && self
+                .installer_namespaces
+                .as_ref()
+                .is_none_or(|ours| ours(object.namespace.as_deref().unwrap_or_default()))
     }
 }
 
@@ -359,6 +392,7 @@ fn release_of(object: &ObjectMeta) -> Option<&str> {
         .as_ref()
         .and_then(|annotations| annotations.get(HELM_RELEASE))
         .map(String::as_str)
+        .filter(|release| release.len() <= MAX_RELEASE_NAME)
 }
 
 /// Follows the watch's events until RBAC refuses it (then it pauses: a refused list is
@@ -443,8 +477,13 @@ mod tests {
         let wake: WakeWorkspace = Arc::new(move |_: &str| {
             counter.fetch_add(1, Ordering::SeqCst);
         });
-        let (watch, follower) =
-            FollowWatch::fed(Some("team-a"), "Secret", Selected::All, followed, wake);
+        let (watch, follower) = FollowWatch::fed(
+            Scope::Namespace("team-a"),
+            "Secret",
+            Selected::All,
+            followed,
+            wake,
+        );
         (watch, follower, woken)
     }
 
@@ -481,8 +520,9 @@ mod tests {
         let wake: WakeWorkspace = Arc::new(move |key: &str| {
             seen_wakes.locked().push(key.to_owned());
         });
+        let ours: InstallerNamespaces = Arc::new(|namespace: &str| namespace.starts_with("team-"));
         let (across, mut follower) = FollowWatch::fed(
-            None,
+            Scope::AcrossTheEdge(ours),
             "ServiceAccount",
             Selected::ByHelmLabel,
             followed,
@@ -505,6 +545,11 @@ mod tests {
             "x",
         )));
         follower.on_event::<DynamicObject>(&watcher::Event::InitDone);
+        assert_eq!(
+            across.traces.locked().keys().collect::<Vec<_>>(),
+            ["team-a/hello"],
+            "an object outside the installer's namespaces is not kept"
+        );
         assert!(matches!(a.seen("hello"), ObjectSeen::Present(t) if t.uid == "team-a-hello"));
         assert_eq!(
             b.seen("hello"),
@@ -520,6 +565,13 @@ mod tests {
         );
 
         woken.locked().clear();
+        follower.on_event(&watcher::Event::Apply(service_account(
+            "elsewhere",
+            "another",
+            "x",
+        )));
+        assert_eq!(across.traces.locked().len(), 1, "nor when it changes");
+        assert!(woken.locked().is_empty());
         follower.on_event(&watcher::Event::Apply(service_account(
             "team-b", "hello", "hello",
         )));
@@ -568,6 +620,32 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_release_name_longer_than_helm_allows_is_no_release() {
+        let woken: Arc<Mutex<Vec<String>>> = Arc::default();
+        let followed: ReleaseFollowers = Arc::default();
+        let long = "r".repeat(MAX_RELEASE_NAME + 1);
+        followed
+            .locked()
+            .insert(("team-a".into(), long.clone()), "org/a".into());
+        let seen_wakes = woken.clone();
+        let wake: WakeWorkspace = Arc::new(move |key: &str| {
+            seen_wakes.locked().push(key.to_owned());
+        });
+        let (_watch, mut follower) = FollowWatch::fed(
+            Scope::Namespace("team-a"),
+            "ServiceAccount",
+            Selected::ByHelmLabel,
+            followed,
+            wake,
+        );
+        follower.on_event(&watcher::Event::Apply(service_account(
+            "team-a", "sa", &long,
+        )));
+        assert!(follower.releases.is_empty(), "its name is not kept");
+        assert!(woken.locked().is_empty(), "and nothing is woken for it");
     }
 
     #[test]

@@ -369,7 +369,8 @@ impl EdgeCache {
         })
     }
 
-    /// How many kinds are followed for drift, in every namespace (one watch each).
+    /// How many watches follow release objects for drift: one per namespace and kind, and
+    /// one per kind followed across the edge.
     pub fn follow_watches(&self) -> usize {
         self.namespaced.follows()
     }

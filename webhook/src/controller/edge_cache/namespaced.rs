@@ -26,7 +26,9 @@ use kube::{
 use super::{
     compact_meta::CompactMeta,
     compact_store::{CompactStore, CompactWriter, compact_store},
-    follow::{FollowWatch, Follower, Selected, followed_across_the_edge},
+    follow::{
+        FollowWatch, Follower, InstallerNamespaces, Scope, Selected, followed_across_the_edge,
+    },
     metadata_watch::{Collection, Lists, metadata_watch},
     stream_pool::{Leased, StreamPool},
     sync::SYNC_TIMEOUT,
@@ -58,6 +60,9 @@ pub(super) struct NamespaceWatches {
     /// `(apiVersion, kind)`: each release namespace's follow of such a kind is a view of
     /// one of these.
     across: Mutex<HashMap<(String, String), Arc<FollowWatch>>>,
+    /// Whether a namespace is one of the installer's: the follows across the edge keep
+    /// the objects of those only.
+    installer_namespaces: InstallerNamespaces,
 }
 
 /// One namespace's Secrets (metadata) and whether its watch has listed once.
@@ -94,6 +99,7 @@ impl NamespaceWatches {
         streams: Option<StreamPool>,
         followed: ReleaseFollowers,
         wake: WakeWorkspace,
+        installer_namespaces: InstallerNamespaces,
     ) -> Self {
         Self {
             streams,
@@ -102,6 +108,7 @@ impl NamespaceWatches {
             wake,
             entries: Mutex::new(HashMap::new()),
             across: Mutex::new(HashMap::new()),
+            installer_namespaces,
         }
     }
 
@@ -158,7 +165,7 @@ impl NamespaceWatches {
     /// The follow of `namespace`'s Secrets, and the follower its Secret watch feeds.
     fn secret_follow(&self, namespace: &str) -> (FollowWatch, Follower) {
         FollowWatch::fed(
-            Some(namespace),
+            Scope::Namespace(namespace),
             "Secret",
             Selected::All,
             self.followed.clone(),
@@ -235,7 +242,7 @@ impl NamespaceWatches {
             Arc::new(FollowWatch::start(
                 self.lease(namespace)?,
                 self.lists.clone(),
-                Some(namespace),
+                Scope::Namespace(namespace),
                 resource,
                 self.followed.clone(),
                 self.wake.clone(),
@@ -265,7 +272,7 @@ impl NamespaceWatches {
         let watch = Arc::new(FollowWatch::start(
             stream,
             self.lists.clone(),
-            None,
+            Scope::AcrossTheEdge(self.installer_namespaces.clone()),
             resource,
             self.followed.clone(),
             self.wake.clone(),
@@ -289,8 +296,10 @@ impl NamespaceWatches {
     /// (Secrets are followed from the namespace's Secret watch, and the kinds followed
     /// across the edge from one watch each: their namespaces' follows are not counted).
     pub(super) fn follows(&self) -> usize {
+        // Not held while a namespace's follows are locked: `follow` takes them the other way.
+        let across = self.across.locked().len();
         let entries: Vec<Arc<NamespaceEntry>> = self.entries.locked().values().cloned().collect();
-        self.across.locked().len()
+        across
             + entries
                 .iter()
                 .map(|e| {

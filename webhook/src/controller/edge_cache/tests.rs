@@ -42,6 +42,7 @@ fn cache() -> (
             None,
             Arc::new(Mutex::new(HashMap::new())),
             Arc::new(|_: &str| {}),
+            Arc::new(|_: &str| true),
         )),
         jobs: CompactStore::default(),
         own: Arc::new(Mutex::new(EdgeWrites::new(OWN_WRITES_TTL))),

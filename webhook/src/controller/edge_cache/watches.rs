@@ -26,7 +26,7 @@ use serde::de::DeserializeOwned;
 use super::{
     Cached, EdgeCache, EdgeWrite, EdgeWrites, Key, OWN_WRITES_TTL, WatchesListed, WrittenObject,
     compact_meta::{CompactJob, CompactMeta},
-    compact_store::{CompactStore, compact_store},
+    compact_store::{CompactStore, CompactWriter, compact_store},
     namespaced::NamespaceWatches,
     stream_pool::StreamPool,
     wake::{ReleaseFollowers, WakeWorkspace},
@@ -56,10 +56,17 @@ impl Watches {
         let listed = Arc::new(WatchesListed::default());
         let own = Arc::new(Mutex::new(EdgeWrites::new(OWN_WRITES_TTL)));
         let followed: ReleaseFollowers = Arc::new(Mutex::new(HashMap::new()));
+        // The namespace cache first: the follows across the edge keep the objects of the
+        // namespaces it holds.
+        let (namespaces, namespace_writer) = compact_store(compact::<Namespace>);
+        let installer_namespaces = namespaces.clone();
         let namespaced = Arc::new(NamespaceWatches::new(
             Some(streams),
             followed.clone(),
             wake.clone(),
+            Arc::new(move |namespace: &str| {
+                installer_namespaces.get(None, namespace, |_| ()).is_some()
+            }),
         ));
         let mut watches = Starter {
             client,
@@ -67,7 +74,8 @@ impl Watches {
             listed: &listed,
             tasks: Vec::new(),
         };
-        let namespaces = watches.metadata::<Namespace>(
+        watches.metadata_into(
+            namespace_writer,
             managed.clone(),
             on_namespace(namespaced.clone(), wake.clone()),
         );
@@ -118,7 +126,7 @@ impl Starter<'_> {
     fn metadata<K>(
         &mut self,
         config: watcher::Config,
-        mut on_event: impl FnMut(&watcher::Event<PartialObjectMeta<K>>) + Send + 'static,
+        on_event: impl FnMut(&watcher::Event<PartialObjectMeta<K>>) + Send + 'static,
     ) -> CompactStore<CompactMeta>
     where
         K: Resource<DynamicType = ()>
@@ -129,9 +137,27 @@ impl Starter<'_> {
             + Sync
             + 'static,
     {
+        let (store, writer) = compact_store(compact::<K>);
+        self.metadata_into(writer, config, on_event);
+        store
+    }
+
+    /// A watch of the metadata of every `K` that `config` selects, into `writer`'s store.
+    fn metadata_into<K>(
+        &mut self,
+        mut writer: CompactWriter<PartialObjectMeta<K>, CompactMeta>,
+        config: watcher::Config,
+        mut on_event: impl FnMut(&watcher::Event<PartialObjectMeta<K>>) + Send + 'static,
+    ) where
+        K: Resource<DynamicType = ()>
+            + Clone
+            + DeserializeOwned
+            + std::fmt::Debug
+            + Send
+            + Sync
+            + 'static,
+    {
         let api: Api<PartialObjectMeta<K>> = Api::all(self.client.clone());
-        let (store, mut writer) =
-            compact_store(|object: &PartialObjectMeta<K>| CompactMeta::new(&object.metadata));
         let stream = watcher(api, config).default_backoff();
         self.tasks.push(Task::spawn(drive(
             stream,
@@ -142,8 +168,12 @@ impl Starter<'_> {
                 on_event(event);
             },
         )));
-        store
     }
+}
+
+/// What a cache keeps of an object's metadata.
+fn compact<K>(object: &PartialObjectMeta<K>) -> CompactMeta {
+    CompactMeta::new(&object.metadata)
 }
 
 /// A namespace of the installer's that goes: its Secrets are no longer watched, and the
