@@ -506,6 +506,123 @@ async fn a_hand_edit_or_deletion_of_a_release_object_is_drift_and_repair_restore
     Ok(())
 }
 
+/// A chart's ServiceAccount is followed from the one watch of ServiceAccounts across the
+/// edge (ADR 43): a hand edit of it and its deletion are drift, named with the object,
+/// the field manager and the field; a Helm-made ServiceAccount of the same release name
+/// outside the installer's namespaces is not the release's; repair brings the deleted
+/// object back.
+#[tokio::test]
+async fn a_release_s_service_account_followed_across_the_edge_is_drift_when_edited_or_deleted()
+-> anyhow::Result<()> {
+    let System { env, .. } = system().await?;
+    publish_with_defaults(
+        env,
+        "identity-hello",
+        "hello",
+        &["0.1.0"],
+        json!({"hub": {"credentialSecret": ""}, "identity": {"enabled": true}}),
+    )
+    .await?;
+    let hub = env.hub_admin().await?;
+    Api::<Recipe>::all(hub.clone())
+        .patch(
+            "identity-hello",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"execution": [
+                installer::rule("", "configmaps"),
+                installer::rule("", "serviceaccounts"),
+            ]}})),
+        )
+        .await?;
+    let edge = env.edge_admin().await?;
+    let alice = env.hub.kubeconfig(User::Alice);
+    let edge_admin = env.edge.kubeconfig(User::Admin);
+    let (namespace, release) = ("org-a-identity-hello", "identity-hello");
+    let account = format!("{release}-identity");
+    install_with_greeting(alice, "identity", "identity-hello", "sealed")?;
+    system::installed(&hub, "identity", 1).await?;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    // A ServiceAccount Helm would have made for the same release name, in a namespace
+    // that is not the installer's, is made and deleted: not the release's, no drift.
+    let foreign = json!({
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {
+            "name": account,
+            "namespace": "default",
+            "labels": {"app.kubernetes.io/managed-by": "Helm"},
+            "annotations": {"meta.helm.sh/release-name": release,
+                            "meta.helm.sh/release-namespace": namespace},
+        },
+    });
+    let accounts =
+        Api::<k8s_openapi::api::core::v1::ServiceAccount>::namespaced(edge.clone(), "default");
+    accounts
+        .create(&Default::default(), &serde_json::from_value(foreign)?)
+        .await?;
+    accounts.delete(&account, &Default::default()).await?;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let ws = installer::workspace(&hub, "org-a", "identity").await?;
+    ensure!(
+        has_condition(&ws, "Drifted", "False", "ReleaseInSync"),
+        "another namespace's object is not the release's: {:?}",
+        status_of(&ws).drift
+    );
+
+    // A hand edit of the release's own.
+    providers_tests::kubectl::ok(
+        edge_admin,
+        &[
+            "-n",
+            namespace,
+            "label",
+            "serviceaccount",
+            &account,
+            "team=by-hand",
+        ],
+    )?;
+    let ws = drifted(&hub, "identity", "ObjectChanged").await?;
+    let drift = status_of(&ws).drift.context("status.drift")?;
+    let object = drift.objects.first().context("the drifted object")?;
+    ensure!(
+        object.kind == "ServiceAccount"
+            && object.name == account
+            && object.namespace == namespace
+            && object.manager.as_deref() == Some("kubectl-label")
+            && object.fields.iter().any(|f| f == "metadata.labels.team"),
+        "{object:?}"
+    );
+    plugin::run(alice, &["repair", "identity", "--wait", "--timeout", "3m"])?.ok()?;
+    system::installed(&hub, "identity", 2).await?;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    // Its deletion, and repair brings it back.
+    providers_tests::kubectl::ok(
+        edge_admin,
+        &["-n", namespace, "delete", "serviceaccount", &account],
+    )?;
+    let ws = drifted(&hub, "identity", "ObjectDeleted").await?;
+    let drift = status_of(&ws).drift.context("status.drift")?;
+    ensure!(
+        drift
+            .message
+            .contains(&format!("ServiceAccount {namespace}/{account} is gone")),
+        "{}",
+        drift.message
+    );
+    plugin::run(alice, &["repair", "identity", "--wait", "--timeout", "3m"])?.ok()?;
+    system::installed(&hub, "identity", 3).await?;
+    ensure!(
+        Api::<k8s_openapi::api::core::v1::ServiceAccount>::namespaced(edge.clone(), namespace)
+            .get_opt(&account)
+            .await?
+            .is_some(),
+        "the deleted ServiceAccount is back"
+    );
+    Ok(())
+}
+
 /// `fieldsV1` nested `depth` levels deep: deeper than a JSON decoder with the usual depth
 /// limit (128) reads, and stored as it is by the API server.
 fn deep_fields(depth: usize) -> serde_json::Value {
