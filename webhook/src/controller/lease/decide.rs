@@ -163,8 +163,9 @@ pub fn written(lease: &Lease, now: Instant) -> HolderSeen {
     }
 }
 
-/// Past the instant a holder falls silent, so that the next read finds it so.
-const SILENCE_MARGIN: Duration = Duration::from_millis(10);
+/// Past the instant a holder falls silent, so that the next read finds it so (the
+/// sharding rounds wait as much past a Lease's silence, for the same reason).
+pub const SILENCE_MARGIN: Duration = Duration::from_millis(10);
 
 /// How long a candidate that found the Lease held waits before it tries again: a retry
 /// period, or less when the holder it watches falls silent sooner (`seen.since` plus the

@@ -23,8 +23,8 @@ use kube::{Api, Client, api::PostParams};
 use tokio::time::{Instant, sleep, timeout};
 
 pub use self::config::LeaseConfig;
-pub use self::decide::HolderSeen;
 use self::decide::{Attempt, Decision, Loss, Renewal};
+pub use self::decide::{HolderSeen, SILENCE_MARGIN};
 
 pub struct Elector {
     api: Api<Lease>,

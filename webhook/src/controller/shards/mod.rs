@@ -36,7 +36,7 @@ use tokio::{sync::watch, time::Instant};
 
 use self::lease_clock::LeaseClock;
 use super::{
-    lease::{Elector, LeaseConfig},
+    lease::{Elector, LeaseConfig, SILENCE_MARGIN},
     metrics::Metrics,
     task::Task,
 };
@@ -46,8 +46,6 @@ use crate::{locks::Locked, runtime::Synced};
 /// held Lease of every replica each retry period), so a round runs at most ten times a
 /// second.
 const COALESCE: Duration = Duration::from_millis(100);
-/// Past the instant a Lease falls silent, so that the round sees it silent.
-const SILENCE_MARGIN: Duration = Duration::from_millis(10);
 
 /// The leases of sharding: the leader Lease's settings, whose name is the base of the
 /// membership and edge Leases.
