@@ -80,6 +80,11 @@ impl CompactMeta {
         }
     }
 
+    /// What a cache keeps of a metadata-only object.
+    pub(super) fn of_partial<K>(object: &kube::core::PartialObjectMeta<K>) -> Self {
+        Self::new(&object.metadata)
+    }
+
     pub(super) fn name(&self) -> &str {
         &self.name
     }

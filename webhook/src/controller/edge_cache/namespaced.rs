@@ -91,7 +91,7 @@ fn secret_store() -> (
     CompactStore<CompactMeta>,
     CompactWriter<PartialObjectMeta<Secret>, CompactMeta>,
 ) {
-    compact_store(|secret: &PartialObjectMeta<Secret>| CompactMeta::new(&secret.metadata))
+    compact_store(CompactMeta::of_partial::<Secret>)
 }
 
 impl NamespaceWatches {

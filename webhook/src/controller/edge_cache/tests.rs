@@ -31,8 +31,7 @@ fn cache() -> (
     EdgeCache,
     CompactWriter<PartialObjectMeta<ServiceAccount>, CompactMeta>,
 ) {
-    let (service_accounts, writer) =
-        compact_store(|sa: &PartialObjectMeta<ServiceAccount>| CompactMeta::new(&sa.metadata));
+    let (service_accounts, writer) = compact_store(CompactMeta::of_partial::<ServiceAccount>);
     let cache = EdgeCache {
         namespaces: CompactStore::default(),
         service_accounts,

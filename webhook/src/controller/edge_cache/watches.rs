@@ -58,7 +58,7 @@ impl Watches {
         let followed: ReleaseFollowers = Arc::new(Mutex::new(HashMap::new()));
         // The namespace cache first: the follows across the edge keep the objects of the
         // namespaces it holds.
-        let (namespaces, namespace_writer) = compact_store(compact::<Namespace>);
+        let (namespaces, namespace_writer) = compact_store(CompactMeta::of_partial::<Namespace>);
         let installer_namespaces = namespaces.clone();
         let namespaced = Arc::new(NamespaceWatches::new(
             Some(streams),
@@ -137,7 +137,7 @@ impl Starter<'_> {
             + Sync
             + 'static,
     {
-        let (store, writer) = compact_store(compact::<K>);
+        let (store, writer) = compact_store(CompactMeta::of_partial::<K>);
         self.metadata_into(writer, config, on_event);
         store
     }
@@ -169,11 +169,6 @@ impl Starter<'_> {
             },
         )));
     }
-}
-
-/// What a cache keeps of an object's metadata.
-fn compact<K>(object: &PartialObjectMeta<K>) -> CompactMeta {
-    CompactMeta::new(&object.metadata)
 }
 
 /// A namespace of the installer's that goes: its Secrets are no longer watched, and the
