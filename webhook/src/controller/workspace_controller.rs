@@ -42,9 +42,7 @@ pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
     let counted = reader.clone();
     let changes = watcher(workspaces, config)
         .default_backoff()
-        // No decision reads managedFields; each Workspace's would be a third of what the
-        // cache holds for it.
-        .modify(|workspace| workspace.managed_fields_mut().clear())
+        .modify(trim_for_cache)
         .inspect_ok(move |event| fleet.observe(&counted, event))
         .reflect(writer)
         // Said from the stream itself: the store's wait_until_ready wakes only its last
@@ -118,5 +116,60 @@ async fn lead_hub_duties(
         ctx.shards.set_leading(None);
         ctx.metrics.leader.set(0);
         tracing::warn!("no longer leading the hub-wide duties");
+    }
+}
+
+/// The annotation `kubectl apply` (and Argo CD, which applies the same way by default)
+/// writes: the whole manifest applied, the spec once more.
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// Drops from a Workspace what no decision reads before the cache keeps it: its
+/// managedFields (a third of what the cache would hold for it) and the manifest a client
+/// side apply copied into an annotation (as much again as its spec). Workspaces are only
+/// ever patched, never written back whole, so nothing dropped here is lost.
+fn trim_for_cache(workspace: &mut Workspace) {
+    workspace.managed_fields_mut().clear();
+    workspace.annotations_mut().remove(LAST_APPLIED);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cache_keeps_neither_managed_fields_nor_the_last_applied_manifest() {
+        let mut workspace: Workspace = serde_json::from_value(serde_json::json!({
+            "apiVersion": "providers.platform.dev/v1alpha1",
+            "kind": "Workspace",
+            "metadata": {
+                "name": "hello",
+                "namespace": "org-a",
+                "annotations": {
+                    LAST_APPLIED: "{\"spec\":{\"recipe\":\"hello\"}}",
+                    "providers.platform.dev/abandon": "moved to another edge",
+                },
+                "managedFields": [{ "manager": "argocd-controller", "operation": "Update" }],
+            },
+            "spec": { "recipe": "hello", "edge": "edge-1" },
+        }))
+        .unwrap();
+        trim_for_cache(&mut workspace);
+        assert!(
+            workspace
+                .metadata
+                .managed_fields
+                .unwrap_or_default()
+                .is_empty()
+        );
+        assert_eq!(
+            workspace
+                .metadata
+                .annotations
+                .unwrap()
+                .into_keys()
+                .collect::<Vec<_>>(),
+            ["providers.platform.dev/abandon"],
+            "the installer's own annotations stay"
+        );
     }
 }
