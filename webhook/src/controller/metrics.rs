@@ -232,7 +232,7 @@ impl Metrics {
         let edge_follow_watches = Family::<EdgeLabels, Gauge>::default();
         registry.register(
             "edge_follow_watches",
-            "The watches of installed releases' objects (one per release namespace and kind, Secrets excepted: their namespace's Secret watch follows them) on the edge",
+            "The watches of installed releases' objects on the edge: one per release namespace and kind, and one per kind across the edge for ServiceAccounts, Roles and RoleBindings (Secrets are followed by their namespace's Secret watch)",
             edge_follow_watches.clone(),
         );
         let edge_watch_connections = Family::<EdgeLabels, Gauge>::default();
