@@ -372,6 +372,46 @@ async fn values_yaml_would_misread_reach_the_release_unchanged() -> anyhow::Resu
     Ok(())
 }
 
+/// An object of a release, deleted on the edge by hand.
+struct Deleted<'a> {
+    namespace: &'a str,
+    kind: &'a str,
+    name: &'a str,
+}
+
+/// Deletes `deleted` on the edge as its admin, waits until `workspace` reports it gone
+/// (`ObjectDeleted`, naming it), and repairs until `attempt` is installed.
+async fn deleted_is_drift_and_repaired(
+    hub: &Client,
+    alice: &Path,
+    edge_admin: &Path,
+    workspace: &str,
+    deleted: Deleted<'_>,
+    attempt: i64,
+) -> anyhow::Result<()> {
+    let Deleted {
+        namespace,
+        kind,
+        name,
+    } = deleted;
+    providers_tests::kubectl::ok(
+        edge_admin,
+        &["-n", namespace, "delete", &kind.to_lowercase(), name],
+    )?;
+    let ws = drifted(hub, workspace, "ObjectDeleted").await?;
+    let drift = status_of(&ws).drift.context("status.drift")?;
+    ensure!(
+        drift
+            .message
+            .contains(&format!("{kind} {namespace}/{name} is gone")),
+        "{}",
+        drift.message
+    );
+    plugin::run(alice, &["repair", workspace, "--wait", "--timeout", "3m"])?.ok()?;
+    system::installed(hub, workspace, attempt).await?;
+    Ok(())
+}
+
 /// A hand edit of an object the chart made (`kubectl patch` of its ConfigMap on the edge)
 /// and a deletion of one are drift, named with the object, the field manager and the
 /// fields, read from the objects' metadata only; an object annotated to opt out is not;
@@ -451,21 +491,12 @@ async fn a_hand_edit_or_deletion_of_a_release_object_is_drift_and_repair_restore
     tokio::time::sleep(Duration::from_secs(2)).await;
 
     // A deletion of the chart's object.
-    providers_tests::kubectl::ok(
-        edge_admin,
-        &["-n", namespace, "delete", "configmap", &configmap],
-    )?;
-    let ws = drifted(&hub, "edited", "ObjectDeleted").await?;
-    let drift = status_of(&ws).drift.context("status.drift")?;
-    ensure!(
-        drift
-            .message
-            .contains(&format!("ConfigMap {namespace}/{configmap} is gone")),
-        "{}",
-        drift.message
-    );
-    plugin::run(alice, &["repair", "edited", "--wait", "--timeout", "3m"])?.ok()?;
-    system::installed(&hub, "edited", 3).await?;
+    let deleted = Deleted {
+        namespace,
+        kind: "ConfigMap",
+        name: &configmap,
+    };
+    deleted_is_drift_and_repaired(&hub, alice, edge_admin, "edited", deleted, 3).await?;
     ensure!(
         rendered(&edge, namespace, release).await?.map(|r| r.0) == Some("sealed".into()),
         "the deleted object is back"
@@ -598,21 +629,12 @@ async fn a_release_s_service_account_followed_across_the_edge_is_drift_when_edit
     tokio::time::sleep(Duration::from_secs(2)).await;
 
     // Its deletion, and repair brings it back.
-    providers_tests::kubectl::ok(
-        edge_admin,
-        &["-n", namespace, "delete", "serviceaccount", &account],
-    )?;
-    let ws = drifted(&hub, "identity", "ObjectDeleted").await?;
-    let drift = status_of(&ws).drift.context("status.drift")?;
-    ensure!(
-        drift
-            .message
-            .contains(&format!("ServiceAccount {namespace}/{account} is gone")),
-        "{}",
-        drift.message
-    );
-    plugin::run(alice, &["repair", "identity", "--wait", "--timeout", "3m"])?.ok()?;
-    system::installed(&hub, "identity", 3).await?;
+    let deleted = Deleted {
+        namespace,
+        kind: "ServiceAccount",
+        name: &account,
+    };
+    deleted_is_drift_and_repaired(&hub, alice, edge_admin, "identity", deleted, 3).await?;
     ensure!(
         Api::<k8s_openapi::api::core::v1::ServiceAccount>::namespaced(edge.clone(), namespace)
             .get_opt(&account)

@@ -414,14 +414,7 @@ fn wake_follower(
             watcher::Event::Apply(record) | watcher::Event::Delete(record) => record,
             _ => return,
         };
-        if !is_helm_record(
-            record
-                .metadata
-                .labels
-                .as_ref()
-                .and_then(|l| l.get("owner"))
-                .map(String::as_str),
-        ) {
+        if !is_helm_record(record.labels().get("owner").map(String::as_str)) {
             return;
         }
         wake_release(

@@ -74,14 +74,17 @@ impl Watches {
             listed: &listed,
             tasks: Vec::new(),
         };
-        watches.metadata_into(
+        watches.metadata(
             namespace_writer,
             managed.clone(),
             on_namespace(namespaced.clone(), wake.clone()),
         );
-        let service_accounts = watches.metadata::<ServiceAccount>(managed.clone(), |_| {});
-        let roles = watches.metadata::<Role>(managed.clone(), |_| {});
-        let role_bindings = watches.metadata::<RoleBinding>(managed.clone(), |_| {});
+        let (service_accounts, writer) = compact_store(CompactMeta::of_partial::<ServiceAccount>);
+        watches.metadata(writer, managed.clone(), |_| {});
+        let (roles, writer) = compact_store(CompactMeta::of_partial::<Role>);
+        watches.metadata(writer, managed.clone(), |_| {});
+        let (role_bindings, writer) = compact_store(CompactMeta::of_partial::<RoleBinding>);
+        watches.metadata(writer, managed.clone(), |_| {});
         let mut tasks = watches.tasks;
         let (jobs, task) = watch_jobs(
             Api::all(client.clone()),
@@ -121,29 +124,9 @@ struct Starter<'a> {
 }
 
 impl Starter<'_> {
-    /// A watch of the metadata of every `K` that `config` selects, kept compact (all a
-    /// decision reads of them), calling `on_event` per event.
+    /// A watch of the metadata of every `K` that `config` selects, into `writer`'s store
+    /// (a compact form: all a decision reads of them), calling `on_event` per event.
     fn metadata<K>(
-        &mut self,
-        config: watcher::Config,
-        on_event: impl FnMut(&watcher::Event<PartialObjectMeta<K>>) + Send + 'static,
-    ) -> CompactStore<CompactMeta>
-    where
-        K: Resource<DynamicType = ()>
-            + Clone
-            + DeserializeOwned
-            + std::fmt::Debug
-            + Send
-            + Sync
-            + 'static,
-    {
-        let (store, writer) = compact_store(CompactMeta::of_partial::<K>);
-        self.metadata_into(writer, config, on_event);
-        store
-    }
-
-    /// A watch of the metadata of every `K` that `config` selects, into `writer`'s store.
-    fn metadata_into<K>(
         &mut self,
         mut writer: CompactWriter<PartialObjectMeta<K>, CompactMeta>,
         config: watcher::Config,
