@@ -2,15 +2,15 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::{
-    api::batch::v1::Job,
-    apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time},
-    jiff::Timestamp,
-};
-
-use serde_json::Value;
+use k8s_openapi::{apimachinery::pkg::apis::meta::v1::ObjectMeta, jiff::Timestamp};
 
 use crate::{admission::binding_of, api::Workspace, seal::Keyring, verify::verify_plan};
+
+mod job;
+mod release;
+
+pub use job::{JobOutcome, JobState, RunnerPod, job_state, runner_pod};
+pub use release::{ReleaseContent, ReleaseRevision, newest_revision};
 
 use super::{
     action::Kind,
@@ -287,69 +287,6 @@ impl Remote {
     }
 }
 
-/// The attempt's Job.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct JobState {
-    pub object: ObjectState,
-    pub outcome: JobOutcome,
-    /// When it completed or failed.
-    pub finished_at: Option<Time>,
-    /// Its runner Pod, read once the Job has failed (for helm's own words).
-    pub runner: Option<RunnerPod>,
-}
-
-/// The Pod that ran an attempt's Job.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct RunnerPod {
-    /// The Pod's name: where the runner's log is read from.
-    pub name: String,
-    /// Its container's termination message: the end of helm's output when it failed
-    /// (`terminationMessagePolicy: FallbackToLogsOnError`).
-    pub message: Option<String>,
-}
-
-/// Where a Job stands, by its terminal conditions.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum JobOutcome {
-    /// No terminal condition yet.
-    Running,
-    /// `Complete` is True.
-    Succeeded,
-    /// `Failed` is True: its reason and message.
-    Failed { reason: String, message: String },
-}
-
-/// The newest revision of a Helm release, read from the labels of Helm's storage Secret
-/// (`sh.helm.release.v1.<release>.v<revision>`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ReleaseRevision {
-    /// The storage Secret's name.
-    pub secret: String,
-    /// Its UID, the guard of any write to it.
-    pub uid: String,
-    /// The revision number.
-    pub revision: i64,
-    /// Helm's status: `deployed`, `failed`, `pending-install`, `pending-upgrade`, ...
-    pub status: String,
-    /// When the record was made.
-    pub created: Option<Time>,
-    /// When Helm last changed it (its `modifiedAt` label, in seconds), if it says.
-    pub modified: Option<i64>,
-}
-
-impl ReleaseRevision {
-    /// Whether a Helm operation holds the release: Helm refuses another one with
-    /// "another operation (install/upgrade/rollback) is in progress".
-    pub fn is_pending(&self) -> bool {
-        self.status.starts_with("pending-")
-    }
-
-    /// Whether a Helm operation is under way on it: pending, or being uninstalled.
-    pub fn is_transient(&self) -> bool {
-        self.is_pending() || self.status == "uninstalling"
-    }
-}
-
 /// The provider's runtime credential objects on the hub.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct HubObjects {
@@ -362,85 +299,4 @@ pub struct HubObjects {
 /// The marks of a typed object, for the shell.
 pub fn state_of<K: kube::Resource>(object: &K) -> ObjectState {
     ObjectState::from_meta(object.meta())
-}
-
-/// The state of a Job from its conditions.
-pub fn job_state(job: &Job) -> JobState {
-    let conditions = job
-        .status
-        .as_ref()
-        .and_then(|s| s.conditions.as_deref())
-        .unwrap_or_default();
-    let is_true = |kind: &str| {
-        conditions
-            .iter()
-            .find(|c| c.type_ == kind && c.status == "True")
-    };
-    let (outcome, finished_at) = if is_true("Complete").is_some() {
-        let at = job.status.as_ref().and_then(|s| s.completion_time.clone());
-        (JobOutcome::Succeeded, at)
-    } else if let Some(failed) = is_true("Failed") {
-        (
-            JobOutcome::Failed {
-                reason: failed.reason.clone().unwrap_or_default(),
-                message: failed.message.clone().unwrap_or_default(),
-            },
-            failed.last_transition_time.clone(),
-        )
-    } else {
-        (JobOutcome::Running, None)
-    };
-    JobState {
-        object: state_of(job),
-        outcome,
-        finished_at,
-        runner: None,
-    }
-}
-
-/// The runner Pod of a Job, from the Pods labelled with the Job's name: the newest one,
-/// with its `helm` container's termination message.
-pub fn runner_pod(pods: &[k8s_openapi::api::core::v1::Pod]) -> Option<RunnerPod> {
-    let pod = pods
-        .iter()
-        .max_by_key(|p| p.metadata.creation_timestamp.as_ref().map(|t| t.0))?;
-    let message = pod
-        .status
-        .as_ref()
-        .and_then(|s| s.container_statuses.as_ref())
-        .and_then(|c| c.iter().find(|c| c.name == "helm"))
-        .and_then(|c| c.state.as_ref()?.terminated.as_ref()?.message.clone())
-        .filter(|m| !m.trim().is_empty());
-    Some(RunnerPod {
-        name: pod.metadata.name.clone().unwrap_or_default(),
-        message,
-    })
-}
-
-/// The metadata of Helm's storage Secrets of one release → its newest revision.
-pub fn newest_revision(records: &[ObjectMeta]) -> Option<ReleaseRevision> {
-    records
-        .iter()
-        .filter_map(|meta| {
-            let labels = meta.labels.as_ref()?;
-            Some(ReleaseRevision {
-                secret: meta.name.clone()?,
-                uid: meta.uid.clone().unwrap_or_default(),
-                revision: labels.get("version")?.parse().ok()?,
-                status: labels.get("status").cloned().unwrap_or_default(),
-                created: meta.creation_timestamp.clone(),
-                modified: labels.get("modifiedAt").and_then(|m| m.parse().ok()),
-            })
-        })
-        .max_by_key(|r| r.revision)
-}
-
-/// What Helm recorded of one revision, read from the content of its storage record
-/// (`chart.metadata.name`, `chart.metadata.version` and `config`, the values helm was given).
-#[derive(Clone, Debug, PartialEq)]
-pub struct ReleaseContent {
-    pub chart: String,
-    pub version: String,
-    /// The values supplied to helm (the release's `config`).
-    pub values: Value,
 }

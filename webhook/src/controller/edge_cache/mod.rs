@@ -11,18 +11,11 @@
 use std::{
     collections::HashMap,
     sync::{Arc, Mutex},
-    time::{Duration, Instant},
 };
 
-use k8s_openapi::{api::batch::v1::Job, apimachinery::pkg::apis::meta::v1::ObjectMeta};
-use kube::{
-    Client, Resource,
-    api::{ApiResource, GroupVersionKind},
-    discovery::Scope,
-};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use providers_shared::installer::{
-    JobState, Kind, ObjectSeen, ObjectState, ReleaseRevision, job_state, newest_revision,
-    release_objects::ReleaseObject, state_of,
+    JobState, Kind, ObjectState, ReleaseRevision, newest_revision, release_objects::ReleaseObject,
 };
 
 mod compact_meta;
@@ -31,7 +24,9 @@ mod follow;
 mod metadata_decode;
 mod metadata_watch;
 mod namespaced;
+mod own_edge_writes;
 mod packed_pairs;
+mod release_objects;
 mod stream_pool;
 mod sync;
 mod wake;
@@ -42,17 +37,14 @@ pub use stream_pool::{DEFAULT_STREAMS_PER_CONNECTION, StreamPool};
 use compact_meta::{CompactJob, CompactMeta};
 use compact_store::CompactStore;
 use namespaced::{NamespaceWatches, is_helm_record};
+use own_edge_writes::{EdgeWrite, EdgeWrites, Key, OWN_WRITES_TTL, OwnWriteSays, WrittenObject};
+use release_objects::{FoundKind, KindKey};
 pub use sync::SYNC_TIMEOUT;
 use sync::WatchesListed;
 use wake::ReleaseFollowers;
 
-use super::{own_writes::OwnWrites, unreachable::Reachability};
+use super::unreachable::Reachability;
 use crate::locks::Locked;
-
-/// How long the installer trusts what its own write to an edge returned over a watch
-/// cache that has not seen it yet. Far longer than a watch lags; short enough that a cache
-/// that never sees the object (one without the installer's label) is asked again soon.
-const OWN_WRITES_TTL: Duration = Duration::from_secs(60);
 
 /// The kinds of edge objects a decision reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -60,46 +52,6 @@ pub enum Cached {
     Namespace,
     Attempt(Kind),
 }
-
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-struct Key {
-    kind: Cached,
-    namespace: String,
-    name: String,
-}
-
-/// What a write of the installer's own said about an object.
-#[derive(Clone, Debug)]
-enum EdgeWrite {
-    Present(Box<WrittenObject>),
-    Gone { uid: String },
-}
-
-#[derive(Clone, Debug)]
-enum WrittenObject {
-    Object(ObjectState),
-    Job(JobState),
-}
-
-impl EdgeWrite {
-    /// Whether the cache, holding the object with `cached_uid`, shows this write: the
-    /// object written is there, or the one deleted is not.
-    fn shown(&self, cached_uid: Option<&str>) -> bool {
-        match self {
-            EdgeWrite::Present(seen) => {
-                let uid = match seen.as_ref() {
-                    WrittenObject::Object(o) => o.uid.as_str(),
-                    WrittenObject::Job(j) => j.object.uid.as_str(),
-                };
-                cached_uid == Some(uid)
-            }
-            EdgeWrite::Gone { uid } => cached_uid != Some(uid.as_str()),
-        }
-    }
-}
-
-/// The installer's own writes to an edge, by object, until the watches show them.
-type EdgeWrites = OwnWrites<Key, EdgeWrite>;
 
 /// The caches of one edge. Cloning shares them.
 #[derive(Clone)]
@@ -128,20 +80,6 @@ pub struct EdgeCache {
     /// once per record.
     manifests: Arc<Mutex<HashMap<String, Arc<Vec<ReleaseObject>>>>>,
 }
-
-/// `(apiVersion, kind)` of the objects a release made.
-type KindKey = (String, String);
-/// A kind's namespaced API resource as discovery found it (`None`: not served, or not
-/// namespaced), and when.
-type FoundKind = (Option<ApiResource>, Instant);
-
-/// The most objects of installed revisions kept in memory, all revisions together (past
-/// it, they are read again).
-const MAX_MANIFEST_OBJECTS: usize = 200_000;
-/// How long a kind the edge does not serve is not asked about again.
-const KIND_MISS_TTL: Duration = Duration::from_secs(600);
-/// The most kinds whose discovery is remembered per edge.
-const MAX_KINDS: usize = 1_000;
 
 impl EdgeCache {
     /// Waits until every cache holds its first list: at once when they do, and every
@@ -319,93 +257,6 @@ impl EdgeCache {
         })
     }
 
-    /// The objects of the installed revision recorded in `record_uid`, when read before.
-    pub fn manifest(&self, record_uid: &str) -> Option<Arc<Vec<ReleaseObject>>> {
-        self.manifests.locked().get(record_uid).cloned()
-    }
-
-    /// Keeps the objects of the revision recorded in `record_uid`.
-    pub fn keep_manifest(&self, record_uid: &str, objects: Arc<Vec<ReleaseObject>>) {
-        let mut manifests = self.manifests.locked();
-        let held: usize = manifests.values().map(|o| o.len()).sum();
-        if held + objects.len() > MAX_MANIFEST_OBJECTS {
-            manifests.clear();
-        }
-        manifests.insert(record_uid.to_owned(), objects);
-    }
-
-    /// Follows `objects` of an installed release in `namespace` (a watch per kind, started
-    /// the first time a release there names it) and says what the edge shows of each.
-    pub async fn follow_objects(
-        &self,
-        client: &Client,
-        namespace: &str,
-        objects: &[ReleaseObject],
-        may_follow: impl Fn(&ApiResource) -> bool,
-    ) -> Vec<(ReleaseObject, ObjectSeen)> {
-        let mut kinds: Vec<(String, String)> = objects
-            .iter()
-            .map(|o| (o.api_version.clone(), o.kind.clone()))
-            .collect();
-        kinds.sort();
-        kinds.dedup();
-        for kind in &kinds {
-            if self.namespaced.follow_watch(namespace, kind).is_some() {
-                continue;
-            }
-            let Some(resource) = self.resource_of(client, kind).await else {
-                continue;
-            };
-            if !may_follow(&resource) {
-                continue;
-            }
-            self.namespaced.follow(namespace, kind, &resource);
-        }
-        follow::seen_all(objects, |object| {
-            self.namespaced.follow_watch(
-                namespace,
-                &(object.api_version.clone(), object.kind.clone()),
-            )
-        })
-    }
-
-    /// How many watches follow release objects for drift: one per namespace and kind, and
-    /// one per kind followed across the edge.
-    pub fn follow_watches(&self) -> usize {
-        self.namespaced.follows()
-    }
-
-    /// The namespaced API resource of a kind, asked once of the edge's discovery (a kind
-    /// not found, or not namespaced, again after [`KIND_MISS_TTL`]).
-    async fn resource_of(&self, client: &Client, kind: &(String, String)) -> Option<ApiResource> {
-        if let Some((known, at)) = self.kinds.locked().get(kind)
-            && (known.is_some() || at.elapsed() < KIND_MISS_TTL)
-        {
-            return known.clone();
-        }
-        let (group, version) = match kind.0.split_once('/') {
-            Some((group, version)) => (group, version),
-            None => ("", kind.0.as_str()),
-        };
-        let gvk = GroupVersionKind::gvk(group, version, &kind.1);
-        let found = match kube::discovery::pinned_kind(client, &gvk).await {
-            Ok((resource, capabilities)) if capabilities.scope == Scope::Namespaced => {
-                Some(resource)
-            }
-            Ok(_) => None,
-            Err(error) => {
-                tracing::debug!(kind = ?kind, %error, "cannot find a kind on the edge");
-                None
-            }
-        };
-        let mut kinds = self.kinds.locked();
-        if kinds.len() >= MAX_KINDS {
-            kinds.clear();
-        }
-        kinds.insert(kind.clone(), (found.clone(), Instant::now()));
-        found
-    }
-
     /// Wakes `workspace` when the records of `release` in `namespace` change.
     pub fn follow_release(&self, namespace: &str, release: &str, workspace: &str) {
         let mut followed = self.followed.locked();
@@ -414,81 +265,6 @@ impl EdgeCache {
             followed.insert(key, workspace.to_owned());
         }
     }
-
-    /// The installer created or changed `object` (the API server's answer).
-    pub fn wrote_object<K: Resource>(&self, kind: Cached, object: &K) {
-        let seen = WrittenObject::Object(state_of(object));
-        self.remember(kind, object.meta(), EdgeWrite::Present(Box::new(seen)));
-    }
-
-    /// The installer created or changed a Job (the API server's answer).
-    pub fn wrote_job(&self, job: &Job) {
-        let seen = WrittenObject::Job(job_state(job));
-        self.remember(
-            Cached::Attempt(Kind::Job),
-            &job.metadata,
-            EdgeWrite::Present(Box::new(seen)),
-        );
-    }
-
-    /// The installer deleted the object with `uid` (or found it gone).
-    pub fn deleted(&self, kind: Cached, namespace: &str, name: &str, uid: &str) {
-        self.own.locked().insert(
-            Key {
-                kind,
-                namespace: namespace.to_owned(),
-                name: name.to_owned(),
-            },
-            EdgeWrite::Gone {
-                uid: uid.to_owned(),
-            },
-            Instant::now(),
-        );
-    }
-
-    fn remember(&self, kind: Cached, meta: &ObjectMeta, own: EdgeWrite) {
-        let key = Key {
-            kind,
-            namespace: meta.namespace.clone().unwrap_or_default(),
-            name: meta.name.clone().unwrap_or_default(),
-        };
-        self.own.locked().insert(key, own, Instant::now());
-    }
-
-    /// What the installer's own writes say of an object the cache holds with
-    /// `cached_uid`; forgets what the cache has caught up with, or what is too old.
-    fn own_write(
-        &self,
-        kind: Cached,
-        namespace: &str,
-        name: &str,
-        cached_uid: Option<&str>,
-    ) -> OwnWriteSays {
-        let namespace = match kind {
-            Cached::Namespace => String::new(),
-            Cached::Attempt(_) => namespace.to_owned(),
-        };
-        let key = Key {
-            kind,
-            namespace,
-            name: name.to_owned(),
-        };
-        match self
-            .own
-            .locked()
-            .trusted(&key, |own| own.shown(cached_uid), Instant::now())
-        {
-            Some(EdgeWrite::Present(seen)) => OwnWriteSays::Present(seen.clone()),
-            Some(EdgeWrite::Gone { .. }) => OwnWriteSays::Gone,
-            None => OwnWriteSays::Cache,
-        }
-    }
-}
-
-enum OwnWriteSays {
-    Present(Box<WrittenObject>),
-    Gone,
-    Cache,
 }
 
 fn meta_of(

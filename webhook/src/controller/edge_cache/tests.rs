@@ -6,6 +6,7 @@ use compact_store::{CompactWriter, compact_store};
 use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
 use kube::core::PartialObjectMeta;
 use kube::runtime::watcher;
+use std::time::{Duration, Instant};
 
 fn meta(name: &str, namespace: &str, uid: &str) -> PartialObjectMeta<ServiceAccount> {
     PartialObjectMeta::<ServiceAccount> {

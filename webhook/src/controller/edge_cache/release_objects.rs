@@ -1,0 +1,121 @@
+//! What the edge shows of an installed release's objects: the objects Helm recorded for
+//! each revision (read once per record), the API resource of each kind found once by
+//! discovery, and the watches that follow those objects for drift.
+
+use std::{
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use kube::{
+    Client,
+    api::{ApiResource, GroupVersionKind},
+    discovery::Scope,
+};
+use providers_shared::installer::{ObjectSeen, release_objects::ReleaseObject};
+
+use super::{EdgeCache, follow};
+use crate::locks::Locked;
+
+/// `(apiVersion, kind)` of the objects a release made.
+pub(super) type KindKey = (String, String);
+/// A kind's namespaced API resource as discovery found it (`None`: not served, or not
+/// namespaced), and when.
+pub(super) type FoundKind = (Option<ApiResource>, Instant);
+
+/// The most objects of installed revisions kept in memory, all revisions together (past
+/// it, they are read again).
+const MAX_MANIFEST_OBJECTS: usize = 200_000;
+/// How long a kind the edge does not serve is not asked about again.
+const KIND_MISS_TTL: Duration = Duration::from_secs(600);
+/// The most kinds whose discovery is remembered per edge.
+const MAX_KINDS: usize = 1_000;
+
+impl EdgeCache {
+    /// The objects of the installed revision recorded in `record_uid`, when read before.
+    pub fn manifest(&self, record_uid: &str) -> Option<Arc<Vec<ReleaseObject>>> {
+        self.manifests.locked().get(record_uid).cloned()
+    }
+
+    /// Keeps the objects of the revision recorded in `record_uid`.
+    pub fn keep_manifest(&self, record_uid: &str, objects: Arc<Vec<ReleaseObject>>) {
+        let mut manifests = self.manifests.locked();
+        let held: usize = manifests.values().map(|o| o.len()).sum();
+        if held + objects.len() > MAX_MANIFEST_OBJECTS {
+            manifests.clear();
+        }
+        manifests.insert(record_uid.to_owned(), objects);
+    }
+
+    /// Follows `objects` of an installed release in `namespace` (a watch per kind, started
+    /// the first time a release there names it) and says what the edge shows of each.
+    pub async fn follow_objects(
+        &self,
+        client: &Client,
+        namespace: &str,
+        objects: &[ReleaseObject],
+        may_follow: impl Fn(&ApiResource) -> bool,
+    ) -> Vec<(ReleaseObject, ObjectSeen)> {
+        let mut kinds: Vec<(String, String)> = objects
+            .iter()
+            .map(|o| (o.api_version.clone(), o.kind.clone()))
+            .collect();
+        kinds.sort();
+        kinds.dedup();
+        for kind in &kinds {
+            if self.namespaced.follow_watch(namespace, kind).is_some() {
+                continue;
+            }
+            let Some(resource) = self.resource_of(client, kind).await else {
+                continue;
+            };
+            if !may_follow(&resource) {
+                continue;
+            }
+            self.namespaced.follow(namespace, kind, &resource);
+        }
+        follow::seen_all(objects, |object| {
+            self.namespaced.follow_watch(
+                namespace,
+                &(object.api_version.clone(), object.kind.clone()),
+            )
+        })
+    }
+
+    /// How many watches follow release objects for drift: one per namespace and kind, and
+    /// one per kind followed across the edge.
+    pub fn follow_watches(&self) -> usize {
+        self.namespaced.follows()
+    }
+
+    /// The namespaced API resource of a kind, asked once of the edge's discovery (a kind
+    /// not found, or not namespaced, again after [`KIND_MISS_TTL`]).
+    async fn resource_of(&self, client: &Client, kind: &(String, String)) -> Option<ApiResource> {
+        if let Some((known, at)) = self.kinds.locked().get(kind)
+            && (known.is_some() || at.elapsed() < KIND_MISS_TTL)
+        {
+            return known.clone();
+        }
+        let (group, version) = match kind.0.split_once('/') {
+            Some((group, version)) => (group, version),
+            None => ("", kind.0.as_str()),
+        };
+        let gvk = GroupVersionKind::gvk(group, version, &kind.1);
+        let found = match kube::discovery::pinned_kind(client, &gvk).await {
+            Ok((resource, capabilities)) if capabilities.scope == Scope::Namespaced => {
+                Some(resource)
+            }
+            Ok(_) => None,
+            Err(error) => {
+                tracing::debug!(kind = ?kind, %error, "cannot find a kind on the edge");
+                None
+            }
+        };
+        let mut kinds = self.kinds.locked();
+        if kinds.len() >= MAX_KINDS {
+            kinds.clear();
+        }
+        kinds.insert(kind.clone(), (found.clone(), Instant::now()));
+        found
+    }
+}
