@@ -1,5 +1,5 @@
 //! The installer shared out over replicas (ADR 40, docs/performance.md "Edges shared over
-//! replicas"): many Edges, thousands of Workspaces, several `--shard-edges` replicas on
+//! replicas"): many Edges, thousands of Workspaces, several replicas on
 //! local control planes, with the shipped Lease timing (15 s, renew deadline 10 s, retry
 //! 2 s).
 //!
@@ -104,7 +104,6 @@ impl Replica {
             ControllerOptions {
                 lease_timing: SHIPPED_LEASES,
                 args: vec![
-                    "--shard-edges".into(),
                     "--concurrency".into(),
                     "32".into(),
                     "--drift-interval".into(),

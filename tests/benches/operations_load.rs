@@ -1,6 +1,6 @@
 //! Routine operations under a steady load of tenant writes (docs/performance.md
 //! "Operations under load"): for each event, a hub and an edge (local control planes),
-//! two webhook replicas behind one Service address, the installer (`--shard-edges`), and
+//! two webhook replicas behind one Service address, the installer (sharing the edges), and
 //! tenants writing at a fixed rate (creates, value changes, retries, deletes) while Jobs
 //! are ended on the edge as they appear, one in five failed.
 //!

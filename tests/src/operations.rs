@@ -63,7 +63,7 @@ pub struct Bed {
 
 impl Bed {
     /// Starts the control planes, the platform, `webhooks` webhook replicas and
-    /// `installers` installer replicas (`--shard-edges`); a Job in `fail_every` fails.
+    /// `installers` installer replicas (sharing the edges); a Job in `fail_every` fails.
     pub async fn start(
         controlplane_bin: &Path,
         webhooks: usize,
@@ -307,9 +307,7 @@ impl Bed {
         let process = ControllerProcess::start(
             &self.hub.info,
             ControllerOptions {
-                args: ["--shard-edges", "--concurrency", "16"]
-                    .map(String::from)
-                    .to_vec(),
+                args: ["--concurrency", "16"].map(String::from).to_vec(),
                 ..ControllerOptions::new("", &identity, LEASE)
             },
         )

@@ -912,7 +912,6 @@ fn unauthenticated_callers_and_the_network_policy_match_the_components() {
             "controller",
             "--metrics-listen=0.0.0.0:8080",
             "--log-format=json",
-            "--shard-edges",
             "--edge-credentials-namespace=edge-secrets",
             "--helm-image=registry.example/helm:3",
         ]
@@ -1240,14 +1239,15 @@ fn the_api_server_takes_the_chart() {
     );
 }
 
-/// The chart's installer defaults to what manifests/ ships (ADR 40): three replicas with
-/// `--shard-edges`, spread over nodes but never kept off one, and a PodDisruptionBudget
-/// of one that never waits on a replica that is not Ready. One replica stays sharded with
-/// the same budget (a drain may evict it); `controller.shardEdges=false` with two
-/// replicas renders what the leader-standby component does; the budget can be left out.
+/// The chart's installer defaults to what manifests/ ships (ADR 40): three replicas, each
+/// working its share of the edges (the only mode), spread over nodes but never kept off
+/// one, and a PodDisruptionBudget of one that never waits on a replica that is not Ready.
+/// One replica has the same arguments and budget (a drain may evict it). An upgrade that
+/// reuses an earlier release's `controller.shardEdges=false` (one leader and a standby)
+/// stops with the way to upgrade; `true` renders as the default; the budget can be left
+/// out.
 #[test]
 fn the_installer_defaults_to_three_sharing_replicas_with_a_disruption_budget() {
-    let root = binaries::workspace_root().unwrap();
     let helm = Helm::new();
     let render = |values: &[&str]| {
         let mut all = vec!["--set", "webhook.allowUnauthenticatedCallers=true"];
@@ -1259,7 +1259,14 @@ fn the_installer_defaults_to_three_sharing_replicas_with_a_disruption_budget() {
     let default = render(&[]);
     let deployment = find(&default, "Deployment", "providers-controller");
     assert_eq!(deployment["spec"]["replicas"], 3, "{deployment}");
-    assert!(args(deployment).contains(&"--shard-edges".to_owned()));
+    assert_eq!(
+        args(deployment),
+        [
+            "controller",
+            "--metrics-listen=0.0.0.0:8080",
+            "--log-format=json"
+        ]
+    );
     let pod = &deployment["spec"]["template"]["spec"];
     assert!(
         pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
@@ -1285,41 +1292,31 @@ fn the_installer_defaults_to_three_sharing_replicas_with_a_disruption_budget() {
     let one = render(&["controller.replicas=1"]);
     let single = find(&one, "Deployment", "providers-controller");
     assert_eq!(single["spec"]["replicas"], 1);
-    assert!(args(single).contains(&"--shard-edges".to_owned()));
+    assert_eq!(args(single), args(deployment));
     assert_eq!(
         find(&one, "PodDisruptionBudget", "providers-controller")["spec"],
         budget["spec"]
     );
 
-    // The leader-standby component of the kustomize build, and the chart's values for it.
-    let dir = tempfile::tempdir().unwrap();
-    let status = Command::new("cp")
-        .arg("-r")
-        .arg(root.join("manifests"))
-        .arg(dir.path())
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let overlay = dir.path().join("standby");
-    std::fs::create_dir_all(&overlay).unwrap();
-    std::fs::write(
-        overlay.join("kustomization.yaml"),
-        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ../manifests\ncomponents:\n  - ../manifests/components/leader-standby\n",
-    )
-    .unwrap();
-    let kustomized = documents(&kustomize(&overlay));
-    let chart = render(&["controller.shardEdges=false", "controller.replicas=2"]);
-    let (expected, actual) = (
-        find(&kustomized, "Deployment", "providers-controller"),
-        find(&chart, "Deployment", "providers-controller"),
+    // An earlier release's values, reused by `helm upgrade --reuse-values`.
+    let refused = helm.fails([
+        "template",
+        "providers",
+        CHART,
+        "--set",
+        "webhook.allowUnauthenticatedCallers=true",
+        "--set",
+        "controller.shardEdges=false",
+    ]);
+    assert!(
+        refused.contains("shardEdges") && refused.contains("true"),
+        "{refused}"
     );
-    assert_eq!(args(expected), args(actual));
-    assert!(!args(actual).contains(&"--shard-edges".to_owned()));
-    assert_eq!(expected["spec"]["replicas"], 2);
-    assert_eq!(expected["spec"]["replicas"], actual["spec"]["replicas"]);
+    let kept = render(&["controller.shardEdges=true"]);
     assert_eq!(
-        find(&kustomized, "PodDisruptionBudget", "providers-controller")["spec"],
-        find(&chart, "PodDisruptionBudget", "providers-controller")["spec"]
+        find(&kept, "Deployment", "providers-controller"),
+        deployment,
+        "the old default renders as today's"
     );
 
     // `helm upgrade --reuse-values` renders with the values of the chart it upgrades,

@@ -1,4 +1,4 @@
-//! Edges shared out over installer replicas with `--shard-edges` (ADR 40), against the real
+//! Edges shared out over installer replicas (ADR 40), against the real
 //! API servers: every replica works the edges rendezvous hashing gives it, each under the
 //! edge's fencing Lease; a killed replica's edges are taken over and their attempts run; a
 //! replica frozen (SIGSTOP) past its Lease writes nothing once it runs again until it has
@@ -20,7 +20,7 @@ use kube::{
     Api, Client,
     api::{Patch, PatchParams},
 };
-use providers_shared::installer::edge_owners::{edge_lease, member_lease, owner_of};
+use providers_shared::installer::edge_owners::{edge_lease, owner_of};
 use providers_tests::{
     User,
     installer::{
@@ -76,9 +76,8 @@ async fn replica(
     identity: &str,
     lease: &str,
 ) -> anyhow::Result<ControllerProcess> {
-    let mut options = ControllerOptions::new(case, identity, lease);
-    options.args = vec!["--shard-edges".into()];
-    env.controller(options).await
+    env.controller(ControllerOptions::new(case, identity, lease))
+        .await
 }
 
 /// Every edge (edge-1 and the test's) held by the replica rendezvous hashing names among
@@ -368,7 +367,6 @@ async fn a_replica_frozen_past_its_lease_sends_nothing_once_another_took_its_edg
     let members = vec!["replica-1".to_owned(), "replica-2".to_owned()];
     let _two = replica(env, case, "replica-2", &lease).await?;
     let mut options = ControllerOptions::new(case, "replica-1", &lease);
-    options.args = vec!["--shard-edges".into()];
     options.freeze_after = Some("create-namespace".into());
     let one = env.controller(options).await?;
     held_as_hashed(&hub, &lease, &members).await?;
@@ -463,163 +461,9 @@ fn line_offset(text: &str, matches: impl Fn(&str) -> bool) -> Option<usize> {
     None
 }
 
-/// Every edge's fencing Lease held by nobody live, as the Lease reads (released: no
-/// holder).
-async fn no_edge_held(hub: &Client, lease: &str) -> anyhow::Result<bool> {
-    for edge in std::iter::once(installer::EDGE).chain(EDGES) {
-        if holder(hub, &edge_lease(lease, edge))
-            .await?
-            .is_some_and(|h| !h.is_empty())
-        {
-            return Ok(false);
-        }
-    }
-    Ok(true)
-}
-
-/// Rolling updates between the modes. From leader and standby to sharing: a leader without
-/// `--shard-edges` works every edge without their Leases, so a replica with the flag
-/// started beside it takes no edge while it runs (the leader installs); once the leader is
-/// gone, the sharded replica takes every edge and installs. Back: a leader without the
-/// flag starting while a killed sharded replica's Leases are still held waits until they
-/// lapse before it works.
-#[tokio::test]
-async fn a_sharded_replica_works_no_edge_while_a_leader_without_the_flag_runs() -> anyhow::Result<()>
-{
-    let _serial = SERIAL.lock().await;
-    let case = "switch";
-    let lease = format!("lease-{case}");
-    let env = env().await?;
-    let hub = env.hub_admin().await?;
-    let mut leader = env
-        .controller(ControllerOptions::new(case, "leader", &lease))
-        .await?;
-    eventually("the leader without the flag to lead", WAIT, || async {
-        Ok(holder(&hub, &lease)
-            .await?
-            .is_some_and(|h| h == "leader")
-            .then_some(()))
-    })
-    .await?;
-    // The rollout's new Pod, with the flag.
-    let sharded = replica(env, case, "replica-1", &lease).await?;
-    eventually("the sharded replica a member", WAIT, || async {
-        Ok(holder(&hub, &member_lease(&lease, "replica-1"))
-            .await?
-            .is_some_and(|h| h == "replica-1")
-            .then_some(()))
-    })
-    .await?;
-    // A few of its rounds later (a round every second here) it holds no edge, and says
-    // why; the leader installs.
-    tokio::time::sleep(Duration::from_secs(4)).await;
-    ensure!(
-        no_edge_held(&hub, &lease).await?,
-        "the sharded replica took an edge while the leader without the flag runs:\n{}",
-        sharded.log_tail()
-    );
-    ensure!(
-        sharded
-            .log_text()
-            .contains("a leader without --shard-edges works every edge"),
-        "the sharded replica did not say why it works no edge:\n{}",
-        sharded.log_tail()
-    );
-    // And says so in its metrics (the ProvidersInstallerStandingDown alert).
-    ensure!(
-        metric(
-            &sharded.scrape().await?,
-            "providers_installer_standing_down"
-        ) == 1,
-        "the sharded replica does not say it stands down"
-    );
-    let took_any = |log: String| log.contains("the edge is this replica's: taking its Lease");
-    ensure!(
-        !took_any(sharded.log_text()),
-        "the sharded replica went for an edge's Lease while the leader without the flag runs:\n{}",
-        sharded.log_tail()
-    );
-    install_on(
-        env,
-        &hub,
-        case,
-        "by-leader",
-        EDGES[0],
-        "installed by the leader",
-    )
-    .await?;
-    ensure!(
-        no_edge_held(&hub, &lease).await?,
-        "the sharded replica took an edge while the leader without the flag runs"
-    );
-    ensure!(
-        !took_any(sharded.log_text()),
-        "the sharded replica went for an edge's Lease while the leader without the flag runs"
-    );
-    // The old Pod goes (SIGTERM: it gives the leader Lease back).
-    signal(&leader, "TERM")?;
-    leader.exited(WAIT).await?;
-    held_as_hashed(&hub, &lease, &["replica-1".to_owned()]).await?;
-    ensure!(
-        metric(
-            &sharded.scrape().await?,
-            "providers_installer_standing_down"
-        ) == 0,
-        "the sharded replica still says it stands down"
-    );
-    install_on(
-        env,
-        &hub,
-        case,
-        "by-replica",
-        EDGES[1],
-        "installed by the sharded replica",
-    )
-    .await?;
-    // The other way: the sharded replica is killed (its Leases stay held until they
-    // lapse) and a leader without the flag starts. It takes the leader Lease, then waits
-    // until no edge or membership Lease is live before it works, and installs.
-    let mut sharded = sharded;
-    sharded.kill();
-    let leader = env
-        .controller(ControllerOptions::new(case, "leader-2", &lease))
-        .await?;
-    eventually(
-        "the second leader without the flag to work",
-        WAIT,
-        || async {
-            Ok(leader
-                .log_text()
-                .contains("leading: starting the term")
-                .then_some(()))
-        },
-    )
-    .await?;
-    let log = leader.log_text();
-    let waited = log
-        .find("replicas with --shard-edges still hold edges")
-        .context("the leader without the flag did not wait for the sharded replica's Leases")?;
-    ensure!(
-        waited < log.find("leading: starting the term").unwrap_or(0),
-        "it worked before the sharded replica's Leases lapsed:\n{}",
-        leader.log_tail()
-    );
-    install_on(
-        env,
-        &hub,
-        case,
-        "by-leader-2",
-        EDGES[2],
-        "installed by the second leader",
-    )
-    .await?;
-    Ok(())
-}
-
 /// A sharing replica that leads the hub-wide duties stops gracefully (SIGTERM, as a
 /// rollout or a drain stops it): it gives back its edges and the leader Lease, and the
-/// other takes them at once, never taking the stopped replica for a leader without
-/// `--shard-edges` (which would make it give back every edge).
+/// other takes them at once.
 #[tokio::test]
 async fn a_sharing_leader_stopped_gracefully_hands_over_at_once() -> anyhow::Result<()> {
     let _serial = SERIAL.lock().await;
@@ -639,10 +483,10 @@ async fn a_sharing_leader_stopped_gracefully_hands_over_at_once() -> anyhow::Res
         holder(&hub, &lease).await
     })
     .await?;
-    let (stopped, survivor, name) = if leader == "replica-1" {
-        (&mut one, &two, "replica-2")
+    let (stopped, name) = if leader == "replica-1" {
+        (&mut one, "replica-2")
     } else {
-        (&mut two, &one, "replica-1")
+        (&mut two, "replica-1")
     };
     signal(stopped, "TERM")?;
     stopped.exited(WAIT).await?;
@@ -657,13 +501,6 @@ async fn a_sharing_leader_stopped_gracefully_hands_over_at_once() -> anyhow::Res
     ensure!(
         took < Duration::from_secs(5),
         "the survivor held every edge and led {took:?} after the stop"
-    );
-    ensure!(
-        !survivor
-            .log_text()
-            .contains("a leader without --shard-edges works every edge"),
-        "the survivor stood down for the stopped leader:\n{}",
-        survivor.log_tail()
     );
     Ok(())
 }

@@ -393,21 +393,22 @@ fn installer_of(root: &Path, folder: &str, kustomization: &str) -> (Value, Optio
     (deployment, budget)
 }
 
-fn shards_edges(deployment: &Value) -> bool {
+/// The installer's arguments in a rendered Deployment.
+fn installer_args(deployment: &Value) -> Vec<String> {
     deployment["spec"]["template"]["spec"]["containers"][0]["args"]
         .as_array()
         .expect("the installer's args")
         .iter()
-        .any(|arg| arg == "--shard-edges")
+        .map(|arg| arg.as_str().expect("an argument is a string").to_owned())
+        .collect()
 }
 
 /// What manifests/ ships (ADR 40): three installer replicas, every one working a share of
-/// the edges (`--shard-edges`), spread over nodes where there are several but never kept
-/// off one (ScheduleAnyway, no required anti-affinity), and a PodDisruptionBudget that
-/// lets a drain stop one at a time and never waits on a replica that is not Ready. One
-/// replica is valid (it holds every edge) and the leader-standby component goes back to
-/// one leader and a standby; the API server accepts them, the switch from leader and
-/// standby works as docs/operations.md writes it, and the shipped alert reads the metric
+/// the edges (the installer's only mode), spread over nodes where there are several but
+/// never kept off one (ScheduleAnyway, no required anti-affinity), and a
+/// PodDisruptionBudget that lets a drain stop one at a time and never waits on a replica
+/// that is not Ready. One replica is valid (it holds every edge); the API server accepts
+/// both, no argument names the removed mode flag, and the shipped alert reads the metric
 /// the installer exports for edges without an owner.
 #[test]
 fn the_installer_runs_three_sharing_replicas_with_a_disruption_budget() {
@@ -418,7 +419,19 @@ fn the_installer_runs_three_sharing_replicas_with_a_disruption_budget() {
         "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ../manifests\n",
     );
     assert_eq!(deployment["spec"]["replicas"], 3, "{deployment}");
-    assert!(shards_edges(&deployment), "{deployment}");
+    assert_eq!(
+        installer_args(&deployment),
+        [
+            "controller",
+            "--metrics-listen=0.0.0.0:8080",
+            "--log-format=json"
+        ],
+        "the removed --shard-edges is passed no more: a binary without it would refuse it"
+    );
+    assert!(
+        !root.join("manifests/components/leader-standby").exists(),
+        "the leader-standby component is gone with its mode"
+    );
     let pod = &deployment["spec"]["template"]["spec"];
     assert!(
         pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
@@ -444,35 +457,16 @@ fn the_installer_runs_three_sharing_replicas_with_a_disruption_budget() {
         "the budget counts the installer's Pods"
     );
 
-    // One replica, with kustomize's own field: still sharded (it holds every edge), and
-    // the budget lets a drain evict it.
+    // One replica, with kustomize's own field: it holds every edge, and the budget lets a
+    // drain evict it.
     let (one, one_budget) = installer_of(
         &root,
         "one",
         "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ../manifests/controller\nreplicas:\n  - name: providers-controller\n    count: 1\n",
     );
     assert_eq!(one["spec"]["replicas"], 1, "{one}");
-    assert!(shards_edges(&one), "{one}");
+    assert_eq!(installer_args(&one), installer_args(&deployment));
     assert_eq!(one_budget.expect("the budget")["spec"]["maxUnavailable"], 1);
-
-    // Back to one leader and a standby: two replicas, no --shard-edges, the same budget.
-    let (standby, standby_budget) = installer_of(
-        &root,
-        "standby",
-        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ../manifests/controller\ncomponents:\n  - ../manifests/components/leader-standby\n",
-    );
-    assert_eq!(standby["spec"]["replicas"], 2, "{standby}");
-    assert!(!shards_edges(&standby), "{standby}");
-    let mut without = deployment["spec"]["template"]["spec"]["containers"][0]["args"].clone();
-    without
-        .as_array_mut()
-        .unwrap()
-        .retain(|arg| arg != "--shard-edges");
-    assert_eq!(
-        standby["spec"]["template"]["spec"]["containers"][0]["args"], without,
-        "the component takes away --shard-edges and nothing else"
-    );
-    assert_eq!(standby_budget, Some(budget));
 
     let plane = supervised::shared(Path::new(env!("CARGO_BIN_EXE_providers-controlplane")));
     let admin = plane.kubeconfig(User::Admin);
@@ -481,27 +475,24 @@ fn the_installer_runs_three_sharing_replicas_with_a_disruption_budget() {
         admin,
         "kubectl apply --server-side -k manifests/namespace",
     );
-    for overlay in ["one", "standby"] {
-        let out = sh(
-            &root,
-            admin,
-            &format!("kubectl apply --server-side --dry-run=server -k {overlay}"),
-        );
-        for object in [
-            "deployment.apps/providers-controller serverside-applied (server dry run)",
-            "poddisruptionbudget.policy/providers-controller serverside-applied (server dry run)",
-        ] {
-            assert!(out.contains(object), "{overlay}: {object} not in:\n{out}");
-        }
+    let out = sh(
+        &root,
+        admin,
+        "kubectl apply --server-side --dry-run=server -k one",
+    );
+    for object in [
+        "deployment.apps/providers-controller serverside-applied (server dry run)",
+        "poddisruptionbudget.policy/providers-controller serverside-applied (server dry run)",
+    ] {
+        assert!(out.contains(object), "one: {object} not in:\n{out}");
     }
-    // docs/operations.md, "Never run the two modes side by side": from one leader and a
-    // standby to the default, the old replicas stopped first (the build of manifests/
-    // less what needs cert-manager).
-    sh(&root, admin, "kubectl apply --server-side -k standby");
+    // docs/operations.md, "Upgrading from the leader-standby mode": the old replicas are
+    // stopped first, then the new version applied.
     sh(
         &root,
         admin,
-        "kubectl -n providers-system scale deployment/providers-controller --replicas=0
+        "kubectl apply --server-side -k one
+kubectl -n providers-system scale deployment/providers-controller --replicas=0
 kubectl -n providers-system wait --for=delete pod -l app.kubernetes.io/name=providers-controller --timeout=120s
 kubectl apply --server-side -k manifests/controller",
     );
@@ -518,15 +509,14 @@ kubectl apply --server-side -k manifests/controller",
         ],
     )
     .unwrap();
-    assert!(
-        applied.starts_with("3 ") && applied.contains("--shard-edges"),
-        "{applied}"
+    assert_eq!(
+        applied,
+        r#"3 ["controller","--metrics-listen=0.0.0.0:8080","--log-format=json"]"#
     );
     let rule =
         std::fs::read_to_string(root.join("manifests/monitoring/prometheusrule.yaml")).unwrap();
-    // The names installer_sharding scrapes from running replicas.
+    // The name installer_sharding scrapes from running replicas.
     assert!(rule.contains("max(providers_installer_edges_without_owner) > 0"));
-    assert!(rule.contains("max(providers_installer_standing_down) > 0"));
 }
 
 /// The webhook answers only the API server's client certificate by default; the component

@@ -128,23 +128,20 @@ pub struct ControllerArgs {
     /// The ConfigMap of published sealing public keys (entries `<keyID>.pem`).
     #[arg(long, default_value = "providers-sealing-keys")]
     pub keys_config_map: String,
-    /// The Lease that elects the leader.
+    /// The base name of the installer's Leases (ADR 40): this one elects who runs the
+    /// hub-wide duties; `<name>-member-<identity>` says a replica is live, and
+    /// `<name>-edge-<edge>` fences the writes to one edge.
     #[arg(long, default_value = "providers-installer")]
     pub lease_name: String,
-    /// How long a leader's Lease lasts without renewal, in seconds.
+    /// How long a Lease lasts without renewal, in seconds.
     #[arg(long, default_value_t = 15)]
     pub lease_duration: u64,
-    /// How long a leader keeps trying to renew before it steps down, in seconds.
+    /// How long a holder keeps trying to renew a Lease before it lets go, in seconds.
     #[arg(long, default_value_t = 10)]
     pub renew_deadline: u64,
     /// How often to try to acquire or renew the Lease, in seconds.
     #[arg(long, default_value_t = 2)]
     pub retry_period: u64,
-    /// Share the edges out over every replica (ADR 40): each holds a membership Lease and
-    /// works the edges rendezvous hashing gives it, each under the edge's fencing Lease;
-    /// the leader Lease then only elects who runs hub-wide duties (the PlanValues sweep).
-    #[arg(long)]
-    pub shard_edges: bool,
     /// This replica's name in the Lease (default: the host name and process ID).
     #[arg(long, env = "POD_NAME")]
     pub identity: Option<String>,

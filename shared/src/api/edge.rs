@@ -73,7 +73,7 @@ pub struct EdgeStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_probe_time: Option<Time>,
     /// The installer replica that works the edge (its identity), as of `lastProbeTime`:
-    /// with `--shard-edges` the holder of the edge's Lease, otherwise the leader.
+    /// the holder of the edge's fencing Lease.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub installer: Option<String>,
     /// Standard conditions; `Ready` mirrors `ready` with a reason and message.

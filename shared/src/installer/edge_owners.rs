@@ -158,56 +158,9 @@ pub fn edge_step(edge: &str, me: &str, members: &[String], held: bool) -> EdgeSt
     }
 }
 
-/// Whether `leader`, the live holder of the leader Lease `base`, has no membership Lease
-/// (`members`: every identity with one, held or given back): an installer running without
-/// `--shard-edges`, which works every edge without taking their fencing Leases. While one
-/// is live, a sharded replica gives back every edge and takes none, so a rolling update
-/// from one mode to the other never has two replicas writing to one edge (the leader
-/// without the flag, for its part, starts only once no edge or membership Lease is live:
-/// [`sharded_replicas_live`]). A sharing replica that stops, gracefully or not, keeps its
-/// membership Lease object, so its leader Lease lapsing is never taken for such a leader.
-pub fn leader_outside_membership(base: &str, leader: &str, members: &[String]) -> bool {
-    let lease = member_lease(base, leader);
-    member_of_lease(base, &lease).is_none_or(|name| !members.iter().any(|m| m == name))
-}
-
-/// Whether any of `live_leases` (the names of the Leases with a live holder) is a
-/// membership or edge fencing Lease beside `base`: replicas with `--shard-edges` still
-/// work edges, and a leader without the flag must not start its term yet.
-pub fn sharded_replicas_live<'a>(
-    base: &str,
-    live_leases: impl IntoIterator<Item = &'a str>,
-) -> bool {
-    let edge_prefix = format!("{base}-edge-");
-    live_leases
-        .into_iter()
-        .any(|name| member_of_lease(base, name).is_some() || name.starts_with(&edge_prefix))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_leader_without_a_membership_lease_is_outside_the_membership() {
-        let members = vec!["pod-1".to_owned(), "pod-2".to_owned()];
-        assert!(!leader_outside_membership("base", "pod-1", &members));
-        // The identity as its membership Lease names it.
-        assert!(!leader_outside_membership("base", "Pod_1", &members));
-        assert!(leader_outside_membership("base", "pod-3", &members));
-        assert!(leader_outside_membership("base", "pod-1", &[]));
-    }
-
-    #[test]
-    fn membership_and_edge_leases_of_the_base_are_sharded_replicas() {
-        assert!(sharded_replicas_live("base", ["base-member-a"]));
-        assert!(sharded_replicas_live("base", ["other", "base-edge-edge-1"]));
-        assert!(!sharded_replicas_live(
-            "base",
-            ["base", "other-edge-e", "other-member-a"]
-        ));
-        assert!(!sharded_replicas_live("base", []));
-    }
 
     #[test]
     fn lease_names_are_object_names_and_stay_distinct() {

@@ -1,16 +1,17 @@
-//! `providers-webhook controller`: the installer's process. It waits for the lease, runs a
-//! leader's term while it holds it, and releases it when stopped.
+//! `providers-webhook controller`: the installer's process. It runs a term that works the
+//! edges whose Leases it takes, and gives them back when stopped.
 
 use std::{sync::Arc, time::Duration};
 
 use anyhow::Context as _;
+use k8s_openapi::jiff::SignedDuration;
 use kube::Client;
 use providers_shared::installer::Settings;
 
 use crate::{
     cli::ControllerArgs,
     controller::{
-        Context, Elector, LeaseConfig, credential,
+        Context, InstallerConfig, LeaseConfig, ProbeSettings, credential,
         metrics::{Metrics, api_requests::CountRequests},
         shards,
         task::Task,
@@ -54,10 +55,9 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
     };
     let context = Arc::new(Context::new(
         hub.clone(),
-        args.clone(),
+        installer_config(&args, &identity),
         settings,
         metrics.clone(),
-        identity.clone(),
         credential::HubEndpoint {
             server: hub_server,
             ca_pem: hub_ca_pem,
@@ -70,75 +70,13 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         context.readiness.clone(),
     )
     .await?;
-    if context.shards.is_sharded() {
-        return run_sharded(hub, context, metrics, identity).await;
-    }
-    let lease = LeaseConfig {
-        namespace: args.namespace.clone(),
-        name: args.lease_name.clone(),
-        identity: identity.clone(),
-        duration: Duration::from_secs(args.lease_duration),
-        renew_deadline: Duration::from_secs(args.renew_deadline),
-        retry_period: Duration::from_secs(args.retry_period),
-    };
-    let mut elector = Elector::new(hub.clone(), lease.clone());
-    let shutdown = shutdown_signal();
-    tokio::pin!(shutdown);
-    tracing::info!(%identity, lease = %args.lease_name, "installer controller started; waiting to lead");
-    loop {
-        tokio::select! {
-            () = elector.acquire() => {}
-            () = &mut shutdown => return Ok(()),
-        }
-        // Replicas with --shard-edges (a rolling update between the modes) give their
-        // edges back when they see this leader; it works none before they have.
-        let lost = tokio::select! {
-            () = elector.hold() => true,
-            () = shards::until_no_sharded_replica(hub.clone(), lease.clone()) => false,
-            () = &mut shutdown => {
-                elector.release().await;
-                return Ok(());
-            }
-        };
-        if lost {
-            tracing::warn!(%identity, "lost the lease before leading");
-            continue;
-        }
-        tracing::info!(%identity, "leading: starting the term");
-        metrics.leader.set(1);
-        context.readiness.set_leading(true);
-        let term = tokio::spawn(workspace_controller::run(context.clone()));
-        let abort = term.abort_handle();
-        let stop = tokio::select! {
-            () = elector.hold() => {
-                tracing::warn!(%identity, "lost the lease: stopping the term");
-                false
-            }
-            ended = term => {
-                match ended {
-                    Ok(Ok(())) => tracing::error!("the term ended on its own"),
-                    Ok(Err(error)) => tracing::error!(error = format!("{error:#}"), "the term failed"),
-                    Err(error) => tracing::error!(%error, "the term panicked"),
-                }
-                elector.release().await;
-                anyhow::bail!("the leader's term ended unexpectedly; exiting so the Pod restarts");
-            }
-            () = &mut shutdown => true,
-        };
-        abort.abort();
-        metrics.leader.set(0);
-        context.readiness.set_leading(false);
-        if stop {
-            elector.release().await;
-            tracing::info!("released the lease; exiting");
-            return Ok(());
-        }
-    }
+    run_term(hub, context, metrics, identity).await
 }
 
-/// With `--shard-edges` (ADR 40): every replica works, from the start, the edges whose
-/// Leases it takes; on the way out it gives them back so the others take them at once.
-async fn run_sharded(
+/// Every replica works, from the start, the edges whose Leases it takes (ADR 40; one
+/// replica alone takes every edge); on the way out it gives them back so the others take
+/// them at once.
+async fn run_term(
     hub: Client,
     context: Arc<Context>,
     metrics: Arc<Metrics>,
@@ -150,7 +88,7 @@ async fn run_sharded(
         context.shards.clone(),
         metrics.clone(),
     ));
-    context.readiness.set_leading(true);
+    context.readiness.set_running(true);
     let term = tokio::spawn(workspace_controller::run(context.clone()));
     let abort = term.abort_handle();
     let shutdown = shutdown_signal();
@@ -166,12 +104,46 @@ async fn run_sharded(
         () = shutdown => Ok(()),
     };
     abort.abort();
-    context.readiness.set_leading(false);
+    context.readiness.set_running(false);
     // Stopped first, so that no fence renews a Lease once it is given back.
     drop(sharing);
     shards::leave(&hub, &context.shards).await;
     tracing::info!("gave back this replica's edges and membership; exiting");
     outcome
+}
+
+/// The installer's typed configuration from its command line; intervals are at least a
+/// second.
+fn installer_config(args: &ControllerArgs, identity: &str) -> InstallerConfig {
+    let seconds = |value: u64| Duration::from_secs(value.max(1));
+    InstallerConfig {
+        namespace: args.namespace.clone(),
+        keys_config_map: args.keys_config_map.clone(),
+        workspace_selector: args.workspace_selector.clone(),
+        concurrency: args.concurrency,
+        resync: seconds(args.resync),
+        runner_log_history: args.runner_log_history,
+        leader: LeaseConfig {
+            namespace: args.namespace.clone(),
+            name: args.lease_name.clone(),
+            identity: identity.to_owned(),
+            duration: Duration::from_secs(args.lease_duration),
+            renew_deadline: Duration::from_secs(args.renew_deadline),
+            retry_period: Duration::from_secs(args.retry_period),
+        },
+        probe: ProbeSettings {
+            interval: seconds(args.edge_probe_interval),
+            max_backoff: seconds(args.edge_probe_max_backoff),
+            credentials_namespace: args.edge_credentials_namespace.clone(),
+            allow_kubeconfig_exec: args.allow_edge_kubeconfig_exec,
+            watch_streams_per_connection: args.edge_watch_streams_per_connection,
+        },
+        orphan_sweep_interval: seconds(args.orphan_sweep_interval),
+        plan_values_sweep_interval: seconds(args.plan_values_sweep_interval),
+        plan_values_grace: SignedDuration::from_secs(
+            i64::try_from(args.plan_values_grace).unwrap_or(i64::MAX),
+        ),
+    }
 }
 
 /// This replica's name in the Lease when none is given: the host name and process ID.

@@ -1,4 +1,4 @@
-//! What every part of the controller shares: its configuration and the handles of a
+//! What every part of the controller shares: its typed configuration and the handles of a
 //! term (clients, metrics, caches, shards). What it remembers of each Workspace between
 //! reconciles is `workspace_memory`, the reconciles' own.
 
@@ -8,11 +8,11 @@ use kube::Client;
 use providers_shared::installer::Settings;
 
 use super::{
+    config::InstallerConfig,
     credential::HubEndpoint,
-    edges::{EdgeHandles, Edges, ProbeSettings},
+    edges::{EdgeHandles, Edges},
     event_recorder::EventRecorder,
     execute::ExecuteHandles,
-    lease::LeaseConfig,
     metrics::Metrics,
     observe::ObserveHandles,
     published_keys::Keys,
@@ -21,20 +21,19 @@ use super::{
     sweep::SweepHandles,
     values_sweep::ValuesSweepHandles,
 };
-use crate::cli::ControllerArgs;
 
 pub struct Context {
     pub hub: Client,
-    pub args: ControllerArgs,
+    pub config: InstallerConfig,
     pub settings: Settings,
     pub metrics: Arc<Metrics>,
     pub endpoint: HubEndpoint,
     pub keys: Keys,
     pub edges: Edges,
-    /// What `/readyz` says: standby, or leading with its caches synced and edges probed.
+    /// What `/readyz` says: whether the term runs with its caches synced and edges probed.
     pub readiness: Arc<ControllerReadiness>,
     pub recorder: EventRecorder,
-    /// Which edges this replica may write to (every edge, without `--shard-edges`).
+    /// Which edges this replica may write to: those whose fencing Lease it holds.
     pub shards: Arc<Shards>,
     /// This replica's name (in its Leases, Events and the Edges' status).
     pub identity: String,
@@ -43,27 +42,23 @@ pub struct Context {
 impl Context {
     pub fn new(
         hub: Client,
-        args: ControllerArgs,
+        config: InstallerConfig,
         settings: Settings,
         metrics: Arc<Metrics>,
-        identity: String,
         endpoint: HubEndpoint,
     ) -> Self {
-        let shards = if args.shard_edges {
-            Shards::sharded(ShardConfig {
-                leader: leader_lease(&args, &identity),
-            })
-        } else {
-            Shards::single()
-        };
+        let identity = config.leader.identity.clone();
+        let shards = Shards::new(ShardConfig {
+            leader: config.leader.clone(),
+        });
         let recorder = EventRecorder::new(hub.clone(), "providers-installer", &identity);
         let edges = Edges::default();
         Self {
-            keys: Keys::new(&args.namespace, &args.keys_config_map, metrics.clone()),
+            keys: Keys::new(&config.namespace, &config.keys_config_map, metrics.clone()),
             readiness: Arc::new(ControllerReadiness::new(edges.clone())),
             edges,
             hub,
-            args,
+            config,
             settings,
             metrics,
             endpoint,
@@ -92,7 +87,7 @@ impl Context {
             metrics: &self.metrics,
             recorder: &self.recorder,
             shards: &self.shards,
-            runner_log_history: self.args.runner_log_history,
+            runner_log_history: self.config.runner_log_history,
         }
     }
 
@@ -104,15 +99,7 @@ impl Context {
             metrics: self.metrics.clone(),
             shards: self.shards.clone(),
             identity: self.identity.clone(),
-            probe: ProbeSettings {
-                interval: std::time::Duration::from_secs(self.args.edge_probe_interval.max(1)),
-                max_backoff: std::time::Duration::from_secs(
-                    self.args.edge_probe_max_backoff.max(1),
-                ),
-                credentials_namespace: self.args.edge_credentials_namespace.clone(),
-                allow_kubeconfig_exec: self.args.allow_edge_kubeconfig_exec,
-                watch_streams_per_connection: self.args.edge_watch_streams_per_connection,
-            },
+            probe: self.config.probe.clone(),
         }
     }
 
@@ -123,7 +110,7 @@ impl Context {
             edges: &self.edges,
             metrics: &self.metrics,
             recorder: &self.recorder,
-            interval: std::time::Duration::from_secs(self.args.orphan_sweep_interval.max(1)),
+            interval: self.config.orphan_sweep_interval,
         }
     }
 
@@ -132,20 +119,8 @@ impl Context {
         ValuesSweepHandles {
             hub: &self.hub,
             workspaces_listed: self.readiness.workspaces(),
-            interval: std::time::Duration::from_secs(self.args.plan_values_sweep_interval.max(1)),
-            grace: k8s_openapi::jiff::SignedDuration::from_secs(self.args.plan_values_grace as i64),
+            interval: self.config.plan_values_sweep_interval,
+            grace: self.config.plan_values_grace,
         }
-    }
-}
-
-/// The leader Lease's settings from the command line.
-pub fn leader_lease(args: &ControllerArgs, identity: &str) -> LeaseConfig {
-    LeaseConfig {
-        namespace: args.namespace.clone(),
-        name: args.lease_name.clone(),
-        identity: identity.to_owned(),
-        duration: std::time::Duration::from_secs(args.lease_duration),
-        renew_deadline: std::time::Duration::from_secs(args.renew_deadline),
-        retry_period: std::time::Duration::from_secs(args.retry_period),
     }
 }

@@ -99,17 +99,14 @@ pub struct Metrics {
     /// Live reads of a Workspace: before revoking or deleting, after an interrupted write,
     /// or when the watch cache had not yet seen the installer's own last write.
     pub workspace_reads: Counter,
-    /// 1 while this replica leads.
+    /// 1 while this replica leads the hub-wide duties.
     pub leader: Gauge,
-    /// With `--shard-edges`: the edges whose fencing Lease this replica holds.
+    /// The edges whose fencing Lease this replica holds.
     pub edges_held: Gauge,
-    /// With `--shard-edges`: the live installer replicas this one sees.
+    /// The live installer replicas this one sees.
     pub installer_members: Gauge,
-    /// With `--shard-edges`, on the hub leader: the Edges no replica holds the Lease of.
+    /// On the leader of the hub-wide duties: the Edges no replica holds the Lease of.
     pub edges_without_owner: Gauge,
-    /// With `--shard-edges`: 1 while a leader without the flag runs, so this replica works
-    /// no edge (ADR 40, "Switching modes by a rolling update").
-    pub standing_down: Gauge,
     /// 1 while an edge answered its last probe.
     pub edge_ready: Family<EdgeLabels, Gauge>,
     /// The namespaces whose Secrets the installer watches on an edge (one watch each).
@@ -192,29 +189,27 @@ impl Metrics {
             workspace_reads.clone(),
         );
         let leader = Gauge::default();
-        registry.register("leader", "1 while this replica leads", leader.clone());
+        registry.register(
+            "leader",
+            "1 while this replica leads the hub-wide duties",
+            leader.clone(),
+        );
         let edges_held = Gauge::default();
         registry.register(
             "edges_held",
-            "With --shard-edges: the edges whose fencing Lease this replica holds",
+            "The edges whose fencing Lease this replica holds",
             edges_held.clone(),
         );
         let edges_without_owner = Gauge::default();
         registry.register(
             "edges_without_owner",
-            "With --shard-edges, on the hub leader: the Edges no replica holds the Lease of",
+            "On the leader of the hub-wide duties: the Edges no replica holds the Lease of",
             edges_without_owner.clone(),
-        );
-        let standing_down = Gauge::default();
-        registry.register(
-            "standing_down",
-            "With --shard-edges: 1 while a leader without the flag runs, so this replica works no edge",
-            standing_down.clone(),
         );
         let installer_members = Gauge::default();
         registry.register(
             "members",
-            "With --shard-edges: the live installer replicas this one sees",
+            "The live installer replicas this one sees",
             installer_members.clone(),
         );
         let edge_ready = Family::<EdgeLabels, Gauge>::default();
@@ -343,7 +338,6 @@ impl Metrics {
             edges_held,
             installer_members,
             edges_without_owner,
-            standing_down,
             edge_ready,
             edge_namespace_watches,
             edge_follow_watches,

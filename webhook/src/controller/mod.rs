@@ -1,10 +1,12 @@
 //! The installer controller: a thin shell around `providers_shared::installer`.
 //!
-//! One replica leads at a time (a coordination.k8s.io Lease). The leader's term runs the
-//! Workspace controller, one probe and Job watch per Edge, and a watch of the published
-//! sealing keys; when the term ends, all of it is dropped. Every decision is taken by
+//! Every replica runs a term: the Workspace controller, a probe and watches per Edge whose
+//! fencing Lease it holds (ADR 40), and a watch of the published sealing keys; the one
+//! holding the leader Lease also runs the hub-wide duties. When the term ends, all of it is
+//! dropped. Every decision is taken by
 //! `providers_shared::installer::decide` from a fresh read of the Workspace and its edge objects.
 
+mod config;
 mod context;
 pub mod credential;
 mod edge_cache;
@@ -32,6 +34,8 @@ mod values_sweep;
 pub mod workspace_controller;
 mod workspace_memory;
 
+pub use config::InstallerConfig;
 pub use context::Context;
 pub use edge_cache::DEFAULT_STREAMS_PER_CONNECTION;
+pub use edges::ProbeSettings;
 pub use lease::{Elector, LeaseConfig};

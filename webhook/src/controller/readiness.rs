@@ -1,6 +1,6 @@
-//! What `/readyz` means for the installer: a standby replica is ready (it waits for the
-//! lease, which is its job); the leader is ready once its Workspace cache is synced, the
-//! Edge list is in and every Edge has been probed (and, if Ready, its watches started).
+//! What `/readyz` means for the installer: ready once the term runs, its Workspace cache
+//! is synced, the Edge list is in and every Edge it holds has been probed (and, if Ready,
+//! its watches started). Before the term starts and after it stops, not ready.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -8,7 +8,7 @@ use super::edges::Edges;
 use crate::runtime::{Synced, admin::Readiness};
 
 pub struct ControllerReadiness {
-    leading: AtomicBool,
+    running: AtomicBool,
     /// The term's Workspace watch has its first list.
     workspaces: Synced,
     edges: Edges,
@@ -17,16 +17,16 @@ pub struct ControllerReadiness {
 impl ControllerReadiness {
     pub fn new(edges: Edges) -> Self {
         Self {
-            leading: AtomicBool::new(false),
+            running: AtomicBool::new(false),
             workspaces: Synced::default(),
             edges,
         }
     }
 
     /// A term starts (`true`) or ends (`false`): its caches start empty.
-    pub fn set_leading(&self, leading: bool) {
+    pub fn set_running(&self, running: bool) {
         self.workspaces.clear();
-        self.leading.store(leading, Ordering::Release);
+        self.running.store(running, Ordering::Release);
     }
 
     /// Whether the term's Workspace cache has its first list: set by the term's watch,
@@ -38,18 +38,18 @@ impl ControllerReadiness {
 
 impl Readiness for ControllerReadiness {
     fn check(&self) -> Result<String, String> {
-        if !self.leading.load(Ordering::Acquire) {
-            return Ok("standby, waiting for the lease".into());
+        if !self.running.load(Ordering::Acquire) {
+            return Err("the term is not running (starting or stopping)".into());
         }
         if !self.workspaces.is_set() {
-            return Err("leading; the Workspace cache is still syncing".into());
+            return Err("running; the Workspace cache is still syncing".into());
         }
         let probed = self
             .edges
             .probed()
-            .map_err(|waiting| format!("leading; {waiting}"))?;
+            .map_err(|waiting| format!("running; {waiting}"))?;
         Ok(format!(
-            "leading, Workspace cache synced, {probed} edge(s) probed"
+            "running, Workspace cache synced, {probed} edge(s) probed"
         ))
     }
 }
@@ -59,11 +59,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_standby_is_ready_and_a_leader_once_its_caches_are_in() {
+    fn ready_once_the_term_runs_with_its_caches_in() {
         let edges = Edges::default();
         let readiness = ControllerReadiness::new(edges.clone());
-        assert!(readiness.check().unwrap().starts_with("standby"));
-        readiness.set_leading(true);
+        assert!(readiness.check().unwrap_err().contains("not running"));
+        readiness.set_running(true);
         assert!(
             readiness
                 .check()
@@ -88,10 +88,11 @@ mod tests {
         edges.record_unreachable_for_test("edge-1");
         assert_eq!(
             readiness.check(),
-            Ok("leading, Workspace cache synced, 1 edge(s) probed".into())
+            Ok("running, Workspace cache synced, 1 edge(s) probed".into())
         );
-        readiness.set_leading(false);
-        readiness.set_leading(true);
+        readiness.set_running(false);
+        assert!(readiness.check().is_err(), "a stopped term is not ready");
+        readiness.set_running(true);
         assert!(readiness.check().is_err(), "a new term syncs again");
     }
 }

@@ -90,13 +90,13 @@ async fn passes(cached: &Workspace, ctx: &Context, memory: &WorkspaceMemory) -> 
     let name = cached.name_any();
     let key = providers_shared::text::object_key(&namespace, &name);
     let api: Api<Workspace> = Api::namespaced(ctx.hub.clone(), &namespace);
-    // With `--shard-edges`, another replica works this edge: nothing to do here until the
+    // Another replica works this edge: nothing to do here until the
     // edge is this replica's (taking it wakes its Workspaces).
     if !ctx.shards.may_write(&super::observe::edge_of(cached)) {
         return Ok(Requeue::await_change());
     }
     tracing::debug!("reconciling");
-    let resync = Requeue::requeue(Duration::from_secs(ctx.args.resync.max(1)));
+    let resync = Requeue::requeue(ctx.config.resync);
     let live = || async {
         ctx.metrics.workspace_reads.inc();
         api.get_opt(&name).await.map_err(Error::Hub)
@@ -179,9 +179,9 @@ async fn passes(cached: &Workspace, ctx: &Context, memory: &WorkspaceMemory) -> 
                 }
                 Next::After(seconds) => {
                     memory.reset_backoff(&key);
-                    break 'passes Ok(Requeue::requeue(Duration::from_secs(
-                        seconds.min(ctx.args.resync.max(1)),
-                    )));
+                    break 'passes Ok(Requeue::requeue(
+                        Duration::from_secs(seconds).min(ctx.config.resync),
+                    ));
                 }
                 Next::Backoff => {
                     let delay = memory.backoff(&key);

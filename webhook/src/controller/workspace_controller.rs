@@ -1,5 +1,6 @@
-//! What a leader's term runs: the Workspace controller with its watches (the sealing
-//! keys, the edges) and the hub-wide duties. Everything it starts is dropped with the term.
+//! What a replica's term runs: the Workspace controller with its watches (the sealing
+//! keys, the edges), and the hub-wide duties while it holds the leader Lease. Everything
+//! it starts is dropped with the term.
 
 use std::sync::Arc;
 
@@ -22,13 +23,13 @@ pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
     // Every Workspace is looked at again when the published keys change (or are first read).
     let (keys_changed, keys_read) = futures::channel::mpsc::unbounded();
     let _keys = Task::spawn(ctx.keys.clone().watch(
-        Api::<ConfigMap>::namespaced(ctx.hub.clone(), &ctx.args.namespace),
-        ctx.args.keys_config_map.clone(),
+        Api::<ConfigMap>::namespaced(ctx.hub.clone(), &ctx.config.namespace),
+        ctx.config.keys_config_map.clone(),
         keys_changed,
     ));
     let mut config = watcher::Config::default();
-    if !ctx.args.workspace_selector.is_empty() {
-        config = config.labels(&ctx.args.workspace_selector);
+    if !ctx.config.workspace_selector.is_empty() {
+        config = config.labels(&ctx.config.workspace_selector);
     }
     let workspaces: Api<Workspace> = Api::all(ctx.hub.clone());
     // Changes of spec and the deletion mark (both bump the generation) start a reconcile;
@@ -51,7 +52,7 @@ pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
         .applied_objects()
         .predicate_filter(predicates::generation, PredicateConfig::default());
     let controller = Controller::for_stream(changes, reader)
-        .with_config(controller::Config::default().concurrency(ctx.args.concurrency));
+        .with_config(controller::Config::default().concurrency(ctx.config.concurrency));
     let (trigger, triggered) = futures::channel::mpsc::unbounded();
     let _edges = Task::spawn(edges::run(
         Arc::new(ctx.edge_handles()),
@@ -62,17 +63,11 @@ pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
         let ctx = ctx.clone();
         async move { sweep::run(ctx.sweep_handles()).await }
     });
-    let _values_sweep = match ctx.shards.config().cloned() {
-        Some(config) => Task::spawn(lead_hub_duties(
-            ctx.clone(),
-            controller.store(),
-            config.leader,
-        )),
-        None => Task::spawn({
-            let (ctx, store) = (ctx.clone(), controller.store());
-            async move { values_sweep::run(ctx.values_sweep_handles(), store).await }
-        }),
-    };
+    let _hub_duties = Task::spawn(lead_hub_duties(
+        ctx.clone(),
+        controller.store(),
+        ctx.config.leader.clone(),
+    ));
     controller
         .reconcile_on(triggered)
         .reconcile_all_on(keys_read)
@@ -90,8 +85,7 @@ pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// With `--shard-edges`, every replica runs a term, and the leader Lease only elects who
-/// runs the hub-wide duties (the PlanValues sweep, the Workspaces of edges that do not
+/// Every replica runs a term, and the leader Lease only elects who runs the hub-wide duties (the PlanValues sweep, the Workspaces of edges that do not
 /// exist, and the count of edges without an owner, which `shards::run` takes while this
 /// replica leads).
 async fn lead_hub_duties(
@@ -101,8 +95,8 @@ async fn lead_hub_duties(
 ) {
     let mut elector = super::Elector::new(ctx.hub.clone(), lease);
     loop {
-        // A member first: the other replicas take a leader without a membership Lease for
-        // one without --shard-edges, and give back their edges.
+        // A member first: the leader of the hub-wide duties is always a replica the others
+        // count among the members.
         ctx.shards.until_member().await;
         elector.acquire().await;
         tracing::info!("leading the hub-wide duties");

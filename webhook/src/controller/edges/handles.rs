@@ -1,6 +1,5 @@
 //! What the Edge watch and each edge's probe work with: the hub, the edges known in this
-//! term, the metrics, which edges this replica holds, its name, and the probe's settings
-//! from the command line.
+//! term, the metrics, which edges this replica holds, its name, and the probe's settings.
 
 use std::{sync::Arc, time::Duration};
 
@@ -20,6 +19,7 @@ pub struct EdgeHandles {
 }
 
 /// How each edge is probed and connected to.
+#[derive(Clone, Debug)]
 pub struct ProbeSettings {
     /// How often a Ready edge is probed.
     pub interval: Duration,

@@ -31,8 +31,8 @@ use probe::probe_loop;
 use reconcile_trigger::ReconcileTrigger;
 pub use registry::{EdgeView, Edges};
 
-/// Follows the Edges until the term ends. With `--shard-edges`, only the edges whose Lease
-/// this replica holds are worked; others start and stop as their Leases come and go.
+/// Follows the Edges until the term ends. Only the edges whose Lease this replica holds
+/// are worked; others start and stop as their Leases come and go.
 pub async fn run(
     ctx: Arc<EdgeHandles>,
     store: Store<Workspace>,

@@ -205,8 +205,8 @@ pub fn after_renewal(
     renew_deadline: Duration,
 ) -> Renewal {
     // A renewal that lands once the deadline has passed does not revive the term: the
-    // Lease may have lapsed meanwhile, and a writer that takes no Lease (a leader without
-    // --shard-edges) may be working; the holder must acquire afresh.
+    // Lease may have lapsed meanwhile and another replica taken it; the holder must
+    // acquire afresh.
     if now.saturating_duration_since(renewed) >= renew_deadline {
         return Renewal::Lost(Loss::RenewDeadline);
     }

@@ -1,4 +1,5 @@
-//! Edges shared out over installer replicas (ADR 40), with `--shard-edges`.
+//! Edges shared out over installer replicas (ADR 40): the installer's only mode, one
+//! replica being one shard that holds every edge.
 //!
 //! Every replica holds a membership Lease (`<lease>-member-<identity>`) and works; each
 //! edge belongs to one live member by rendezvous hashing
@@ -6,8 +7,7 @@
 //! (`<lease>-edge-<edge>`), taken with the leader election's rules. [`Shards`] says which
 //! edges this replica may write to now: those whose Lease it renewed within the renew
 //! deadline, which ends before the Lease can expire, so a replica frozen past it writes
-//! nothing once it runs again. Without `--shard-edges` the leader writes to every edge, as
-//! before.
+//! nothing once it runs again.
 
 mod lease_clock;
 
@@ -21,16 +21,12 @@ use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::{
     Api, Client, ResourceExt,
-    api::ListParams,
     core::PartialObjectMeta,
     runtime::{WatchStreamExt, reflector, watcher},
 };
 use providers_shared::{
     api::Edge,
-    installer::edge_owners::{
-        EdgeStep, edge_lease, edge_step, leader_outside_membership, member_lease, member_of_lease,
-        sharded_replicas_live,
-    },
+    installer::edge_owners::{EdgeStep, edge_lease, edge_step, member_lease, member_of_lease},
 };
 use tokio::{sync::watch, time::Instant};
 
@@ -73,7 +69,7 @@ impl ShardConfig {
 
 /// Which edges this replica may write to.
 pub struct Shards {
-    config: Option<ShardConfig>,
+    config: ShardConfig,
     /// Edges whose fencing Lease this replica holds, and when it last renewed each.
     held: Mutex<HashMap<String, Instant>>,
     /// The Edges that exist, once listed: a Workspace of an edge that does not is the hub
@@ -83,15 +79,15 @@ pub struct Shards {
     leading: Mutex<Option<Instant>>,
     changed: watch::Sender<u64>,
     /// Whether this replica holds its membership Lease: it runs for the leader Lease only
-    /// then, so that the others never see a leader outside the membership in it.
+    /// then, so that the leader of the hub-wide duties is always one the others count.
     member: watch::Sender<bool>,
 }
 
 impl Shards {
-    /// One leader for every edge (no sharding): every edge may be written while leading.
-    pub fn single() -> Self {
+    /// Edges shared out with `config`'s Leases; none held until their Leases are taken.
+    pub fn new(config: ShardConfig) -> Self {
         Self {
-            config: None,
+            config,
             held: Mutex::default(),
             existing: Mutex::default(),
             leading: Mutex::default(),
@@ -100,25 +96,12 @@ impl Shards {
         }
     }
 
-    /// Edges shared out with `config`'s Leases.
-    pub fn sharded(config: ShardConfig) -> Self {
-        Self {
-            config: Some(config),
-            ..Self::single()
-        }
-    }
-
-    pub fn config(&self) -> Option<&ShardConfig> {
-        self.config.as_ref()
-    }
-
-    pub fn is_sharded(&self) -> bool {
-        self.config.is_some()
+    pub fn config(&self) -> &ShardConfig {
+        &self.config
     }
 
     /// Whether this replica may write to `edge` (or to the status of a Workspace of it)
-    /// now: always without sharding; with it, while it renewed the edge's Lease within the
-    /// renew deadline.
+    /// now: while it renewed the edge's Lease within the renew deadline.
     /// A Workspace of an edge that does not exist is written by the hub leader.
     pub fn may_write(&self, edge: &str) -> bool {
         if self.holds(edge) {
@@ -132,16 +115,13 @@ impl Shards {
         missing && self.leads()
     }
 
-    /// Whether this replica holds `edge`'s Lease now (always without sharding): what
-    /// working an Edge that exists takes (its worker, its probe, its status).
+    /// Whether this replica holds `edge`'s Lease now: what working an Edge that exists
+    /// takes (its worker, its probe, its status).
     pub fn holds(&self, edge: &str) -> bool {
-        let Some(config) = &self.config else {
-            return true;
-        };
         self.held
             .locked()
             .get(edge)
-            .is_some_and(|renewed| renewed.elapsed() < config.leader.renew_deadline)
+            .is_some_and(|renewed| renewed.elapsed() < self.config.leader.renew_deadline)
     }
 
     /// The Edges that exist, from the Edge watch's first list (`None` until then).
@@ -162,12 +142,9 @@ impl Shards {
 
     /// Whether this replica leads the hub-wide duties now (renewed within the deadline).
     fn leads(&self) -> bool {
-        let Some(config) = &self.config else {
-            return false;
-        };
         self.leading
             .locked()
-            .is_some_and(|renewed| renewed.elapsed() < config.leader.renew_deadline)
+            .is_some_and(|renewed| renewed.elapsed() < self.config.leader.renew_deadline)
     }
 
     /// This replica renewed the leader Lease at `at` (`None`: it no longer leads).
@@ -175,17 +152,15 @@ impl Shards {
         *self.leading.locked() = at;
     }
 
-    /// The edges this replica may write to now (every edge without sharding: `None`).
-    pub fn held(&self) -> Option<BTreeSet<String>> {
-        let deadline = self.config.as_ref()?.leader.renew_deadline;
-        Some(
-            self.held
-                .locked()
-                .iter()
-                .filter(|(_, renewed)| renewed.elapsed() < deadline)
-                .map(|(edge, _)| edge.clone())
-                .collect(),
-        )
+    /// The edges this replica may write to now.
+    pub fn held(&self) -> BTreeSet<String> {
+        let deadline = self.config.leader.renew_deadline;
+        self.held
+            .locked()
+            .iter()
+            .filter(|(_, renewed)| renewed.elapsed() < deadline)
+            .map(|(edge, _)| edge.clone())
+            .collect()
     }
 
     /// Returns once this replica holds its membership Lease.
@@ -217,9 +192,7 @@ impl Shards {
 /// Keeps this replica's membership Lease, and takes and gives back edges' Leases as the
 /// membership says, until the process ends.
 pub async fn run(hub: Client, shards: Arc<Shards>, metrics: Arc<Metrics>) {
-    let Some(config) = shards.config().cloned() else {
-        return;
-    };
+    let config = shards.config().clone();
     let me = config.me();
     let base = config.leader.name.clone();
     let _membership = Task::spawn(keep_membership(
@@ -249,7 +222,6 @@ pub async fn run(hub: Client, shards: Arc<Shards>, metrics: Arc<Metrics>) {
     // as seen here, not after a further lease duration of watching it.
     let mut clock = LeaseClock::default();
     let mut fences: HashMap<String, Task> = HashMap::new();
-    let mut standing_down = false;
     let mut reported_shared = BTreeSet::new();
     tracing::info!(member = %me, "sharing edges with the other installer replicas");
     let mut wake = config.leader.retry_period;
@@ -304,33 +276,15 @@ pub async fn run(hub: Client, shards: Arc<Shards>, metrics: Arc<Metrics>) {
         }
         // A fence whose Lease was lost ends; the edge may be taken again below.
         fences.retain(|_, task| !task.is_finished());
-        // A leader without --shard-edges (a rolling update between the modes) works every
-        // edge without their Leases: work none until it is gone.
-        let with_membership = clock.with_membership(&base);
-        let outsider = clock
-            .live_holder(&base, now)
-            .filter(|leader| leader_outside_membership(&base, leader, &with_membership));
-        if let Some(leader) = outsider {
-            if !standing_down {
-                tracing::warn!(%leader, "a leader without --shard-edges works every edge: this replica works none until it is gone");
-            }
-            standing_down = true;
-        } else if standing_down {
-            tracing::info!("no leader without --shard-edges any more: sharing the edges again");
-            standing_down = false;
-        }
         let gone: Vec<String> = fences
             .keys()
-            .filter(|edge| standing_down || !names.contains(*edge) || shared.contains(*edge))
+            .filter(|edge| !names.contains(*edge) || shared.contains(*edge))
             .cloned()
             .collect();
         for edge in gone {
             give_back(&hub, &config, &shards, &mut fences, &edge).await;
         }
-        for edge in names
-            .iter()
-            .filter(|edge| !standing_down && !shared.contains(*edge))
-        {
+        for edge in names.iter().filter(|edge| !shared.contains(*edge)) {
             match edge_step(edge, &me, &live, fences.contains_key(edge)) {
                 EdgeStep::Acquire => {
                     tracing::info!(%edge, members = live.len(), "the edge is this replica's: taking its Lease");
@@ -355,11 +309,8 @@ pub async fn run(hub: Client, shards: Arc<Shards>, metrics: Arc<Metrics>) {
                 EdgeStep::Keep | EdgeStep::Leave => {}
             }
         }
-        metrics
-            .edges_held
-            .set(shards.held().map_or(0, |held| held.len()) as i64);
+        metrics.edges_held.set(shards.held().len() as i64);
         metrics.installer_members.set(live.len() as i64);
-        metrics.standing_down.set(i64::from(standing_down));
         // The hub leader counts the Edges no replica holds the Lease of, from this same
         // listing (the ProvidersEdgeWithoutInstaller alert fires on it).
         if shards.leads() {
@@ -372,41 +323,6 @@ pub async fn run(hub: Client, shards: Arc<Shards>, metrics: Arc<Metrics>) {
                 .count();
             metrics.edges_without_owner.set(without as i64);
         }
-    }
-}
-
-/// For a leader without `--shard-edges`: returns once no replica with the flag works an
-/// edge or holds a membership (no such Lease beside `base` live on this replica's clock), so
-/// that a rolling update from the sharded mode never has two replicas writing to one edge.
-/// A replica with the flag gives its edges back as soon as it sees this leader.
-pub async fn until_no_sharded_replica(hub: Client, leader: LeaseConfig) {
-    let leases: Api<Lease> = Api::namespaced(hub, &leader.namespace);
-    let mut clock = LeaseClock::default();
-    let mut said = false;
-    loop {
-        match leases.list(&ListParams::default()).await {
-            Ok(listed) => {
-                let now = Instant::now();
-                clock.observe(&listed.items, now);
-                let live = listed
-                    .items
-                    .iter()
-                    .map(|lease| lease.name_any())
-                    .filter(|name| clock.live_holder(name, now).is_some())
-                    .collect::<Vec<_>>();
-                if !sharded_replicas_live(&leader.name, live.iter().map(String::as_str)) {
-                    return;
-                }
-                if !said {
-                    tracing::warn!(
-                        "replicas with --shard-edges still hold edges: waiting until they are gone before leading"
-                    );
-                    said = true;
-                }
-            }
-            Err(error) => tracing::warn!(%error, "cannot list the installer's Leases"),
-        }
-        tokio::time::sleep(leader.retry_period).await;
     }
 }
 
@@ -460,9 +376,7 @@ async fn keep_membership(hub: Client, lease: LeaseConfig, shards: Arc<Shards>) {
 /// membership, so that the others
 /// take its edges at once (a rolling restart), instead of after the Leases expire.
 pub async fn leave(hub: &Client, shards: &Shards) {
-    let Some(config) = shards.config() else {
-        return;
-    };
+    let config = shards.config();
     let held: Vec<String> = shards.held.locked().keys().cloned().collect();
     for edge in held {
         shards.dropped(&edge);
