@@ -37,7 +37,10 @@ use std::{
     os::unix::fs::PermissionsExt,
     path::{Path, PathBuf},
     process::Stdio,
-    sync::{Arc, Mutex},
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicBool, Ordering},
+    },
     time::Duration,
 };
 
@@ -58,7 +61,13 @@ use kube::{
     runtime::{WatchStreamExt, watcher},
 };
 use serde_json::json;
-use tokio::{io::AsyncReadExt, process::Command, sync::oneshot, task::JoinHandle, time::Instant};
+use tokio::{
+    io::AsyncReadExt,
+    process::Command,
+    sync::{Notify, oneshot},
+    task::JoinHandle,
+    time::Instant,
+};
 
 use crate::{binaries, controlplane::ControlPlaneInfo, kubeconfig, kubelet::Kubelet, users::User};
 
@@ -96,9 +105,20 @@ struct Inner {
     helm: PathBuf,
     root: tempfile::TempDir,
     registry: Mutex<Registry>,
+    /// Set by [`JobRunner::stop`]: the edge may go away from then on, so what fails
+    /// after it is the end of the runner, not an error to report.
+    stopping: AtomicBool,
+    stop: Notify,
 }
 
-/// A running job runner. Dropping it stops the watch (running processes are killed).
+impl Inner {
+    fn stopping(&self) -> bool {
+        self.stopping.load(Ordering::SeqCst)
+    }
+}
+
+/// A running job runner. Dropping it stops the watch (running processes are killed);
+/// [`JobRunner::stop`] stops it quietly before the edge's API server goes away.
 pub struct JobRunner {
     inner: Arc<Inner>,
     watch: JoinHandle<()>,
@@ -121,6 +141,8 @@ impl JobRunner {
                 .prefix("providers-jobrunner-")
                 .tempdir()?,
             registry: Mutex::new(Registry::default()),
+            stopping: AtomicBool::new(false),
+            stop: Notify::new(),
         });
         let watch = tokio::spawn(watch(inner.clone()));
         Ok(Self { inner, watch })
@@ -175,6 +197,29 @@ impl JobRunner {
     pub fn started(&self) -> usize {
         self.registry().started.len()
     }
+
+    /// Stops watching and listing Jobs and kills the helm processes still running, then
+    /// returns once the watch has ended. Call it before the edge's API server stops: a
+    /// request the runner makes after this is not reported when it fails, since the edge
+    /// going away is expected, while until this is called every failure is.
+    pub async fn stop(&mut self) {
+        self.inner.stopping.store(true, Ordering::SeqCst);
+        self.inner.stop.notify_one();
+        let kills: Vec<_> = self
+            .registry()
+            .kills
+            .drain()
+            .map(|(_, kill)| kill)
+            .collect();
+        for kill in kills {
+            let _ = kill.send(());
+        }
+        if let Err(error) = (&mut self.watch).await
+            && !error.is_cancelled()
+        {
+            eprintln!("jobrunner: the watch of Jobs ended with {error}");
+        }
+    }
 }
 
 impl Drop for JobRunner {
@@ -196,8 +241,12 @@ async fn watch(inner: Arc<Inner>) {
     resync.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
+            // Ahead of the watch and the list: once stopping, neither is polled again.
+            biased;
+            () = inner.stop.notified() => return,
             event = events.next() => match event {
                 Some(Ok(job)) => consider(&inner, job, "watch"),
+                Some(Err(_)) if inner.stopping() => return,
                 Some(Err(error)) => eprintln!("jobrunner: watching Jobs: {error}"),
                 None => return,
             },
@@ -208,6 +257,7 @@ async fn watch(inner: Arc<Inner>) {
                             consider(&inner, job, "resync");
                         }
                     }
+                    Err(_) if inner.stopping() => return,
                     Err(error) => eprintln!("jobrunner: listing Jobs: {error}"),
                 }
             }
@@ -221,9 +271,9 @@ const REQUEST: Duration = Duration::from_secs(15);
 /// How often the runner lists the Jobs besides watching them.
 const RESYNC: Duration = Duration::from_secs(3);
 
-/// Starts `job` unless it ended, is going, was started or is held.
+/// Starts `job` unless it ended, is going, was started or is held, or the runner stops.
 fn consider(inner: &Arc<Inner>, job: Job, seen_by: &str) {
-    if job.metadata.deletion_timestamp.is_some() || terminal(&job) {
+    if inner.stopping() || job.metadata.deletion_timestamp.is_some() || terminal(&job) {
         return;
     }
     let uid = job.uid().unwrap_or_default();
@@ -271,7 +321,9 @@ fn start(inner: Arc<Inner>, job: Job) {
     }
     tokio::spawn(async move {
         let name = job.name_any();
-        if let Err(error) = run_job(&inner, job).await {
+        if let Err(error) = run_job(&inner, job).await
+            && !inner.stopping()
+        {
             eprintln!("jobrunner: Job {name}: {error:#}");
         }
     });

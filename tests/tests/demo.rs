@@ -32,4 +32,9 @@ fn the_demo_runs_its_scripted_session_end_to_end() {
         !dir.path().join("demo").exists(),
         "the demo removes its folder"
     );
+    // A clean stop: the job runner stops before the edge's API server does, so neither
+    // its watch nor its list of Jobs reports the server going away.
+    for error in ["jobrunner: listing Jobs", "jobrunner: watching Jobs"] {
+        assert!(!stderr.contains(error), "{error:?} in:\n{stderr}");
+    }
 }

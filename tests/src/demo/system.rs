@@ -31,7 +31,7 @@ pub struct System {
     pub webhook_metrics: String,
     pub installer_metrics: String,
     controller: Option<Child>,
-    _runner: JobRunner,
+    runner: JobRunner,
     _webhook: Webhook,
     planes: Vec<ControlPlane>,
 }
@@ -109,14 +109,16 @@ impl System {
             webhook_metrics: format!("http://127.0.0.1:{}/metrics", webhook.admin_port),
             installer_metrics: format!("http://127.0.0.1:{metrics_port}/metrics"),
             controller: Some(controller),
-            _runner: runner,
+            runner,
             _webhook: webhook,
             planes: vec![hub, edge],
         })
     }
 
-    /// Stops every process and waits for the control planes to exit.
+    /// Stops every process and waits for the control planes to exit. The job runner
+    /// first: it watches the edge's Jobs and would report the API server going away.
     pub async fn stop(mut self) {
+        self.runner.stop().await;
         if let Some(mut controller) = self.controller.take() {
             let _ = controller.kill();
             let _ = controller.wait();
