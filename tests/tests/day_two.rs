@@ -337,7 +337,8 @@ async fn a_rollback_restores_the_last_good_plan() -> anyhow::Result<()> {
         unknown.code != 0 && unknown.stderr.contains("no kept plan"),
         "{unknown:?}"
     );
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // No wait: only a write through the webhook seals, and the refused command's write,
+    // if it made one, was answered before it returned.
     let ws = installer::workspace(&hub, "org-a", "rolling").await?;
     ensure!(
         ws.spec.plan.context("sealed")?.plan.attempt == 3,
@@ -593,7 +594,9 @@ async fn a_release_s_service_account_followed_across_the_edge_is_drift_when_edit
         .create(&Default::default(), &serde_json::from_value(foreign)?)
         .await?;
     accounts.delete(&account, &Default::default()).await?;
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // Not drift now, and not later either: the drift found below comes from a write made
+    // after these on the same watch (ServiceAccounts are followed by one watch across the
+    // edge, whose events come in the order of the writes), and names only that write.
     let ws = installer::workspace(&hub, "org-a", "identity").await?;
     ensure!(
         has_condition(&ws, "Drifted", "False", "ReleaseInSync"),
@@ -615,6 +618,11 @@ async fn a_release_s_service_account_followed_across_the_edge_is_drift_when_edit
     )?;
     let ws = drifted(&hub, "identity", "ObjectChanged").await?;
     let drift = status_of(&ws).drift.context("status.drift")?;
+    ensure!(
+        drift.objects.len() == 1,
+        "only the release's own ServiceAccount drifted: {:?}",
+        drift.objects
+    );
     let object = drift.objects.first().context("the drifted object")?;
     ensure!(
         object.kind == "ServiceAccount"

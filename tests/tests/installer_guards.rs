@@ -55,8 +55,12 @@ fn failed_message(ws: &providers_shared::api::Workspace) -> String {
         .unwrap_or_default()
 }
 
+/// Checked right after the refusal is seen, with no wait: the installer runs a decision's
+/// actions in order and writes the refusal after every edge write of that decision and
+/// the ones before it, so anything they created is on the edge by now. A refused attempt
+/// decides Idle, so no later decision comes without an event, and no fixed wait would see
+/// one that did.
 async fn nothing_on_the_edge(edge: &Client, namespace: &str) -> anyhow::Result<()> {
-    tokio::time::sleep(Duration::from_secs(2)).await;
     ensure!(
         Api::<Namespace>::all(edge.clone())
             .get_opt(namespace)

@@ -356,7 +356,8 @@ async fn a_retry_during_an_active_attempt_is_a_no_op() -> anyhow::Result<()> {
         .await?;
         let out = kubectl::run(alice, &["apply", mode, "-f", &path])?;
         ensure!(out.status.success());
-        tokio::time::sleep(Duration::from_secs(2)).await;
+        // No wait: an attempt is sealed only by the webhook, in the write that starts it,
+        // and kubectl's write was answered before it returned.
         let ws = installer::workspace(&alice_client, "org-a", name).await?;
         ensure!(
             ws.spec.plan.context("sealed")?.plan.attempt == 1,
