@@ -502,11 +502,24 @@ async fn step_events_of_the_attempt(install: &Install, done: &Workspace) -> anyh
 
 /// The result was in status when the runner's ServiceAccount was deleted, and the Job was
 /// released only after the identity was revoked.
+/// The hub already shows both done; the watches are waited for until they have seen
+/// the ServiceAccount's deletion and the Job's release, whatever they say of them.
 async fn step_result_before_revocation(order: OrderWatch) -> anyhow::Result<()> {
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    let evidence = eventually(
+        "the watches to see the revocation and the release",
+        WAIT,
+        || {
+            let evidence = order.evidence.clone();
+            async move {
+                let evidence = evidence.lock().await.clone();
+                let seen = |prefix: &str| evidence.iter().any(|e| e.starts_with(prefix));
+                Ok((seen("sa-deleted") && seen("finalizer-released")).then_some(evidence))
+            }
+        },
+    )
+    .await?;
     order.watch_sa.abort();
     order.watch_job.abort();
-    let evidence = order.evidence.lock().await.clone();
     ensure!(
         evidence
             .iter()
