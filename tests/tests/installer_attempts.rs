@@ -536,12 +536,19 @@ async fn step_result_before_revocation(order: OrderWatch) -> anyhow::Result<()> 
     Ok(())
 }
 
-/// The controller led, and ran as the least-privilege account of
-/// manifests/controller/rbac.yaml: that was enough for everything, Events and the Edge's
-/// status included.
+/// The controller held the edge's Lease and led the hub-wide duties, and ran as the
+/// least-privilege account of manifests/controller/rbac.yaml: that was enough for
+/// everything, its Leases, Events and the Edge's status included.
 fn step_least_privilege(controller: &ControllerProcess) -> anyhow::Result<()> {
     let log = controller.log_text();
-    ensure!(log.contains("leading: starting the term"), "it led");
+    ensure!(
+        log.contains("holding the edge's Lease: working it"),
+        "it held the edge"
+    );
+    ensure!(
+        log.contains("leading the hub-wide duties"),
+        "it led the hub-wide duties"
+    );
     ensure!(
         !log.to_lowercase().contains("forbidden"),
         "the controller was refused something:\n{}",

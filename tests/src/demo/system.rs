@@ -205,9 +205,8 @@ async fn start_controller(
         ])
         .args(["--metrics-listen", &format!("127.0.0.1:{metrics_port}")])
         .args(["--hub-server", &hub.server])
-        // As shipped (manifests/controller): a sharing replica, here the only one, so it
+        // As shipped (manifests/controller), a sharing replica; here the only one, so it
         // holds both edges' Leases and leads the hub-wide duties.
-        .arg("--shard-edges")
         .env("RUST_LOG", "info,kube=warn")
         .stdin(Stdio::null())
         .stdout(Stdio::null())

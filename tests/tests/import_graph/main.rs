@@ -7,10 +7,14 @@
 //! tests: its edges to code that is not test-only are left out, since nothing outside the
 //! tests can name it back. A circle among test-only files still fails.
 //!
+//! The installer's files also read down its layers (`layers.rs`): none names a file of a
+//! layer above its own, as `webhook/src/controller/LAYERS` orders them.
+//!
 //! Run alone: `cargo test -p providers-tests --test import_graph`.
 
 mod circles;
 mod imports;
+mod layers;
 mod lex;
 mod modules;
 mod planted;
@@ -121,5 +125,42 @@ fn every_crate_reads_top_down() {
         found.is_empty(),
         "{} import circles: move what the lower files need into a module of its own{report}",
         found.len()
+    );
+}
+
+#[test]
+fn the_installer_names_only_its_own_layer_and_those_below() {
+    let workspace = workspace();
+    let order = fs::read_to_string(workspace.join(layers::LAYERS)).expect("the LAYERS file");
+    let order = layers::read(&order);
+    assert!(
+        order.len() >= 3,
+        "{}: the layers, as read: {order:?}",
+        layers::LAYERS
+    );
+    let files = layers::files(&workspace);
+    assert!(
+        files.len() > 40,
+        "only {} files under {}: is the controller where the check looks?",
+        files.len(),
+        layers::CONTROLLER
+    );
+    let edges: Vec<Edge> = workspace_edges(&workspace).into_iter().collect();
+    let within = edges
+        .iter()
+        .filter(|(from, to)| {
+            from.starts_with(layers::CONTROLLER) && to.starts_with(layers::CONTROLLER)
+        })
+        .count();
+    assert!(
+        within > 50,
+        "only {within} edges inside the controller: does the scan name its files as the check does?"
+    );
+    let found = layers::violations(Path::new(layers::CONTROLLER), &order, &files, &edges);
+    assert!(
+        found.is_empty(),
+        "{} names across the installer's layers go the wrong way:\n{}",
+        found.len(),
+        found.join("\n")
     );
 }

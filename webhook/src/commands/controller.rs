@@ -11,11 +11,13 @@ use providers_shared::installer::Settings;
 use crate::{
     cli::ControllerArgs,
     controller::{
-        Context, InstallerConfig, LeaseConfig, ProbeSettings, credential,
-        metrics::{Metrics, api_requests::CountRequests},
-        shards,
-        task::Task,
-        workspace_controller,
+        Context, InstallerConfig, LeaseConfig, ProbeSettings,
+        edge::credential,
+        process::{readiness::ControllerReadiness, shards, term},
+        support::{
+            metrics::{Metrics, api_requests::CountRequests},
+            task::Task,
+        },
     },
     runtime::{admin, shutdown_signal},
 };
@@ -64,13 +66,9 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
             ttl_seconds: args.runtime_credential_ttl,
         },
     ));
-    admin::spawn(
-        args.metrics_listen,
-        metrics.clone(),
-        context.readiness.clone(),
-    )
-    .await?;
-    run_term(hub, context, metrics, identity).await
+    let readiness = Arc::new(ControllerReadiness::new(context.edges.clone()));
+    admin::spawn(args.metrics_listen, metrics.clone(), readiness.clone()).await?;
+    run_term(hub, context, readiness, metrics, identity).await
 }
 
 /// Every replica works, from the start, the edges whose Leases it takes (ADR 40; one
@@ -79,6 +77,7 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
 async fn run_term(
     hub: Client,
     context: Arc<Context>,
+    readiness: Arc<ControllerReadiness>,
     metrics: Arc<Metrics>,
     identity: String,
 ) -> anyhow::Result<()> {
@@ -88,8 +87,8 @@ async fn run_term(
         context.shards.clone(),
         metrics.clone(),
     ));
-    context.readiness.set_running(true);
-    let term = tokio::spawn(workspace_controller::run(context.clone()));
+    readiness.set_running(true);
+    let term = tokio::spawn(term::run(context.clone(), readiness.clone()));
     let abort = term.abort_handle();
     let shutdown = shutdown_signal();
     let outcome = tokio::select! {
@@ -104,7 +103,7 @@ async fn run_term(
         () = shutdown => Ok(()),
     };
     abort.abort();
-    context.readiness.set_running(false);
+    readiness.set_running(false);
     // Stopped first, so that no fence renews a Lease once it is given back.
     drop(sharing);
     shards::leave(&hub, &context.shards).await;

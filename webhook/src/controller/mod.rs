@@ -1,4 +1,15 @@
-//! The installer controller: a thin shell around `providers_shared::installer`.
+//! The installer controller: a thin shell around `providers_shared::installer`, in layers
+//! that show in the folders:
+//!
+//! - `process`: what a replica runs — its term, the edges' Leases it takes, readiness;
+//! - `duties`: what one replica does for the whole hub — the orphan and PlanValues sweeps;
+//! - `reconcile`: one Workspace's pass — observe, decide (in the core), execute;
+//! - `edge`: talking to one edge — its registry and probe, the installer's grants there,
+//!   Helm's records, the provider's credential, the runner's logs;
+//! - `edge_watch`: what the installer knows of an edge without asking it — metadata
+//!   watches, their decoder and stream pool, compact stores;
+//! - `support`: what every layer uses — configuration, metrics, Events, errors, tasks, the
+//!   edges this replica holds.
 //!
 //! Every replica runs a term: the Workspace controller, a probe and watches per Edge whose
 //! fencing Lease it holds (ADR 40), and a watch of the published sealing keys; the one
@@ -6,36 +17,16 @@
 //! dropped. Every decision is taken by
 //! `providers_shared::installer::decide` from a fresh read of the Workspace and its edge objects.
 
-mod config;
-mod context;
-pub mod credential;
-mod edge_cache;
-mod edge_grants;
-mod edges;
-mod error;
-mod event_recorder;
-mod execute;
-mod fault;
-mod halt;
-mod helm_release;
-mod lease;
-pub mod metrics;
-mod observe;
-mod own_writes;
-mod published_keys;
-mod readiness;
-mod reconcile;
-mod runner_log;
-pub mod shards;
-mod sweep;
-pub mod task;
-mod unreachable;
-mod values_sweep;
-pub mod workspace_controller;
-mod workspace_memory;
+// The layers, top to bottom (webhook/src/controller/LAYERS, checked by
+// tests/tests/import_graph): a file names only files of its own layer or of the layers
+// below it.
+pub mod duties;
+pub mod edge;
+pub mod edge_watch;
+pub mod process;
+pub mod reconcile;
+pub mod support;
 
-pub use config::InstallerConfig;
-pub use context::Context;
-pub use edge_cache::DEFAULT_STREAMS_PER_CONNECTION;
-pub use edges::ProbeSettings;
-pub use lease::{Elector, LeaseConfig};
+pub use edge_watch::DEFAULT_STREAMS_PER_CONNECTION;
+pub use reconcile::context::Context;
+pub use support::config::{InstallerConfig, LeaseConfig, ProbeSettings};

@@ -3,7 +3,7 @@
 
 use k8s_openapi::{api::batch::v1::Job, apimachinery::pkg::apis::meta::v1::Time};
 
-use super::{ObjectState, state_of};
+use super::object::{ObjectState, state_of};
 
 /// The attempt's Job.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -32,13 +32,14 @@ use providers_shared::{
 };
 use serde::de::DeserializeOwned;
 
-use super::{
-    edges::Edges,
-    error::Error,
-    event_recorder::EventRecorder,
-    execute::delete,
-    halt::{self, EdgeFailure},
-    metrics::{Metrics, SweptLabels},
+use crate::controller::{
+    edge::Edges,
+    reconcile::context::Context,
+    reconcile::execute::delete,
+    support::error::Error,
+    support::event_recorder::EventRecorder,
+    support::halt::{self, EdgeFailure},
+    support::metrics::{Metrics, SweptLabels},
 };
 
 /// How often the loop looks for edges due a sweep.
@@ -53,6 +54,19 @@ pub struct SweepHandles<'a> {
     pub metrics: &'a Metrics,
     pub recorder: &'a EventRecorder,
     pub interval: Duration,
+}
+
+impl<'a> SweepHandles<'a> {
+    /// The handles of a term's context.
+    pub fn of(ctx: &'a Context) -> Self {
+        Self {
+            hub: &ctx.hub,
+            edges: &ctx.edges,
+            metrics: &ctx.metrics,
+            recorder: &ctx.recorder,
+            interval: ctx.config.orphan_sweep_interval,
+        }
+    }
 }
 
 pub async fn run(ctx: SweepHandles<'_>) {
@@ -91,7 +105,7 @@ async fn sweep_edge(
     listed.extend(list::<Role>(edge, client, Found::Attempt(Kind::Role)).await?);
     listed.extend(list::<RoleBinding>(edge, client, Found::Attempt(Kind::RoleBinding)).await?);
     // Secrets from the per-namespace watches: the installer may not list them across the
-    // edge (edge_cache::namespaced). A namespace no reconcile reads (an orphan's) is
+    // edge (edge_watch::namespaced). A namespace no reconcile reads (an orphan's) is
     // watched from now on, so its Secrets are swept next time.
     if let Some(cache) = ctx.edges.lookup(edge).cache {
         for namespace in listed.iter().filter(|l| l.found == Found::Namespace) {

@@ -20,7 +20,7 @@ use providers_shared::{
     },
 };
 
-use crate::runtime::Synced;
+use crate::{controller::reconcile::context::Context, runtime::Synced};
 
 /// What the PlanValues sweep works with: the hub, the mark of the Workspace cache's first
 /// list, how often it sweeps and how long a sealed plan's values are kept whatever refers
@@ -30,6 +30,19 @@ pub struct ValuesSweepHandles<'a> {
     pub workspaces_listed: &'a Synced,
     pub interval: Duration,
     pub grace: SignedDuration,
+}
+
+impl<'a> ValuesSweepHandles<'a> {
+    /// The handles of a term's context; `workspaces_listed` says when its Workspace cache
+    /// has its first list.
+    pub fn of(ctx: &'a Context, workspaces_listed: &'a Synced) -> Self {
+        Self {
+            hub: &ctx.hub,
+            workspaces_listed,
+            interval: ctx.config.plan_values_sweep_interval,
+            grace: ctx.config.plan_values_grace,
+        }
+    }
 }
 
 pub async fn run(ctx: ValuesSweepHandles<'_>, workspaces: Store<Workspace>) {

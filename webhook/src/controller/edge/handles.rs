@@ -1,12 +1,12 @@
 //! What the Edge watch and each edge's probe work with: the hub, the edges known in this
 //! term, the metrics, which edges this replica holds, its name, and the probe's settings.
 
-use std::{sync::Arc, time::Duration};
+use std::sync::Arc;
 
 use kube::Client;
 
 use super::registry::Edges;
-use crate::controller::{metrics::Metrics, shards::Shards};
+use crate::controller::support::{config::ProbeSettings, metrics::Metrics, ownership::Shards};
 
 pub struct EdgeHandles {
     pub hub: Client,
@@ -16,19 +16,4 @@ pub struct EdgeHandles {
     /// This replica's name, written into the Edges' status.
     pub identity: String,
     pub probe: ProbeSettings,
-}
-
-/// How each edge is probed and connected to.
-#[derive(Clone, Debug)]
-pub struct ProbeSettings {
-    /// How often a Ready edge is probed.
-    pub interval: Duration,
-    /// The longest wait between probes of an unreachable edge.
-    pub max_backoff: Duration,
-    /// The only namespace an edge's kubeconfig Secret may be in.
-    pub credentials_namespace: String,
-    /// Whether an edge's kubeconfig may run a program for its credentials.
-    pub allow_kubeconfig_exec: bool,
-    /// How many watch streams share one connection to an edge.
-    pub watch_streams_per_connection: u16,
 }

@@ -17,10 +17,10 @@ use providers_shared::installer::{
     release_objects::{ReleaseObject, objects_of_manifest},
 };
 
-use super::{
-    edge_grants,
-    error::Error,
-    halt::{self, EdgeFailure, Halt},
+use crate::controller::{
+    edge_watch::grants as edge_grants,
+    support::error::Error,
+    support::halt::{self, EdgeFailure, Halt},
 };
 
 /// The most a release record's content may inflate to when it is read: a chart's

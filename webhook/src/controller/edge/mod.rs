@@ -1,4 +1,4 @@
-//! The edges of a leader's term: one worker per Edge that reads its kubeconfig Secret,
+//! The edge layer: one worker per Edge this replica holds that reads its kubeconfig Secret,
 //! probes its API, writes the Edge's status, and watches the installer's Jobs on it.
 //! Workers start and stop as Edges come and go; a change of readiness, or of a Job,
 //! triggers the Workspaces concerned.
@@ -19,14 +19,17 @@ use kube::{
 };
 use providers_shared::api::{Edge, EdgeSpec, Workspace};
 
-use super::{metrics::EdgeLabels, task::Task};
+use crate::controller::{support::metrics::EdgeLabels, support::task::Task};
 
+pub mod credential;
 mod handles;
+pub mod helm_release;
 mod probe;
 mod reconcile_trigger;
 mod registry;
+pub mod runner_log;
 
-pub use handles::{EdgeHandles, ProbeSettings};
+pub use handles::EdgeHandles;
 use probe::probe_loop;
 use reconcile_trigger::ReconcileTrigger;
 pub use registry::{EdgeView, Edges};

@@ -21,9 +21,9 @@ use serde_json::json;
 
 use super::{handles::EdgeHandles, reconcile_trigger::ReconcileTrigger};
 use crate::controller::{
-    edge_cache::{StreamPool, watches::Watches},
-    metrics::EdgeLabels,
-    unreachable::did_not_answer,
+    edge_watch::{StreamPool, watches::Watches},
+    support::metrics::EdgeLabels,
+    support::unreachable::did_not_answer,
 };
 
 /// The clients of one kubeconfig: short timeouts for requests, none for the watches that

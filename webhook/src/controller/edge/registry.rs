@@ -10,7 +10,7 @@ use kube::Client;
 use providers_shared::installer::EdgeState;
 
 use crate::locks::ReadWriteLocked;
-use crate::{controller::edge_cache::EdgeCache, runtime::Synced};
+use crate::{controller::edge_watch::EdgeCache, runtime::Synced};
 
 /// What the reconciler needs of an edge.
 #[derive(Clone)]

@@ -58,10 +58,10 @@ async fn fetch(edge: &Client, log: &RunnerLog) -> Result<String, kube::Error> {
         limit_bytes: Some(LOG_LIMIT),
         ..Default::default()
     };
-    super::edge_grants::with_grant(
+    crate::controller::edge_watch::grants::with_grant(
         edge,
         &log.namespace,
-        super::edge_grants::RUNNER_LOGS,
+        crate::controller::edge_watch::grants::RUNNER_LOGS,
         || pods.logs(&log.pod, &params),
     )
     .await

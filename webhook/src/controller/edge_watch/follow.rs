@@ -45,7 +45,7 @@ use super::{
     wake::{ReleaseFollowers, WakeWorkspace, wake_release},
 };
 use crate::{
-    controller::{edge_grants, task::Task},
+    controller::{edge_watch::grants as edge_grants, support::task::Task},
     locks::Locked,
     runtime::Synced,
 };

@@ -8,19 +8,20 @@
 //! and a create that finds the object already there reads it once, live, to learn whose
 //! it is (`learned`).
 
-use std::{
-    collections::HashMap,
-    sync::{Arc, Mutex},
-};
+use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::{Client, api::ApiResource};
 use providers_shared::installer::{
-    JobState, Kind, ObjectState, ReleaseRevision, newest_revision, release_objects::ReleaseObject,
+    JobState, Kind, ObjectSeen, ObjectState, ReleaseRevision, newest_revision,
+    release_objects::ReleaseObject,
 };
 
+mod cached;
 mod compact_meta;
 mod compact_store;
 mod follow;
+pub mod grants;
 mod metadata_decode;
 mod metadata_watch;
 mod namespaced;
@@ -32,26 +33,20 @@ mod sync;
 mod wake;
 pub mod watches;
 
+pub use cached::Cached;
 pub use stream_pool::{DEFAULT_STREAMS_PER_CONNECTION, StreamPool};
 
 use compact_meta::{CompactJob, CompactMeta};
 use compact_store::CompactStore;
 use namespaced::{NamespaceWatches, is_helm_record};
-use own_edge_writes::{EdgeWrite, EdgeWrites, Key, OWN_WRITES_TTL, OwnWriteSays, WrittenObject};
-use release_objects::{FoundKind, KindKey};
+use own_edge_writes::{OwnEdgeWrites, OwnWriteSays, WrittenObject};
+use release_objects::ReleaseObjects;
 pub use sync::SYNC_TIMEOUT;
 use sync::WatchesListed;
 use wake::ReleaseFollowers;
 
-use super::unreachable::Reachability;
+use crate::controller::support::unreachable::Reachability;
 use crate::locks::Locked;
-
-/// The kinds of edge objects a decision reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Cached {
-    Namespace,
-    Attempt(Kind),
-}
 
 /// The caches of one edge. Cloning shares them.
 #[derive(Clone)]
@@ -63,7 +58,7 @@ pub struct EdgeCache {
     /// The Secrets of each namespace of the installer's (Helm's records among them).
     namespaced: Arc<NamespaceWatches>,
     jobs: CompactStore<CompactJob>,
-    own: Arc<Mutex<EdgeWrites>>,
+    own: OwnEdgeWrites,
     /// The installed releases watched for drift: `(namespace, release)` → the Workspace
     /// (`<org>/<name>`) a change of their records wakes.
     followed: ReleaseFollowers,
@@ -73,12 +68,8 @@ pub struct EdgeCache {
     unreachable: Reachability,
     /// How many of the watches have listed once.
     listed: Arc<WatchesListed>,
-    /// The API resource of each `(apiVersion, kind)` a release made, found once by
-    /// discovery; `None` for a kind not served or not namespaced (not followed).
-    kinds: Arc<Mutex<HashMap<KindKey, FoundKind>>>,
-    /// The objects Helm recorded for each installed revision, by its record's UID: read
-    /// once per record.
-    manifests: Arc<Mutex<HashMap<String, Arc<Vec<ReleaseObject>>>>>,
+    /// The objects of each installed revision read, and the kinds discovery found.
+    releases: ReleaseObjects,
 }
 
 impl EdgeCache {
@@ -91,7 +82,7 @@ impl EdgeCache {
     }
 
     /// Why a decision about the objects in `namespace` must see the edge unreachable, if
-    /// it must (`controller/unreachable.rs`): a watch or a write found it so, or its
+    /// it must (`support/unreachable.rs`): a watch or a write found it so, or its
     /// watches, or that namespace's Secret watch, did not list within [`SYNC_TIMEOUT`].
     pub async fn unreachable_for(&self, namespace: &str) -> Option<String> {
         if let Some(why) = self.unreachable() {
@@ -142,7 +133,7 @@ impl EdgeCache {
                 return self.job(namespace, name).map(|job| job.object);
             }
         };
-        match self.own_write(
+        match self.own.says(
             kind,
             namespace,
             name,
@@ -173,7 +164,7 @@ impl EdgeCache {
     pub fn job(&self, namespace: &str, name: &str) -> Option<JobState> {
         let cached = self.jobs.get(Some(namespace), name, CompactJob::state);
         let kind = Cached::Attempt(Kind::Job);
-        match self.own_write(
+        match self.own.says(
             kind,
             namespace,
             name,
@@ -255,6 +246,72 @@ impl EdgeCache {
                 )
             })
         })
+    }
+
+    /// The objects of the installed revision recorded in `record_uid`, when read before.
+    pub fn manifest(&self, record_uid: &str) -> Option<Arc<Vec<ReleaseObject>>> {
+        self.releases.manifest(record_uid)
+    }
+
+    /// Keeps the objects of the revision recorded in `record_uid`.
+    pub fn keep_manifest(&self, record_uid: &str, objects: Arc<Vec<ReleaseObject>>) {
+        self.releases.keep_manifest(record_uid, objects);
+    }
+
+    /// Follows `objects` of an installed release in `namespace` (a watch per kind, started
+    /// the first time a release there names it) and says what the edge shows of each.
+    pub async fn follow_objects(
+        &self,
+        client: &Client,
+        namespace: &str,
+        objects: &[ReleaseObject],
+        may_follow: impl Fn(&ApiResource) -> bool,
+    ) -> Vec<(ReleaseObject, ObjectSeen)> {
+        let mut kinds: Vec<(String, String)> = objects
+            .iter()
+            .map(|o| (o.api_version.clone(), o.kind.clone()))
+            .collect();
+        kinds.sort();
+        kinds.dedup();
+        for kind in &kinds {
+            if self.namespaced.follow_watch(namespace, kind).is_some() {
+                continue;
+            }
+            let Some(resource) = self.releases.resource_of(client, kind).await else {
+                continue;
+            };
+            if !may_follow(&resource) {
+                continue;
+            }
+            self.namespaced.follow(namespace, kind, &resource);
+        }
+        follow::seen_all(objects, |object| {
+            self.namespaced.follow_watch(
+                namespace,
+                &(object.api_version.clone(), object.kind.clone()),
+            )
+        })
+    }
+
+    /// How many watches follow release objects for drift: one per namespace and kind, and
+    /// one per kind followed across the edge.
+    pub fn follow_watches(&self) -> usize {
+        self.namespaced.follows()
+    }
+
+    /// The installer created or changed `object` (the API server's answer).
+    pub fn wrote_object<K: kube::Resource>(&self, kind: Cached, object: &K) {
+        self.own.wrote_object(kind, object);
+    }
+
+    /// The installer created or changed a Job (the API server's answer).
+    pub fn wrote_job(&self, job: &k8s_openapi::api::batch::v1::Job) {
+        self.own.wrote_job(job);
+    }
+
+    /// The installer deleted the object with `uid` (or found it gone).
+    pub fn deleted(&self, kind: Cached, namespace: &str, name: &str, uid: &str) {
+        self.own.deleted(kind, namespace, name, uid);
     }
 
     /// Wakes `workspace` when the records of `release` in `namespace` change.

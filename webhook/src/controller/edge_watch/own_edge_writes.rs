@@ -1,14 +1,17 @@
 //! What the installer's own writes to an edge said, kept over the watch caches until they
 //! show them: a create or patch answered with the object, a deletion with its UID gone.
 
-use std::time::{Duration, Instant};
+use std::{
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
 
 use k8s_openapi::{api::batch::v1::Job, apimachinery::pkg::apis::meta::v1::ObjectMeta};
 use kube::Resource;
 use providers_shared::installer::{JobState, Kind, ObjectState, job_state, state_of};
 
-use super::{Cached, EdgeCache};
-use crate::{controller::own_writes::OwnWrites, locks::Locked};
+use super::cached::Cached;
+use crate::{controller::support::own_writes::OwnWrites, locks::Locked};
 
 /// How long the installer trusts what its own write to an edge returned over a watch
 /// cache that has not seen it yet. Far longer than a watch lags; short enough that a cache
@@ -55,15 +58,48 @@ impl EdgeWrite {
 /// The installer's own writes to an edge, by object, until the watches show them.
 pub(super) type EdgeWrites = OwnWrites<Key, EdgeWrite>;
 
-impl EdgeCache {
+/// The installer's own writes to one edge, until its watches show them. Cloning shares
+/// them.
+#[derive(Clone)]
+pub(super) struct OwnEdgeWrites(Arc<Mutex<EdgeWrites>>);
+
+impl OwnEdgeWrites {
+    pub(super) fn new() -> Self {
+        Self(Arc::new(Mutex::new(EdgeWrites::new(OWN_WRITES_TTL))))
+    }
+
+    /// How many writes are remembered.
+    #[cfg(test)]
+    pub(super) fn len(&self) -> usize {
+        self.0.locked().len()
+    }
+
+    /// Whether `job` is exactly what the installer's own last write of it returned.
+    pub(super) fn is_own_job(&self, job: &Job) -> bool {
+        let key = Key {
+            kind: Cached::Attempt(Kind::Job),
+            namespace: job.metadata.namespace.clone().unwrap_or_default(),
+            name: job.metadata.name.clone().unwrap_or_default(),
+        };
+        let own = self.0.locked();
+        matches!(
+            own.last(&key),
+            Some(EdgeWrite::Present(seen)) if matches!(
+                seen.as_ref(),
+                WrittenObject::Job(mine) if Some(&mine.object.resource_version) == job.metadata.resource_version.as_ref()
+                    && Some(&mine.object.uid) == job.metadata.uid.as_ref()
+            )
+        )
+    }
+
     /// The installer created or changed `object` (the API server's answer).
-    pub fn wrote_object<K: Resource>(&self, kind: Cached, object: &K) {
+    pub(super) fn wrote_object<K: Resource>(&self, kind: Cached, object: &K) {
         let seen = WrittenObject::Object(state_of(object));
         self.remember(kind, object.meta(), EdgeWrite::Present(Box::new(seen)));
     }
 
     /// The installer created or changed a Job (the API server's answer).
-    pub fn wrote_job(&self, job: &Job) {
+    pub(super) fn wrote_job(&self, job: &Job) {
         let seen = WrittenObject::Job(job_state(job));
         self.remember(
             Cached::Attempt(Kind::Job),
@@ -73,8 +109,8 @@ impl EdgeCache {
     }
 
     /// The installer deleted the object with `uid` (or found it gone).
-    pub fn deleted(&self, kind: Cached, namespace: &str, name: &str, uid: &str) {
-        self.own.locked().insert(
+    pub(super) fn deleted(&self, kind: Cached, namespace: &str, name: &str, uid: &str) {
+        self.0.locked().insert(
             Key {
                 kind,
                 namespace: namespace.to_owned(),
@@ -93,12 +129,12 @@ impl EdgeCache {
             namespace: meta.namespace.clone().unwrap_or_default(),
             name: meta.name.clone().unwrap_or_default(),
         };
-        self.own.locked().insert(key, own, Instant::now());
+        self.0.locked().insert(key, own, Instant::now());
     }
 
     /// What the installer's own writes say of an object the cache holds with
     /// `cached_uid`; forgets what the cache has caught up with, or what is too old.
-    pub(super) fn own_write(
+    pub(super) fn says(
         &self,
         kind: Cached,
         namespace: &str,
@@ -115,7 +151,7 @@ impl EdgeCache {
             name: name.to_owned(),
         };
         match self
-            .own
+            .0
             .locked()
             .trusted(&key, |own| own.shown(cached_uid), Instant::now())
         {

@@ -3,7 +3,7 @@
 //! discovery, and the watches that follow those objects for drift.
 
 use std::{
-    sync::Arc,
+    sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
 
@@ -12,16 +12,17 @@ use kube::{
     api::{ApiResource, GroupVersionKind},
     discovery::Scope,
 };
-use providers_shared::installer::{ObjectSeen, release_objects::ReleaseObject};
+use providers_shared::installer::release_objects::ReleaseObject;
 
-use super::{EdgeCache, follow};
+use std::collections::HashMap;
+
 use crate::locks::Locked;
 
 /// `(apiVersion, kind)` of the objects a release made.
-pub(super) type KindKey = (String, String);
+type KindKey = (String, String);
 /// A kind's namespaced API resource as discovery found it (`None`: not served, or not
 /// namespaced), and when.
-pub(super) type FoundKind = (Option<ApiResource>, Instant);
+type FoundKind = (Option<ApiResource>, Instant);
 
 /// The most objects of installed revisions kept in memory, all revisions together (past
 /// it, they are read again).
@@ -31,7 +32,19 @@ const KIND_MISS_TTL: Duration = Duration::from_secs(600);
 /// The most kinds whose discovery is remembered per edge.
 const MAX_KINDS: usize = 1_000;
 
-impl EdgeCache {
+/// What the installer remembers of an edge's releases: the objects of each revision it
+/// read, and the kinds discovery found. Cloning shares them.
+#[derive(Clone, Default)]
+pub(super) struct ReleaseObjects {
+    /// The API resource of each `(apiVersion, kind)` a release made, found once by
+    /// discovery; `None` for a kind not served or not namespaced (not followed).
+    kinds: Arc<Mutex<HashMap<KindKey, FoundKind>>>,
+    /// The objects Helm recorded for each installed revision, by its record's UID: read
+    /// once per record.
+    manifests: Arc<Mutex<HashMap<String, Arc<Vec<ReleaseObject>>>>>,
+}
+
+impl ReleaseObjects {
     /// The objects of the installed revision recorded in `record_uid`, when read before.
     pub fn manifest(&self, record_uid: &str) -> Option<Arc<Vec<ReleaseObject>>> {
         self.manifests.locked().get(record_uid).cloned()
@@ -47,50 +60,13 @@ impl EdgeCache {
         manifests.insert(record_uid.to_owned(), objects);
     }
 
-    /// Follows `objects` of an installed release in `namespace` (a watch per kind, started
-    /// the first time a release there names it) and says what the edge shows of each.
-    pub async fn follow_objects(
-        &self,
-        client: &Client,
-        namespace: &str,
-        objects: &[ReleaseObject],
-        may_follow: impl Fn(&ApiResource) -> bool,
-    ) -> Vec<(ReleaseObject, ObjectSeen)> {
-        let mut kinds: Vec<(String, String)> = objects
-            .iter()
-            .map(|o| (o.api_version.clone(), o.kind.clone()))
-            .collect();
-        kinds.sort();
-        kinds.dedup();
-        for kind in &kinds {
-            if self.namespaced.follow_watch(namespace, kind).is_some() {
-                continue;
-            }
-            let Some(resource) = self.resource_of(client, kind).await else {
-                continue;
-            };
-            if !may_follow(&resource) {
-                continue;
-            }
-            self.namespaced.follow(namespace, kind, &resource);
-        }
-        follow::seen_all(objects, |object| {
-            self.namespaced.follow_watch(
-                namespace,
-                &(object.api_version.clone(), object.kind.clone()),
-            )
-        })
-    }
-
-    /// How many watches follow release objects for drift: one per namespace and kind, and
-    /// one per kind followed across the edge.
-    pub fn follow_watches(&self) -> usize {
-        self.namespaced.follows()
-    }
-
     /// The namespaced API resource of a kind, asked once of the edge's discovery (a kind
     /// not found, or not namespaced, again after [`KIND_MISS_TTL`]).
-    async fn resource_of(&self, client: &Client, kind: &(String, String)) -> Option<ApiResource> {
+    pub(super) async fn resource_of(
+        &self,
+        client: &Client,
+        kind: &(String, String),
+    ) -> Option<ApiResource> {
         if let Some((known, at)) = self.kinds.locked().get(kind)
             && (known.is_some() || at.elapsed() < KIND_MISS_TTL)
         {

@@ -1,12 +1,17 @@
 //! The edge caches: what they keep and what they answer.
 
 use super::*;
-use crate::locks::Locked;
 use compact_store::{CompactWriter, compact_store};
 use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
 use kube::core::PartialObjectMeta;
 use kube::runtime::watcher;
-use std::time::{Duration, Instant};
+use own_edge_writes::{EdgeWrite, EdgeWrites, Key, OWN_WRITES_TTL, OwnEdgeWrites};
+use release_objects::ReleaseObjects;
+use std::{
+    collections::HashMap,
+    sync::Mutex,
+    time::{Duration, Instant},
+};
 
 fn meta(name: &str, namespace: &str, uid: &str) -> PartialObjectMeta<ServiceAccount> {
     PartialObjectMeta::<ServiceAccount> {
@@ -45,12 +50,11 @@ fn cache() -> (
             Arc::new(|_: &str| true),
         )),
         jobs: CompactStore::default(),
-        own: Arc::new(Mutex::new(EdgeWrites::new(OWN_WRITES_TTL))),
+        own: OwnEdgeWrites::new(),
         followed: Arc::new(Mutex::new(HashMap::new())),
         unreachable: Reachability::default(),
         listed: Arc::default(),
-        kinds: Arc::default(),
-        manifests: Arc::default(),
+        releases: ReleaseObjects::default(),
     };
     (cache, writer)
 }
@@ -66,7 +70,7 @@ fn an_own_create_is_seen_before_the_watch_brings_it_and_forgotten_after() {
     writer.apply_watcher_event(&watcher::Event::Apply(meta("r", "ns", "u1")));
     assert_eq!(cache.object(SA, "ns", "r").unwrap().uid, "u1");
     assert!(
-        cache.own.locked().len() == 0,
+        cache.own.len() == 0,
         "caught up: the own write is forgotten"
     );
 }

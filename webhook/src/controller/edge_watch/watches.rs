@@ -20,21 +20,20 @@ use kube::{
     core::PartialObjectMeta,
     runtime::{WatchStreamExt, watcher},
 };
-use providers_shared::installer::{Kind, names};
+use providers_shared::installer::names;
 use serde::de::DeserializeOwned;
 
 use super::{
-    Cached, EdgeCache, EdgeWrite, EdgeWrites, Key, OWN_WRITES_TTL, WatchesListed, WrittenObject,
+    EdgeCache, WatchesListed,
     compact_meta::{CompactJob, CompactMeta},
     compact_store::{CompactStore, CompactWriter, compact_store},
     namespaced::NamespaceWatches,
+    own_edge_writes::OwnEdgeWrites,
+    release_objects::ReleaseObjects,
     stream_pool::StreamPool,
     wake::{ReleaseFollowers, WakeWorkspace},
 };
-use crate::{
-    controller::{task::Task, unreachable::Reachability},
-    locks::Locked,
-};
+use crate::controller::support::{task::Task, unreachable::Reachability};
 
 /// The caches and the tasks that fill them; the tasks stop when this is dropped.
 pub struct Watches {
@@ -54,7 +53,7 @@ impl Watches {
         ));
         let reachability = Reachability::default();
         let listed = Arc::new(WatchesListed::default());
-        let own = Arc::new(Mutex::new(EdgeWrites::new(OWN_WRITES_TTL)));
+        let own = OwnEdgeWrites::new();
         let followed: ReleaseFollowers = Arc::new(Mutex::new(HashMap::new()));
         // The namespace cache first: the follows across the edge keep the objects of the
         // namespaces it holds.
@@ -107,8 +106,7 @@ impl Watches {
                 followed,
                 unreachable: reachability,
                 listed,
-                kinds: Arc::default(),
-                manifests: Arc::default(),
+                releases: ReleaseObjects::default(),
             },
             _tasks: tasks,
         }
@@ -182,7 +180,7 @@ fn watch_jobs(
     api: Api<Job>,
     config: watcher::Config,
     (reachability, listed): (&Reachability, &Arc<WatchesListed>),
-    own: Arc<Mutex<EdgeWrites>>,
+    own: OwnEdgeWrites,
     wake: WakeWorkspace,
 ) -> (CompactStore<CompactJob>, Task) {
     let (store, mut writer) = compact_store(CompactJob::new);
@@ -195,7 +193,7 @@ fn watch_jobs(
             writer.apply_watcher_event(event);
             match event {
                 // The installer's own create or patch, coming back: nothing new to decide on.
-                watcher::Event::Apply(job) if is_own_write(&own, job) => {}
+                watcher::Event::Apply(job) if own.is_own_job(job) => {}
                 watcher::Event::Apply(job) | watcher::Event::Delete(job) => {
                     wake_owner(&wake, &job.metadata)
                 }
@@ -204,24 +202,6 @@ fn watch_jobs(
         },
     ));
     (store, task)
-}
-
-/// Whether `job` is exactly what the installer's own last write of it returned.
-fn is_own_write(own: &Mutex<EdgeWrites>, job: &Job) -> bool {
-    let key = Key {
-        kind: Cached::Attempt(Kind::Job),
-        namespace: job.metadata.namespace.clone().unwrap_or_default(),
-        name: job.metadata.name.clone().unwrap_or_default(),
-    };
-    let own = own.locked();
-    matches!(
-        own.last(&key),
-        Some(EdgeWrite::Present(seen)) if matches!(
-            seen.as_ref(),
-            WrittenObject::Job(mine) if Some(&mine.object.resource_version) == job.metadata.resource_version.as_ref()
-                && Some(&mine.object.uid) == job.metadata.uid.as_ref()
-        )
-    )
 }
 
 fn wake_owner(wake: &WakeWorkspace, meta: &ObjectMeta) {

@@ -4,7 +4,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::edges::Edges;
+use crate::controller::edge::Edges;
 use crate::runtime::{Synced, admin::Readiness};
 
 pub struct ControllerReadiness {

@@ -14,11 +14,18 @@ use kube::{
 };
 use providers_shared::api::Workspace;
 
-use super::{
-    context::Context, edges, metrics::fleet::Fleet, reconcile, sweep, task::Task, values_sweep,
+use crate::controller::{
+    duties::{
+        orphan_sweep::{self, SweepHandles},
+        values_sweep::{self, ValuesSweepHandles},
+    },
+    edge,
+    process::{lease::Elector, readiness::ControllerReadiness},
+    reconcile::{context::Context, workspace},
+    support::{metrics::fleet::Fleet, task::Task},
 };
 
-pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
+pub async fn run(ctx: Arc<Context>, readiness: Arc<ControllerReadiness>) -> anyhow::Result<()> {
     ctx.edges.reset();
     // Every Workspace is looked at again when the published keys change (or are first read).
     let (keys_changed, keys_read) = futures::channel::mpsc::unbounded();
@@ -36,7 +43,7 @@ pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
     // the controller's own status and finalizer writes do not. Edge events, key changes
     // and requeues come in through their own triggers.
     let (reader, writer) = reflector::store();
-    let readiness = ctx.readiness.clone();
+    let listed = readiness.clone();
     // The fleet's gauges, counted from each event while the store still holds what it
     // replaces.
     let fleet = Fleet::new(ctx.metrics.clone());
@@ -48,33 +55,33 @@ pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
         .reflect(writer)
         // Said from the stream itself: the store's wait_until_ready wakes only its last
         // waiter, and the controller is one already.
-        .inspect_ok(move |event| readiness.workspaces().observe(event))
+        .inspect_ok(move |event| listed.workspaces().observe(event))
         .applied_objects()
         .predicate_filter(predicates::generation, PredicateConfig::default());
     let controller = Controller::for_stream(changes, reader)
         .with_config(controller::Config::default().concurrency(ctx.config.concurrency));
     let (trigger, triggered) = futures::channel::mpsc::unbounded();
-    let _edges = Task::spawn(edges::run(
+    let _edges = Task::spawn(edge::run(
         Arc::new(ctx.edge_handles()),
         controller.store(),
         trigger,
     ));
     let _sweep = Task::spawn({
         let ctx = ctx.clone();
-        async move { sweep::run(ctx.sweep_handles()).await }
+        async move { orphan_sweep::run(SweepHandles::of(&ctx)).await }
     });
     let _hub_duties = Task::spawn(lead_hub_duties(
         ctx.clone(),
+        readiness.clone(),
         controller.store(),
-        ctx.config.leader.clone(),
     ));
     controller
         .reconcile_on(triggered)
         .reconcile_all_on(keys_read)
         .run(
-            reconcile::reconcile,
-            reconcile::error_policy,
-            Arc::new(reconcile::Reconciler::new(ctx.clone())),
+            workspace::reconcile,
+            workspace::error_policy,
+            Arc::new(workspace::Reconciler::new(ctx.clone())),
         )
         .for_each(|result| async move {
             if let Err(error) = result {
@@ -85,15 +92,15 @@ pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Every replica runs a term, and the leader Lease only elects who runs the hub-wide duties (the PlanValues sweep, the Workspaces of edges that do not
-/// exist, and the count of edges without an owner, which `shards::run` takes while this
-/// replica leads).
+/// Every replica runs a term, and the leader Lease only elects who runs the hub-wide
+/// duties (the PlanValues sweep, the Workspaces of edges that do not exist, and the count
+/// of edges without an owner, which `shards::run` takes while this replica leads).
 async fn lead_hub_duties(
     ctx: Arc<Context>,
+    readiness: Arc<ControllerReadiness>,
     store: reflector::Store<Workspace>,
-    lease: super::LeaseConfig,
 ) {
-    let mut elector = super::Elector::new(ctx.hub.clone(), lease);
+    let mut elector = Elector::new(ctx.hub.clone(), ctx.config.leader.clone());
     loop {
         // A member first: the leader of the hub-wide duties is always a replica the others
         // count among the members.
@@ -105,7 +112,10 @@ async fn lead_hub_duties(
         let shards = ctx.shards.clone();
         tokio::select! {
             () = elector.hold_reporting(|at| shards.set_leading(Some(at))) => {}
-            () = values_sweep::run(ctx.values_sweep_handles(), store.clone()) => {}
+            () = values_sweep::run(
+                ValuesSweepHandles::of(&ctx, readiness.workspaces()),
+                store.clone(),
+            ) => {}
         }
         ctx.shards.set_leading(None);
         ctx.metrics.leader.set(0);

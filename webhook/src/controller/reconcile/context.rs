@@ -7,19 +7,16 @@ use std::sync::Arc;
 use kube::Client;
 use providers_shared::installer::Settings;
 
-use super::{
-    config::InstallerConfig,
-    credential::HubEndpoint,
-    edges::{EdgeHandles, Edges},
-    event_recorder::EventRecorder,
-    execute::ExecuteHandles,
-    metrics::Metrics,
-    observe::ObserveHandles,
-    published_keys::Keys,
-    readiness::ControllerReadiness,
-    shards::{ShardConfig, Shards},
-    sweep::SweepHandles,
-    values_sweep::ValuesSweepHandles,
+use crate::controller::{
+    edge::credential::HubEndpoint,
+    edge::{EdgeHandles, Edges},
+    reconcile::execute::ExecuteHandles,
+    reconcile::observe::ObserveHandles,
+    reconcile::published_keys::Keys,
+    support::config::InstallerConfig,
+    support::event_recorder::EventRecorder,
+    support::metrics::Metrics,
+    support::ownership::{ShardConfig, Shards},
 };
 
 pub struct Context {
@@ -30,8 +27,6 @@ pub struct Context {
     pub endpoint: HubEndpoint,
     pub keys: Keys,
     pub edges: Edges,
-    /// What `/readyz` says: whether the term runs with its caches synced and edges probed.
-    pub readiness: Arc<ControllerReadiness>,
     pub recorder: EventRecorder,
     /// Which edges this replica may write to: those whose fencing Lease it holds.
     pub shards: Arc<Shards>,
@@ -55,7 +50,6 @@ impl Context {
         let edges = Edges::default();
         Self {
             keys: Keys::new(&config.namespace, &config.keys_config_map, metrics.clone()),
-            readiness: Arc::new(ControllerReadiness::new(edges.clone())),
             edges,
             hub,
             config,
@@ -100,27 +94,6 @@ impl Context {
             shards: self.shards.clone(),
             identity: self.identity.clone(),
             probe: self.config.probe.clone(),
-        }
-    }
-
-    /// The handles the orphan sweep works with.
-    pub fn sweep_handles(&self) -> SweepHandles<'_> {
-        SweepHandles {
-            hub: &self.hub,
-            edges: &self.edges,
-            metrics: &self.metrics,
-            recorder: &self.recorder,
-            interval: self.config.orphan_sweep_interval,
-        }
-    }
-
-    /// The handles the PlanValues sweep works with.
-    pub fn values_sweep_handles(&self) -> ValuesSweepHandles<'_> {
-        ValuesSweepHandles {
-            hub: &self.hub,
-            workspaces_listed: self.readiness.workspaces(),
-            interval: self.config.plan_values_sweep_interval,
-            grace: self.config.plan_values_grace,
         }
     }
 }

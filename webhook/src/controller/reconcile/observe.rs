@@ -22,14 +22,14 @@ use providers_shared::{
 
 use crate::authz;
 
-use super::{
-    edge_cache::{Cached, EdgeCache},
-    edge_grants,
-    edges::{EdgeView, Edges},
-    error::{Error, Result},
-    halt::{self, EdgeFailure},
-    helm_release,
-    published_keys::Keys,
+use crate::controller::{
+    edge::helm_release,
+    edge::{EdgeView, Edges},
+    edge_watch::grants as edge_grants,
+    edge_watch::{Cached, EdgeCache},
+    reconcile::published_keys::Keys,
+    support::error::{Error, Result},
+    support::halt::{self, EdgeFailure},
 };
 
 /// One observation of a Workspace.

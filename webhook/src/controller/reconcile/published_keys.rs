@@ -10,7 +10,7 @@ use kube::{
 };
 use providers_shared::{api::Workspace, installer::SealCheck, seal::Keyring};
 
-use super::metrics::{KeyLabels, Metrics};
+use crate::controller::support::metrics::{KeyLabels, Metrics};
 use crate::locks::ReadWriteLocked;
 
 /// The keyring of the moment, or why there is none.

@@ -11,13 +11,13 @@ use providers_shared::{
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use super::{
-    context::Context,
-    error::{Error, Result},
-    execute::{Outcome, execute},
-    metrics::ReasonLabels,
-    observe::observe,
-    workspace_memory::WorkspaceMemory,
+use crate::controller::{
+    reconcile::context::Context,
+    reconcile::execute::{Outcome, execute},
+    reconcile::observe::observe,
+    reconcile::workspace_memory::WorkspaceMemory,
+    support::error::{Error, Result},
+    support::metrics::ReasonLabels,
 };
 
 /// Passes in one reconcile before handing back to the queue. A fresh install takes three
@@ -92,7 +92,10 @@ async fn passes(cached: &Workspace, ctx: &Context, memory: &WorkspaceMemory) -> 
     let api: Api<Workspace> = Api::namespaced(ctx.hub.clone(), &namespace);
     // Another replica works this edge: nothing to do here until the
     // edge is this replica's (taking it wakes its Workspaces).
-    if !ctx.shards.may_write(&super::observe::edge_of(cached)) {
+    if !ctx
+        .shards
+        .may_write(&crate::controller::reconcile::observe::edge_of(cached))
+    {
         return Ok(Requeue::await_change());
     }
     tracing::debug!("reconciling");

@@ -8,7 +8,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use super::own_writes::OwnWrites;
+use crate::controller::support::own_writes::OwnWrites;
 use crate::locks::Locked;
 
 /// How long the installer trusts the resourceVersion its own write of a Workspace left over

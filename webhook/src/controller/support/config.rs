@@ -5,8 +5,6 @@ use std::time::Duration;
 
 use k8s_openapi::jiff::SignedDuration;
 
-use super::{edges::ProbeSettings, lease::LeaseConfig};
-
 /// Everything a term and its reconciles are configured with.
 #[derive(Clone, Debug)]
 pub struct InstallerConfig {
@@ -33,4 +31,30 @@ pub struct InstallerConfig {
     pub plan_values_sweep_interval: Duration,
     /// How long after a plan referring to them was sealed PlanValues are kept regardless.
     pub plan_values_grace: SignedDuration,
+}
+
+/// How each edge is probed and connected to.
+#[derive(Clone, Debug)]
+pub struct ProbeSettings {
+    /// How often a Ready edge is probed.
+    pub interval: Duration,
+    /// The longest wait between probes of an unreachable edge.
+    pub max_backoff: Duration,
+    /// The only namespace an edge's kubeconfig Secret may be in.
+    pub credentials_namespace: String,
+    /// Whether an edge's kubeconfig may run a program for its credentials.
+    pub allow_kubeconfig_exec: bool,
+    /// How many watch streams share one connection to an edge.
+    pub watch_streams_per_connection: u16,
+}
+
+/// The settings of a Lease this replica takes and holds.
+#[derive(Clone, Debug)]
+pub struct LeaseConfig {
+    pub namespace: String,
+    pub name: String,
+    pub identity: String,
+    pub duration: Duration,
+    pub renew_deadline: Duration,
+    pub retry_period: Duration,
 }

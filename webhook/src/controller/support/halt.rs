@@ -2,7 +2,7 @@
 //! the edge did not answer, or what a write was based on changed in between. Both are
 //! signals to observe again; `Error` is what ends a reconcile.
 
-use super::{error::Error, unreachable::did_not_answer};
+use crate::controller::{support::error::Error, support::unreachable::did_not_answer};
 
 /// Why a request to an edge failed.
 #[derive(Debug, thiserror::Error)]

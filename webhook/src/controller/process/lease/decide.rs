@@ -10,7 +10,7 @@ use k8s_openapi::{
 };
 use tokio::time::Instant;
 
-use super::config::LeaseConfig;
+use crate::controller::support::config::LeaseConfig;
 
 /// The shortest time a renewal is given, however little of the renew deadline is left.
 const MIN_RENEW_BUDGET: Duration = Duration::from_millis(100);

@@ -9,7 +9,6 @@
 //! Every decision is a pure function in [`decide`] (docs/adr/0030-leader-election.md); the
 //! [`Elector`] only reads and writes the Lease and waits.
 
-mod config;
 mod decide;
 #[cfg(test)]
 mod tests;
@@ -22,9 +21,9 @@ use k8s_openapi::{
 use kube::{Api, Client, api::PostParams};
 use tokio::time::{Instant, sleep, timeout};
 
-pub use self::config::LeaseConfig;
 use self::decide::{Attempt, Decision, Loss, Renewal};
 pub use self::decide::{HolderSeen, SILENCE_MARGIN};
+pub use crate::controller::support::config::LeaseConfig;
 
 pub struct Elector {
     api: Api<Lease>,

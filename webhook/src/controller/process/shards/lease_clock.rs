@@ -12,7 +12,7 @@ use kube::ResourceExt;
 use providers_shared::installer::edge_owners::{MemberSeen, live_members, member_of_lease};
 use tokio::time::Instant;
 
-use crate::controller::lease::HolderSeen;
+use crate::controller::process::lease::HolderSeen;
 
 struct LeaseSeen {
     holder: Option<String>,

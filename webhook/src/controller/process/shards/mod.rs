@@ -1,5 +1,6 @@
 //! Edges shared out over installer replicas (ADR 40): the installer's only mode, one
-//! replica being one shard that holds every edge.
+//! replica being one shard that holds every edge. This module takes and gives back the
+//! Leases; `support::ownership` says which edges this replica holds now.
 //!
 //! Every replica holds a membership Lease (`<lease>-member-<identity>`) and works; each
 //! edge belongs to one live member by rendezvous hashing
@@ -13,7 +14,7 @@ mod lease_clock;
 
 use std::{
     collections::{BTreeSet, HashMap},
-    sync::{Arc, Mutex},
+    sync::Arc,
     time::Duration,
 };
 
@@ -26,168 +27,25 @@ use kube::{
 };
 use providers_shared::{
     api::Edge,
-    installer::edge_owners::{EdgeStep, edge_lease, edge_step, member_lease, member_of_lease},
+    installer::edge_owners::{EdgeStep, edge_lease, edge_step, member_lease},
 };
-use tokio::{sync::watch, time::Instant};
+use tokio::time::Instant;
 
 use self::lease_clock::LeaseClock;
-use super::{
-    lease::{Elector, LeaseConfig, SILENCE_MARGIN},
-    metrics::Metrics,
-    task::Task,
+use crate::controller::{
+    process::lease::{Elector, LeaseConfig, SILENCE_MARGIN},
+    support::{
+        metrics::Metrics,
+        ownership::{ShardConfig, Shards},
+        task::Task,
+    },
 };
-use crate::{locks::Locked, runtime::Synced};
+use crate::runtime::Synced;
 
 /// How long a change waits for the ones right behind it (renewals come in bursts, one per
 /// held Lease of every replica each retry period), so a round runs at most ten times a
 /// second.
 const COALESCE: Duration = Duration::from_millis(100);
-
-/// The leases of sharding: the leader Lease's settings, whose name is the base of the
-/// membership and edge Leases.
-#[derive(Clone, Debug)]
-pub struct ShardConfig {
-    pub leader: LeaseConfig,
-}
-
-impl ShardConfig {
-    fn lease_config(&self, name: String) -> LeaseConfig {
-        LeaseConfig {
-            name,
-            ..self.leader.clone()
-        }
-    }
-
-    /// This replica's name among the members (its identity as an object name part).
-    fn me(&self) -> String {
-        let lease = member_lease(&self.leader.name, &self.leader.identity);
-        member_of_lease(&self.leader.name, &lease)
-            .unwrap_or_default()
-            .to_owned()
-    }
-}
-
-/// Which edges this replica may write to.
-pub struct Shards {
-    config: ShardConfig,
-    /// Edges whose fencing Lease this replica holds, and when it last renewed each.
-    held: Mutex<HashMap<String, Instant>>,
-    /// The Edges that exist, once listed: a Workspace of an edge that does not is the hub
-    /// leader's to answer (there is no edge Lease to hold).
-    existing: Mutex<Option<BTreeSet<String>>>,
-    /// When this replica last renewed the leader Lease, while it leads.
-    leading: Mutex<Option<Instant>>,
-    changed: watch::Sender<u64>,
-    /// Whether this replica holds its membership Lease: it runs for the leader Lease only
-    /// then, so that the leader of the hub-wide duties is always one the others count.
-    member: watch::Sender<bool>,
-}
-
-impl Shards {
-    /// Edges shared out with `config`'s Leases; none held until their Leases are taken.
-    pub fn new(config: ShardConfig) -> Self {
-        Self {
-            config,
-            held: Mutex::default(),
-            existing: Mutex::default(),
-            leading: Mutex::default(),
-            changed: watch::Sender::new(0),
-            member: watch::Sender::new(false),
-        }
-    }
-
-    pub fn config(&self) -> &ShardConfig {
-        &self.config
-    }
-
-    /// Whether this replica may write to `edge` (or to the status of a Workspace of it)
-    /// now: while it renewed the edge's Lease within the renew deadline.
-    /// A Workspace of an edge that does not exist is written by the hub leader.
-    pub fn may_write(&self, edge: &str) -> bool {
-        if self.holds(edge) {
-            return true;
-        }
-        let missing = self
-            .existing
-            .locked()
-            .as_ref()
-            .is_some_and(|existing| !existing.contains(edge));
-        missing && self.leads()
-    }
-
-    /// Whether this replica holds `edge`'s Lease now: what working an Edge that exists
-    /// takes (its worker, its probe, its status).
-    pub fn holds(&self, edge: &str) -> bool {
-        self.held
-            .locked()
-            .get(edge)
-            .is_some_and(|renewed| renewed.elapsed() < self.config.leader.renew_deadline)
-    }
-
-    /// The Edges that exist, from the Edge watch's first list (`None` until then).
-    pub fn set_existing(&self, edges: Option<BTreeSet<String>>) {
-        *self.existing.locked() = edges;
-    }
-
-    /// An Edge appeared (`true`) or went, once the first list is in.
-    pub fn edge_exists(&self, edge: &str, exists: bool) {
-        if let Some(existing) = self.existing.locked().as_mut() {
-            if exists {
-                existing.insert(edge.to_owned());
-            } else {
-                existing.remove(edge);
-            }
-        }
-    }
-
-    /// Whether this replica leads the hub-wide duties now (renewed within the deadline).
-    fn leads(&self) -> bool {
-        self.leading
-            .locked()
-            .is_some_and(|renewed| renewed.elapsed() < self.config.leader.renew_deadline)
-    }
-
-    /// This replica renewed the leader Lease at `at` (`None`: it no longer leads).
-    pub fn set_leading(&self, at: Option<Instant>) {
-        *self.leading.locked() = at;
-    }
-
-    /// The edges this replica may write to now.
-    pub fn held(&self) -> BTreeSet<String> {
-        let deadline = self.config.leader.renew_deadline;
-        self.held
-            .locked()
-            .iter()
-            .filter(|(_, renewed)| renewed.elapsed() < deadline)
-            .map(|(edge, _)| edge.clone())
-            .collect()
-    }
-
-    /// Returns once this replica holds its membership Lease.
-    pub async fn until_member(&self) {
-        let mut member = self.member.subscribe();
-        // The sender lives as long as `self`, so the wait ends only when it is a member.
-        let _ = member.wait_for(|held| *held).await;
-    }
-
-    /// Tells when the edges held change.
-    pub fn subscribe(&self) -> watch::Receiver<u64> {
-        self.changed.subscribe()
-    }
-
-    fn renewed(&self, edge: &str, at: Instant) {
-        let new = self.held.locked().insert(edge.to_owned(), at).is_none();
-        if new {
-            self.changed.send_modify(|n| *n += 1);
-        }
-    }
-
-    fn dropped(&self, edge: &str) {
-        if self.held.locked().remove(edge).is_some() {
-            self.changed.send_modify(|n| *n += 1);
-        }
-    }
-}
 
 /// Keeps this replica's membership Lease, and takes and gives back edges' Leases as the
 /// membership says, until the process ends.
@@ -365,9 +223,9 @@ async fn keep_membership(hub: Client, lease: LeaseConfig, shards: Arc<Shards>) {
     let mut elector = Elector::new(hub, lease);
     loop {
         elector.acquire().await;
-        shards.member.send_replace(true);
+        shards.set_member(true);
         elector.hold().await;
-        shards.member.send_replace(false);
+        shards.set_member(false);
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
@@ -377,7 +235,7 @@ async fn keep_membership(hub: Client, lease: LeaseConfig, shards: Arc<Shards>) {
 /// take its edges at once (a rolling restart), instead of after the Leases expire.
 pub async fn leave(hub: &Client, shards: &Shards) {
     let config = shards.config();
-    let held: Vec<String> = shards.held.locked().keys().cloned().collect();
+    let held = shards.taken();
     for edge in held {
         shards.dropped(&edge);
         Elector::new(

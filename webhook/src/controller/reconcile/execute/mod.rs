@@ -23,19 +23,19 @@ mod writes;
 pub use writes::delete;
 use writes::{create_in, create_learning, edge_client, edge_write, hub_write, learn};
 
-use super::{
-    credential::{self, HubEndpoint},
-    edge_cache::Cached,
-    edge_grants,
-    error::{Error, Result},
-    event_recorder::EventRecorder,
-    fault,
-    halt::Halt,
-    helm_release,
-    metrics::{Metrics, ReasonLabels, ResultLabels},
-    observe::Observation,
-    runner_log,
-    shards::Shards,
+use crate::controller::{
+    edge::credential::{self, HubEndpoint},
+    edge::helm_release,
+    edge::runner_log,
+    edge_watch::Cached,
+    edge_watch::grants as edge_grants,
+    reconcile::observe::Observation,
+    support::error::{Error, Result},
+    support::event_recorder::EventRecorder,
+    support::fault,
+    support::halt::Halt,
+    support::metrics::{Metrics, ReasonLabels, ResultLabels},
+    support::ownership::Shards,
 };
 
 /// What running a decision's actions came to.
@@ -109,7 +109,7 @@ pub async fn execute(
         }
         ctx.metrics
             .actions
-            .get_or_create(&super::metrics::ActionLabels {
+            .get_or_create(&crate::controller::support::metrics::ActionLabels {
                 action: action.name().to_owned(),
             })
             .inc();

@@ -13,7 +13,7 @@ use providers_shared::{
 };
 
 use super::writes::hub_write;
-use crate::controller::{event_recorder::EventRecorder, halt::Halt};
+use crate::controller::{support::event_recorder::EventRecorder, support::halt::Halt};
 
 /// A request found the Workspace changed between the read and the write this many times
 /// before it gives up until the next decision.

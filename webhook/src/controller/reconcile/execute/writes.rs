@@ -13,11 +13,11 @@ use providers_shared::installer::{Deletion, Kind};
 use serde::{Serialize, de::DeserializeOwned};
 
 use crate::controller::{
-    edge_cache::{Cached, EdgeCache},
-    edge_grants,
-    error::Error,
-    halt::{self, Halt},
-    observe::Observation,
+    edge_watch::grants as edge_grants,
+    edge_watch::{Cached, EdgeCache},
+    reconcile::observe::Observation,
+    support::error::Error,
+    support::halt::{self, Halt},
 };
 
 /// A write that found the state changed: decide again from a fresh observation.

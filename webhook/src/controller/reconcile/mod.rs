@@ -1,0 +1,10 @@
+//! The reconcile layer: one pass over one Workspace. Observe what the hub and the edge
+//! show, let the core decide, execute the decision; what a pass shares with the others
+//! (the context, the memory of each Workspace, the published keys).
+
+pub mod context;
+pub mod execute;
+pub mod observe;
+pub mod published_keys;
+pub mod workspace;
+pub mod workspace_memory;
