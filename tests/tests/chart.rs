@@ -1309,7 +1309,9 @@ fn the_installer_defaults_to_three_sharing_replicas_with_a_disruption_budget() {
         "controller.shardEdges=false",
     ]);
     assert!(
-        refused.contains("shardEdges") && refused.contains("true"),
+        refused.contains("controller.shardEdges=false")
+            && refused.contains("Scale the installer to 0 first")
+            && refused.contains("Upgrading from the leader-standby mode"),
         "{refused}"
     );
     let kept = render(&["controller.shardEdges=true"]);

@@ -20,7 +20,7 @@ use kube::{
     Api, Client,
     api::{Patch, PatchParams},
 };
-use providers_shared::installer::edge_owners::{edge_lease, owner_of};
+use providers_shared::installer::edge_owners::{edge_lease, member_lease, owner_of};
 use providers_tests::{
     User,
     installer::{
@@ -459,6 +459,78 @@ fn line_offset(text: &str, matches: impl Fn(&str) -> bool) -> Option<usize> {
         offset += line.len();
     }
     None
+}
+
+/// An upgrade that skips scaling an installer of the removed leader-standby mode to 0
+/// (ADR 44): while that installer leads (the leader Lease renewed by a holder with no
+/// membership Lease), a replica of this version takes no edge and is not ready, naming
+/// the old leader and what to do; once the old leader is gone, it takes every edge.
+#[tokio::test]
+async fn a_replica_works_no_edge_while_an_installer_of_the_leader_standby_mode_leads()
+-> anyhow::Result<()> {
+    let _serial = SERIAL.lock().await;
+    let case = "old-mode";
+    let lease = format!("lease-{case}");
+    let env = env().await?;
+    let hub = env.hub_admin().await?;
+    let leases: Api<Lease> = Api::namespaced(hub.clone(), SYSTEM);
+    let old = tokio::spawn(renew_member(
+        leases.clone(),
+        lease.clone(),
+        "old-leader".into(),
+    ));
+    eventually("the old installer to lead", WAIT, || async {
+        Ok((holder(&hub, &lease).await?.as_deref() == Some("old-leader")).then_some(()))
+    })
+    .await?;
+    let replica = replica(env, case, "replica-1", &lease).await?;
+    eventually("the replica to be a member", WAIT, || async {
+        Ok((holder(&hub, &member_lease(&lease, "replica-1"))
+            .await?
+            .as_deref()
+            == Some("replica-1"))
+        .then_some(()))
+    })
+    .await?;
+    eventually("the replica to say it works no edge", WAIT, || async {
+        let ready = replica.readyz().await?;
+        Ok((!ready.starts_with("HTTP/1.0 200")
+            && ready.contains("old-leader")
+            && ready.contains("leader-standby mode")
+            && ready.contains("scale it to 0"))
+        .then_some(()))
+    })
+    .await?;
+    // The old leader was live before the replica's first round with its Leases listed,
+    // and a round decides what it says in /readyz before it takes any edge: no round of
+    // the replica has taken one, nor will while the old leader renews.
+    for edge in std::iter::once(installer::EDGE).chain(EDGES) {
+        ensure!(
+            holder(&hub, &edge_lease(&lease, edge)).await?.as_deref() != Some("replica-1"),
+            "the replica took {edge} while the old installer leads:\n{}",
+            replica.log_tail()
+        );
+    }
+    ensure!(
+        !replica
+            .log_text()
+            .contains("the edge is this replica's: taking its Lease"),
+        "the replica went for an edge's Lease while the old installer leads:\n{}",
+        replica.log_tail()
+    );
+    // The old installer scaled to 0: it gives its Lease back.
+    old.abort();
+    leases.delete(&lease, &Default::default()).await?;
+    held_as_hashed(&hub, &lease, &["replica-1".to_owned()]).await?;
+    eventually("the replica to be ready", WAIT, || async {
+        Ok(replica
+            .readyz()
+            .await?
+            .starts_with("HTTP/1.0 200")
+            .then_some(()))
+    })
+    .await?;
+    Ok(())
 }
 
 /// A sharing replica that leads the hub-wide duties stops gracefully (SIGTERM, as a

@@ -29,18 +29,18 @@ impl Decision {
     /// Workspace comes before the first action that revokes or deletes, the decision
     /// stops there. The API server answers that write with the Workspace as stored, which
     /// is a live read, and what revokes is decided again from it (the write's own `test`
-    /// of the UID fails on a replacement). Says whether it cut; when it did not, the shell
-    /// reads the Workspace live before running the decision.
-    pub fn cut_at_live_read(&mut self) -> bool {
-        let Some(first) = self.actions.iter().position(Action::revokes_or_deletes) else {
-            return false;
-        };
+    /// of the UID fails on a replacement). Returns the decision so cut, to be taken again
+    /// once it ran; `None` when no write of the Workspace comes first, and then the shell
+    /// reads the Workspace live before running this decision.
+    pub fn cut_at_live_read(&self) -> Option<Decision> {
+        let first = self.actions.iter().position(Action::revokes_or_deletes)?;
         if !self.actions[..first].iter().any(Action::writes_workspace) {
-            return false;
+            return None;
         }
-        self.actions.truncate(first);
-        self.next = Next::Continue;
-        true
+        Some(Decision {
+            actions: self.actions[..first].to_vec(),
+            next: Next::Continue,
+        })
     }
 }
 

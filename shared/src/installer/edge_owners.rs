@@ -158,9 +158,31 @@ pub fn edge_step(edge: &str, me: &str, members: &[String], held: bool) -> EdgeSt
     }
 }
 
+/// Whether `leader`, the live holder of the leader Lease `base`, has no membership Lease
+/// (`members`: every identity with one, held or given back): an installer of a version
+/// that still ran one leader working every edge without their fencing Leases (ADR 44). A
+/// replica that sees one takes no edge and gives back those it holds until it is gone, so
+/// an upgrade that skips scaling the old installer to 0 stalls instead of having two
+/// writers of one edge. A replica of this version keeps its membership Lease object for
+/// good once made, so its leader Lease lapsing is never taken for such a leader.
+pub fn leader_outside_membership(base: &str, leader: &str, members: &[String]) -> bool {
+    let lease = member_lease(base, leader);
+    member_of_lease(base, &lease).is_none_or(|name| !members.iter().any(|m| m == name))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_leader_without_a_membership_lease_is_outside_the_membership() {
+        let members = vec!["pod-1".to_owned(), "pod-2".to_owned()];
+        assert!(!leader_outside_membership("base", "pod-1", &members));
+        // The identity as its membership Lease names it.
+        assert!(!leader_outside_membership("base", "Pod_1", &members));
+        assert!(leader_outside_membership("base", "pod-3", &members));
+        assert!(leader_outside_membership("base", "pod-1", &[]));
+    }
 
     #[test]
     fn lease_names_are_object_names_and_stay_distinct() {

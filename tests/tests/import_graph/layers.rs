@@ -1,7 +1,8 @@
 //! The installer's layers (`webhook/src/controller/LAYERS`): every file of the controller
 //! lives in one layer's folder, and no file names a file of a layer above its own. The
-//! order is written once, in that file; the controller's `mod.rs`, which only declares the
-//! layers and re-exports for the process's command, is in none.
+//! order is written once, in that file. The controller's `mod.rs`, which only declares the
+//! layers and re-exports for the process's command, stands above them all: a layer that
+//! named it (a glob of its re-exports, say) would reach what it re-exports from above.
 
 use std::{
     fs,
@@ -23,13 +24,32 @@ pub fn read(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// The layer of a file under `controller` (its first folder there), `None` for a file
-/// outside it or the controller's own `mod.rs`.
-fn layer_of<'a>(controller: &Path, file: &'a Path) -> Option<&'a str> {
-    let rest = file.strip_prefix(controller).ok()?;
+/// Where a file stands among the layers.
+#[derive(Debug, PartialEq)]
+enum Place<'a> {
+    /// Outside the controller.
+    Outside,
+    /// The controller's `mod.rs`, above every layer.
+    Facade,
+    /// Directly in the controller's folder, in no layer.
+    Loose,
+    /// In this layer's folder.
+    Layer(&'a str),
+}
+
+fn place_of<'a>(controller: &Path, file: &'a Path) -> Place<'a> {
+    let Ok(rest) = file.strip_prefix(controller) else {
+        return Place::Outside;
+    };
     let mut parts = rest.components();
-    let first = parts.next()?.as_os_str().to_str()?;
-    parts.next().map(|_| first)
+    let Some(first) = parts.next().and_then(|part| part.as_os_str().to_str()) else {
+        return Place::Outside;
+    };
+    match (parts.next(), first) {
+        (Some(_), layer) => Place::Layer(layer),
+        (None, "mod.rs") => Place::Facade,
+        (None, _) => Place::Loose,
+    }
 }
 
 /// Every edge that goes up a layer, as `from (layer) -> to (layer)`; and every file of the
@@ -43,19 +63,33 @@ pub fn violations(
     let rank = |layer: &str| layers.iter().position(|l| l == layer);
     let mut found = Vec::new();
     for file in files {
-        if let Some(layer) = layer_of(controller, file)
-            && rank(layer).is_none()
-        {
-            found.push(format!(
+        match place_of(controller, file) {
+            Place::Layer(layer) if rank(layer).is_none() => found.push(format!(
                 "{} is in the folder {layer}, which {LAYERS} does not list: move it into a layer or list the folder",
                 file.display()
-            ));
+            )),
+            Place::Loose => found.push(format!(
+                "{} is in no layer: move it into the folder of the layer it belongs to",
+                file.display()
+            )),
+            _ => {}
         }
     }
     for (from, to) in edges {
-        let (Some(upper), Some(lower)) = (layer_of(controller, from), layer_of(controller, to))
-        else {
+        let Place::Layer(upper) = place_of(controller, from) else {
             continue;
+        };
+        let lower = match place_of(controller, to) {
+            Place::Layer(lower) => lower,
+            Place::Facade => {
+                found.push(format!(
+                    "{} ({upper}) names {}, the controller's facade above every layer: name the file of the layer that defines what it needs",
+                    from.display(),
+                    to.display()
+                ));
+                continue;
+            }
+            Place::Outside | Place::Loose => continue,
         };
         if let (Some(a), Some(b)) = (rank(upper), rank(lower))
             && b < a
@@ -106,6 +140,7 @@ mod rules {
         let controller = Path::new("c");
         let files = [
             PathBuf::from("c/mod.rs"),
+            PathBuf::from("c/loose.rs"),
             PathBuf::from("c/process/term.rs"),
             PathBuf::from("c/stray/thing.rs"),
         ];
@@ -119,15 +154,27 @@ mod rules {
                 edge("c/mod.rs", "c/process/term.rs"),
                 edge("c/support/metrics.rs", "c/reconcile/pass.rs"),
                 edge("c/support/metrics.rs", "elsewhere/lib.rs"),
+                edge("c/support/task.rs", "c/mod.rs"),
             ],
         );
-        assert_eq!(found.len(), 2, "{found:#?}");
-        assert!(found[0].contains("c/stray/thing.rs") && found[0].contains("stray"));
+        assert_eq!(found.len(), 4, "{found:#?}");
         assert!(
-            found[1]
+            found[0].contains("c/loose.rs is in no layer"),
+            "{}",
+            found[0]
+        );
+        assert!(found[1].contains("c/stray/thing.rs") && found[1].contains("stray"));
+        assert!(
+            found[2]
                 .contains("c/support/metrics.rs (support) names c/reconcile/pass.rs (reconcile)"),
             "{}",
-            found[1]
+            found[2]
+        );
+        assert!(
+            found[3]
+                .contains("c/support/task.rs (support) names c/mod.rs, the controller's facade"),
+            "{}",
+            found[3]
         );
     }
 }

@@ -66,7 +66,10 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
             ttl_seconds: args.runtime_credential_ttl,
         },
     ));
-    let readiness = Arc::new(ControllerReadiness::new(context.edges.clone()));
+    let readiness = Arc::new(ControllerReadiness::new(
+        context.edges.clone(),
+        context.shards.clone(),
+    ));
     admin::spawn(args.metrics_listen, metrics.clone(), readiness.clone()).await?;
     run_term(hub, context, readiness, metrics, identity).await
 }

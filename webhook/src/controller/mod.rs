@@ -4,10 +4,11 @@
 //! - `process`: what a replica runs — its term, the edges' Leases it takes, readiness;
 //! - `duties`: what one replica does for the whole hub — the orphan and PlanValues sweeps;
 //! - `reconcile`: one Workspace's pass — observe, decide (in the core), execute;
-//! - `edge`: talking to one edge — its registry and probe, the installer's grants there,
-//!   Helm's records, the provider's credential, the runner's logs;
+//! - `edge`: talking to one edge — its registry and probe, Helm's records, the provider's
+//!   credential, the runner's logs;
 //! - `edge_watch`: what the installer knows of an edge without asking it — metadata
-//!   watches, their decoder and stream pool, compact stores;
+//!   watches, their decoder and stream pool, compact stores, and the installer's grants
+//!   there (its Secret watch binds them when refused);
 //! - `support`: what every layer uses — configuration, metrics, Events, errors, tasks, the
 //!   edges this replica holds.
 //!

@@ -38,8 +38,9 @@ use crate::controller::{
     reconcile::execute::delete,
     support::error::Error,
     support::event_recorder::EventRecorder,
-    support::halt::{self, EdgeFailure},
     support::metrics::{Metrics, SweptLabels},
+    support::ownership::Shards,
+    support::stop::{self, Stop},
 };
 
 /// How often the loop looks for edges due a sweep.
@@ -53,6 +54,8 @@ pub struct SweepHandles<'a> {
     pub edges: &'a Edges,
     pub metrics: &'a Metrics,
     pub recorder: &'a EventRecorder,
+    /// Which edges this replica holds: checked before every removal, as every action is.
+    pub shards: &'a Shards,
     pub interval: Duration,
 }
 
@@ -64,6 +67,7 @@ impl<'a> SweepHandles<'a> {
             edges: &ctx.edges,
             metrics: &ctx.metrics,
             recorder: &ctx.recorder,
+            shards: &ctx.shards,
             interval: ctx.config.orphan_sweep_interval,
         }
     }
@@ -91,11 +95,7 @@ pub async fn run(ctx: SweepHandles<'_>) {
     }
 }
 
-async fn sweep_edge(
-    ctx: &SweepHandles<'_>,
-    edge: &str,
-    client: &Client,
-) -> Result<(), EdgeFailure> {
+async fn sweep_edge(ctx: &SweepHandles<'_>, edge: &str, client: &Client) -> Result<(), Stop> {
     // The edge first: anything made for a Workspace created meanwhile belongs to one the
     // hub list below holds.
     let mut listed = Vec::new();
@@ -154,6 +154,13 @@ async fn sweep_edge(
         if matches!(action, SweepAction::ReleaseNamespace { .. }) && failed_in.contains(namespace) {
             continue;
         }
+        // Fencing, as for every action: a replica paused past its renew deadline, or whose
+        // edge was taken over meanwhile, removes nothing more there.
+        if !ctx.shards.holds(edge) {
+            return Err(Stop::EdgeNotHeld {
+                edge: edge.to_owned(),
+            });
+        }
         match execute_step(edge, client, action).await {
             Ok(name) => {
                 ctx.metrics
@@ -189,11 +196,7 @@ async fn sweep_edge(
     Ok(())
 }
 
-async fn list<K>(
-    edge: &str,
-    client: &Client,
-    found: Found,
-) -> Result<Vec<ListedObject>, EdgeFailure>
+async fn list<K>(edge: &str, client: &Client, found: Found) -> Result<Vec<ListedObject>, Stop>
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
 {
@@ -202,7 +205,7 @@ where
     let items = api
         .list_metadata(&ListParams::default().labels(&selector))
         .await
-        .map_err(|e| halt::edge_failure(edge, e))?
+        .map_err(|e| stop::edge_failure(edge, e))?
         .items;
     Ok(items
         .into_iter()
@@ -220,7 +223,7 @@ async fn execute_step(
     edge: &str,
     client: &Client,
     action: &SweepAction,
-) -> Result<&'static str, EdgeFailure> {
+) -> Result<&'static str, Stop> {
     let params = PatchParams::default();
     let tolerate_gone = |result: std::result::Result<(), kube::Error>| match result {
         Err(kube::Error::Api(status)) if status.is_not_found() || status.code == 422 => Ok(()),
@@ -237,7 +240,7 @@ async fn execute_step(
                 .patch(name, &params, &Patch::Json::<()>(patch.clone()))
                 .await
                 .map(|_| ());
-            tolerate_gone(result).map_err(|e| halt::edge_failure(edge, e))?;
+            tolerate_gone(result).map_err(|e| stop::edge_failure(edge, e))?;
             Ok("release-job")
         }
         SweepAction::ReleaseNamespace { name, patch } => {
@@ -246,7 +249,7 @@ async fn execute_step(
                 .patch(name, &params, &Patch::Json::<()>(patch.clone()))
                 .await
                 .map(|_| ());
-            tolerate_gone(result).map_err(|e| halt::edge_failure(edge, e))?;
+            tolerate_gone(result).map_err(|e| stop::edge_failure(edge, e))?;
             Ok("release-namespace")
         }
         SweepAction::Delete(deletion) => {
@@ -262,7 +265,7 @@ async fn execute_step(
                 Err(kube::Error::Api(status)) if status.is_conflict() => Ok(()),
                 other => other,
             };
-            result.map_err(|e| halt::edge_failure(edge, e))?;
+            result.map_err(|e| stop::edge_failure(edge, e))?;
             Ok(match deletion.kind {
                 Kind::ServiceAccount => "delete-service-account",
                 Kind::Role => "delete-role",

@@ -20,7 +20,7 @@ use providers_shared::installer::{
 use crate::controller::{
     edge_watch::grants as edge_grants,
     support::error::Error,
-    support::halt::{self, EdgeFailure, Halt},
+    support::stop::{self, Stop},
 };
 
 /// The most a release record's content may inflate to when it is read: a chart's
@@ -43,7 +43,7 @@ pub async fn content(
     client: &Client,
     namespace: &str,
     secret: &str,
-) -> Result<Option<ReleaseContent>, EdgeFailure> {
+) -> Result<Option<ReleaseContent>, Stop> {
     read_record(edge, client, namespace, secret, |encoded| {
         release_content(&encoded)
     })
@@ -58,7 +58,7 @@ pub async fn objects(
     client: &Client,
     namespace: &str,
     secret: &str,
-) -> Result<Option<Vec<ReleaseObject>>, EdgeFailure> {
+) -> Result<Option<Vec<ReleaseObject>>, Stop> {
     let release_namespace = namespace.to_owned();
     read_record(edge, client, namespace, secret, move |encoded| {
         manifest_objects(&encoded, &release_namespace)
@@ -75,13 +75,13 @@ async fn read_record<T: Send + 'static>(
     namespace: &str,
     secret: &str,
     decode: impl FnOnce(Vec<u8>) -> Result<T, String> + Send + 'static,
-) -> Result<Option<T>, EdgeFailure> {
+) -> Result<Option<T>, Stop> {
     let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
     let get = || api.get_opt(secret);
     let Some(record) =
         edge_grants::with_grant(client, namespace, edge_grants::NAMESPACE_RIGHTS, get)
             .await
-            .map_err(|e| halt::edge_failure(edge, e))?
+            .map_err(|e| stop::edge_failure(edge, e))?
     else {
         return Ok(None);
     };
@@ -191,18 +191,18 @@ pub async fn mark_failed(
     secret: &str,
     uid: &str,
     description: &str,
-) -> Result<(), Halt> {
+) -> Result<(), Stop> {
     let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
     let get = || api.get_opt(secret);
     let Some(mut record) =
         edge_grants::with_grant(client, namespace, edge_grants::NAMESPACE_RIGHTS, get)
             .await
-            .map_err(|e| halt::edge_failure(edge, e))?
+            .map_err(|e| stop::edge_failure(edge, e))?
     else {
         return Ok(());
     };
     if record.metadata.uid.as_deref() != Some(uid) {
-        return Err(Halt::Interrupted {
+        return Err(Stop::Interrupted {
             action: "mark-release-failed",
             message: format!("release record {secret} was replaced"),
         });
@@ -230,11 +230,11 @@ pub async fn mark_failed(
     // The resourceVersion read above makes this write fail if the record changed since.
     match api.replace(secret, &PostParams::default(), &record).await {
         Ok(_) => Ok(()),
-        Err(kube::Error::Api(status)) if status.is_conflict() => Err(Halt::Interrupted {
+        Err(kube::Error::Api(status)) if status.is_conflict() => Err(Stop::Interrupted {
             action: "mark-release-failed",
             message: format!("release record {secret} changed: {}", status.message),
         }),
-        Err(failed) => Err(halt::edge_failure(edge, failed).into()),
+        Err(failed) => Err(stop::edge_failure(edge, failed)),
     }
 }
 

@@ -1,10 +1,14 @@
 //! What `/readyz` means for the installer: ready once the term runs, its Workspace cache
 //! is synced, the Edge list is in and every Edge it holds has been probed (and, if Ready,
-//! its watches started). Before the term starts and after it stops, not ready.
+//! its watches started). Before the term starts and after it stops, not ready; nor while
+//! an installer of the removed leader-standby mode leads (ADR 44).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{
+    Arc,
+    atomic::{AtomicBool, Ordering},
+};
 
-use crate::controller::edge::Edges;
+use crate::controller::{edge::Edges, support::ownership::Shards};
 use crate::runtime::{Synced, admin::Readiness};
 
 pub struct ControllerReadiness {
@@ -12,14 +16,16 @@ pub struct ControllerReadiness {
     /// The term's Workspace watch has its first list.
     workspaces: Synced,
     edges: Edges,
+    shards: Arc<Shards>,
 }
 
 impl ControllerReadiness {
-    pub fn new(edges: Edges) -> Self {
+    pub fn new(edges: Edges, shards: Arc<Shards>) -> Self {
         Self {
             running: AtomicBool::new(false),
             workspaces: Synced::default(),
             edges,
+            shards,
         }
     }
 
@@ -41,6 +47,13 @@ impl Readiness for ControllerReadiness {
         if !self.running.load(Ordering::Acquire) {
             return Err("the term is not running (starting or stopping)".into());
         }
+        if let Some(leader) = self.shards.old_mode_leader() {
+            // Not ready, so that a rolling update from that mode stalls with the old
+            // installer still working, instead of two writers of one edge.
+            return Err(format!(
+                "running, working no edge: {leader}, an installer of the leader-standby mode, leads and works every edge; scale it to 0 (docs/operations.md, \"Upgrading from the leader-standby mode\")"
+            ));
+        }
         if !self.workspaces.is_set() {
             return Err("running; the Workspace cache is still syncing".into());
         }
@@ -61,7 +74,19 @@ mod tests {
     #[test]
     fn ready_once_the_term_runs_with_its_caches_in() {
         let edges = Edges::default();
-        let readiness = ControllerReadiness::new(edges.clone());
+        let shards = Arc::new(Shards::new(
+            crate::controller::support::ownership::ShardConfig {
+                leader: crate::controller::support::config::LeaseConfig {
+                    namespace: "providers-system".into(),
+                    name: "providers-installer".into(),
+                    identity: "pod-1".into(),
+                    duration: std::time::Duration::from_secs(15),
+                    renew_deadline: std::time::Duration::from_secs(10),
+                    retry_period: std::time::Duration::from_secs(2),
+                },
+            },
+        ));
+        let readiness = ControllerReadiness::new(edges.clone(), shards.clone());
         assert!(readiness.check().unwrap_err().contains("not running"));
         readiness.set_running(true);
         assert!(
@@ -90,6 +115,14 @@ mod tests {
             readiness.check(),
             Ok("running, Workspace cache synced, 1 edge(s) probed".into())
         );
+        shards.set_old_mode_leader(Some("old-pod".into()));
+        let standing_down = readiness.check().unwrap_err();
+        assert!(
+            standing_down.contains("old-pod") && standing_down.contains("scale it to 0"),
+            "{standing_down}"
+        );
+        shards.set_old_mode_leader(None);
+        assert!(readiness.check().is_ok());
         readiness.set_running(false);
         assert!(readiness.check().is_err(), "a stopped term is not ready");
         readiness.set_running(true);

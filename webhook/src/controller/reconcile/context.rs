@@ -68,7 +68,6 @@ impl Context {
     pub fn observe_handles(&self) -> ObserveHandles<'_> {
         ObserveHandles {
             hub: &self.hub,
-            edges: &self.edges,
             keys: &self.keys,
         }
     }

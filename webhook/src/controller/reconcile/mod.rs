@@ -5,6 +5,7 @@
 pub mod context;
 pub mod execute;
 pub mod observe;
+pub mod pass_end;
 pub mod published_keys;
 pub mod workspace;
 pub mod workspace_memory;

@@ -23,13 +23,13 @@ use providers_shared::{
 use crate::authz;
 
 use crate::controller::{
+    edge::EdgeView,
     edge::helm_release,
-    edge::{EdgeView, Edges},
     edge_watch::grants as edge_grants,
     edge_watch::{Cached, EdgeCache},
     reconcile::published_keys::Keys,
     support::error::{Error, Result},
-    support::halt::{self, EdgeFailure},
+    support::stop::{self, Stop},
 };
 
 /// One observation of a Workspace.
@@ -38,9 +38,6 @@ pub struct Observation {
     pub seal: SealCheck,
     pub edge_name: String,
     pub edge: EdgeState,
-    pub client: Option<Client>,
-    /// The edge's caches, where the installer's writes are recorded as they are made.
-    pub cache: Option<EdgeCache>,
     pub remote: Option<Remote>,
     pub hub: Option<HubObjects>,
     pub authorization: Authorization,
@@ -78,26 +75,29 @@ pub fn edge_of(workspace: &Workspace) -> String {
         .unwrap_or_else(|| workspace.spec.edge.clone())
 }
 
-/// What observing reads: the hub, the edges known in this term and the published sealing
-/// keys.
+/// What observing reads on the hub: the hub itself and the published sealing keys.
 pub struct ObserveHandles<'a> {
     pub hub: &'a Client,
-    pub edges: &'a Edges,
     pub keys: &'a Keys,
 }
 
-pub async fn observe(ctx: &ObserveHandles<'_>, workspace: Workspace) -> Result<Observation> {
+/// What the decision about `workspace` is taken from: the hub's objects, and `view`, the
+/// Workspace's edge as the pass found it in the registry (its caches, and its client for
+/// the few live reads). An edge that does not answer is observed unreachable; any other
+/// failure stops the pass.
+pub async fn observe(
+    ctx: &ObserveHandles<'_>,
+    view: &EdgeView,
+    workspace: Workspace,
+) -> Result<Observation, Stop> {
     let seal = ctx.keys.check_seal(&workspace);
     let attempt_reads = installer::attempt_reads(&workspace);
     let edge_name = edge_of(&workspace);
-    let EdgeView {
-        state: mut edge,
-        client,
-        cache,
-    } = ctx.edges.lookup(&edge_name);
+    let mut edge = view.state.clone();
+    let (client, cache) = (view.client.as_ref(), view.cache.as_ref());
     let mut remote = None;
     if let (Some(attempt_reads), EdgeState::Ready(_), Some(client), Some(cache)) =
-        (&attempt_reads, &edge, &client, &cache)
+        (&attempt_reads, &edge, client, cache)
     {
         if let Some(why) = cache.unreachable_for(&attempt_reads.namespace).await {
             edge = EdgeState::Unreachable(why);
@@ -109,10 +109,8 @@ pub async fn observe(ctx: &ObserveHandles<'_>, workspace: Workspace) -> Result<O
             };
             match read_remote(&reads, attempt_reads, &workspace).await {
                 Ok(objects) => remote = Some(objects),
-                Err(EdgeFailure::Unreachable { message, .. }) => {
-                    edge = EdgeState::Unreachable(message)
-                }
-                Err(EdgeFailure::Failed(error)) => return Err(error),
+                Err(Stop::EdgeDown { message, .. }) => edge = EdgeState::Unreachable(message),
+                Err(other) => return Err(other),
             }
         }
     }
@@ -141,8 +139,6 @@ pub async fn observe(ctx: &ObserveHandles<'_>, workspace: Workspace) -> Result<O
         seal,
         edge_name,
         edge,
-        client,
-        cache,
         remote,
         hub,
         authorization,
@@ -207,7 +203,7 @@ async fn read_remote(
     reads: &EdgeReads<'_>,
     attempt_reads: &AttemptReads,
     workspace: &Workspace,
-) -> Result<Remote, EdgeFailure> {
+) -> Result<Remote, Stop> {
     let EdgeReads {
         edge,
         client,
@@ -226,7 +222,7 @@ async fn read_remote(
         if let Some(found) = api
             .get_opt(ns)
             .await
-            .map_err(|e| halt::edge_failure(edge, e))?
+            .map_err(|e| stop::edge_failure(edge, e))?
         {
             cache.wrote_object(Cached::Namespace, &found);
         }
@@ -284,7 +280,7 @@ async fn read_installed(
     reads: &EdgeReads<'_>,
     attempt_reads: &AttemptReads,
     workspace: &Workspace,
-) -> Result<Remote, EdgeFailure> {
+) -> Result<Remote, Stop> {
     let ns = attempt_reads.namespace.as_str();
     let Some(release) = attempt_reads.release.as_deref() else {
         return Ok(Remote::default());
@@ -334,7 +330,7 @@ async fn release_objects(
     namespace: &str,
     revision: &installer::ReleaseRevision,
     workspace: &Workspace,
-) -> Result<Option<installer::ReleaseObjects>, EdgeFailure> {
+) -> Result<Option<installer::ReleaseObjects>, Stop> {
     let execution = workspace
         .spec
         .plan
@@ -376,14 +372,14 @@ async fn runner_of(
     client: &Client,
     namespace: &str,
     job: &str,
-) -> Result<Option<installer::RunnerPod>, EdgeFailure> {
+) -> Result<Option<installer::RunnerPod>, Stop> {
     let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
     let selector = ListParams::default().labels(&format!("batch.kubernetes.io/job-name={job}"));
     let listed = edge_grants::with_grant(client, namespace, edge_grants::RUNNER_LOGS, || {
         pods.list(&selector)
     })
     .await
-    .map_err(|e| halt::edge_failure(edge, e))?;
+    .map_err(|e| stop::edge_failure(edge, e))?;
     Ok(installer::runner_pod(&listed.items))
 }
 

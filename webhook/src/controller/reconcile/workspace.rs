@@ -13,11 +13,13 @@ use tracing::Instrument;
 
 use crate::controller::{
     reconcile::context::Context,
-    reconcile::execute::{Outcome, execute},
-    reconcile::observe::observe,
+    reconcile::execute::execute,
+    reconcile::observe::{edge_of, observe},
+    reconcile::pass_end::{PassEnd, Wait, end_of},
     reconcile::workspace_memory::WorkspaceMemory,
     support::error::{Error, Result},
     support::metrics::ReasonLabels,
+    support::stop::Stop,
 };
 
 /// Passes in one reconcile before handing back to the queue. A fresh install takes three
@@ -89,116 +91,169 @@ async fn passes(cached: &Workspace, ctx: &Context, memory: &WorkspaceMemory) -> 
     let namespace = cached.namespace().unwrap_or_default();
     let name = cached.name_any();
     let key = providers_shared::text::object_key(&namespace, &name);
-    let api: Api<Workspace> = Api::namespaced(ctx.hub.clone(), &namespace);
-    // Another replica works this edge: nothing to do here until the
-    // edge is this replica's (taking it wakes its Workspaces).
-    if !ctx
-        .shards
-        .may_write(&crate::controller::reconcile::observe::edge_of(cached))
-    {
+    // Another replica works this edge: nothing to do here until the edge is this
+    // replica's (taking it wakes its Workspaces).
+    if !ctx.shards.may_write(&edge_of(cached)) {
         return Ok(Requeue::await_change());
     }
     tracing::debug!("reconciling");
-    let resync = Requeue::requeue(ctx.config.resync);
-    let live = || async {
-        ctx.metrics.workspace_reads.inc();
-        api.get_opt(&name).await.map_err(Error::Hub)
+    let live = Live {
+        api: Api::namespaced(ctx.hub.clone(), &namespace),
+        name: &name,
+        ctx,
     };
     // The watch cache's copy, unless it has not yet seen the installer's own last write.
-    let mut current = if memory.cache_behind(&key, cached.resource_version().as_deref()) {
-        match live().await? {
+    let current = if memory.cache_behind(&key, cached.resource_version().as_deref()) {
+        match live.read().await? {
             Some(workspace) => workspace,
             None => return Ok(gone(memory, &key)),
         }
     } else {
         cached.clone()
     };
-    // Whether `current` was read live, or returned by a write, during this reconcile.
-    let mut fresh = false;
-    let mut wrote = false;
-    let outcome = 'passes: {
-        for _ in 0..PASSES {
-            let mut observation = observe(&ctx.observe_handles(), current.clone()).await?;
-            let mut decision = installer::decide(&observation.observed(), &ctx.settings);
-            // Revoking and deleting are decided from the Workspace itself, never from a
-            // watch cache alone: from the API server's answer to a write of it that comes
-            // first (the decision is cut there and taken again), or else from a live read.
-            if !fresh && decision.revokes_or_deletes() && !decision.cut_at_live_read() {
-                let Some(workspace) = live().await? else {
-                    break 'passes Ok(gone(memory, &key));
+    let mut pass = Pass {
+        current,
+        fresh: false,
+        wrote: false,
+    };
+    let mut end = Ok(PassEnd::Again);
+    for _ in 0..PASSES {
+        end = one_pass(ctx, &live, &mut pass).await;
+        if !matches!(end, Ok(PassEnd::Again)) {
+            break;
+        }
+    }
+    // Noted also when the reconcile ends in an error.
+    if pass.wrote {
+        memory.remember_written_version(&key, pass.current.resource_version().as_deref());
+    }
+    match end? {
+        // Passes left over: the queue takes it up again shortly.
+        PassEnd::Again | PassEnd::AgainFromLive | PassEnd::AgainEdgeDown(_) => {
+            Ok(Requeue::requeue(Duration::from_millis(500)))
+        }
+        PassEnd::Gone => Ok(gone(memory, &key)),
+        PassEnd::Wait(wait) => Ok(requeue(wait, ctx, memory, &key)),
+    }
+}
+
+/// The Workspace as a reconcile carries it from pass to pass.
+struct Pass {
+    current: Workspace,
+    /// Whether `current` was read live, or returned by a write, during this reconcile.
+    fresh: bool,
+    /// Whether one of the installer's own writes returned it.
+    wrote: bool,
+}
+
+/// A live read of the Workspace, counted.
+struct Live<'a> {
+    api: Api<Workspace>,
+    name: &'a str,
+    ctx: &'a Context,
+}
+
+impl Live<'_> {
+    async fn read(&self) -> Result<Option<Workspace>> {
+        self.ctx.metrics.workspace_reads.inc();
+        self.api.get_opt(self.name).await.map_err(Error::Hub)
+    }
+}
+
+/// One pass: observe, decide, execute; what it comes to is a [`PassEnd`]. Observing again
+/// from a live read, or with the edge seen unreachable, is done here, so the reconcile
+/// only loops on `Again`.
+async fn one_pass(ctx: &Context, live: &Live<'_>, pass: &mut Pass) -> Result<PassEnd> {
+    let edge = ctx.edges.lookup(&edge_of(&pass.current));
+    let mut observation = match observe(&ctx.observe_handles(), &edge, pass.current.clone()).await {
+        Ok(observation) => observation,
+        Err(stop) => return end_of(Err(stop), Next::Idle),
+    };
+    let mut decision = installer::decide(&observation.observed(), &ctx.settings);
+    // Revoking and deleting are decided from the Workspace itself, never from a watch
+    // cache alone: from the API server's answer to a write of it that comes first (the
+    // decision is cut there and taken again), or else from a live read.
+    if !pass.fresh && decision.revokes_or_deletes() {
+        match decision.cut_at_live_read() {
+            Some(cut) => decision = cut,
+            None => {
+                let Some(workspace) = live.read().await? else {
+                    return Ok(PassEnd::Gone);
                 };
-                fresh = true;
-                observation = observe(&ctx.observe_handles(), workspace).await?;
+                pass.fresh = true;
+                observation = match observe(&ctx.observe_handles(), &edge, workspace).await {
+                    Ok(observation) => observation,
+                    Err(stop) => return end_of(Err(stop), Next::Idle),
+                };
                 decision = installer::decide(&observation.observed(), &ctx.settings);
             }
-            tracing::debug!(
-                actions = ?decision.actions.iter().map(|a| a.name()).collect::<Vec<_>>(),
-                next = ?decision.next,
-                "decided"
-            );
-            let executed = execute(&ctx.execute_handles(), &observation, &decision.actions).await;
-            match executed.written {
-                Some(written) => {
-                    current = written;
-                    fresh = true;
-                    wrote = true;
-                }
-                None => current = observation.workspace.clone(),
-            }
-            // An error ends the reconcile, after the installer's own writes are noted below.
-            let outcome = match executed.outcome {
-                Ok(outcome) => outcome,
-                Err(error) => break 'passes Err(error),
-            };
-            match outcome {
-                Outcome::Done => {}
-                Outcome::ObserveAgain { action, message } => {
-                    tracing::debug!(action, %message, "interrupted; observing again");
-                    match live().await? {
-                        Some(workspace) => current = workspace,
-                        None => break 'passes Ok(gone(memory, &key)),
-                    }
-                    fresh = true;
-                    continue;
-                }
-                Outcome::EdgeDown { edge, message } => {
-                    tracing::info!(%edge, %message, "the edge is unreachable; observing again");
-                    // Until it answers again, decisions see it unreachable, not its caches.
-                    if let Some(cache) = &observation.cache {
-                        cache.set_unreachable(Some(message));
-                    }
-                    continue;
-                }
-                Outcome::EdgeNotHeld { edge } => {
-                    tracing::info!(%edge, "the edge is no longer this replica's; stopping");
-                    break 'passes Ok(Requeue::await_change());
-                }
-            }
-            match decision.next {
-                Next::Continue => continue,
-                Next::Idle => {
-                    memory.reset_backoff(&key);
-                    break 'passes Ok(resync);
-                }
-                Next::After(seconds) => {
-                    memory.reset_backoff(&key);
-                    break 'passes Ok(Requeue::requeue(
-                        Duration::from_secs(seconds).min(ctx.config.resync),
-                    ));
-                }
-                Next::Backoff => {
-                    let delay = memory.backoff(&key);
-                    tracing::info!(retry_in = ?delay, "waiting for the edge; backing off");
-                    break 'passes Ok(Requeue::requeue(delay));
-                }
-            }
         }
-        Ok(Requeue::requeue(Duration::from_millis(500)))
-    };
-    if wrote {
-        memory.remember_written_version(&key, current.resource_version().as_deref());
     }
-    outcome
+    tracing::debug!(
+        actions = ?decision.actions.iter().map(|a| a.name()).collect::<Vec<_>>(),
+        next = ?decision.next,
+        "decided"
+    );
+    let executed = execute(
+        &ctx.execute_handles(),
+        &edge,
+        &observation,
+        &decision.actions,
+    )
+    .await;
+    match executed.written {
+        Some(written) => {
+            pass.current = written;
+            pass.fresh = true;
+            pass.wrote = true;
+        }
+        None => pass.current = observation.workspace,
+    }
+    match &executed.stopped {
+        Err(stop @ Stop::Interrupted { .. }) => tracing::debug!(%stop, "observing again"),
+        Err(stop @ Stop::EdgeDown { .. }) => tracing::info!(%stop, "observing again"),
+        Err(stop @ Stop::EdgeNotHeld { .. }) => tracing::info!(%stop, "stopping"),
+        Err(Stop::Failed(_)) | Ok(()) => {}
+    }
+    match end_of(executed.stopped, decision.next)? {
+        PassEnd::AgainFromLive => {
+            let Some(workspace) = live.read().await? else {
+                return Ok(PassEnd::Gone);
+            };
+            pass.current = workspace;
+            pass.fresh = true;
+            Ok(PassEnd::Again)
+        }
+        PassEnd::AgainEdgeDown(message) => {
+            // Until it answers again, decisions see it unreachable, not its caches.
+            if let Some(cache) = &edge.cache {
+                cache.set_unreachable(Some(message));
+            }
+            Ok(PassEnd::Again)
+        }
+        other => Ok(other),
+    }
+}
+
+/// What the queue is told once a reconcile is over; what a Workspace remembers of its
+/// backoff is kept here.
+fn requeue(wait: Wait, ctx: &Context, memory: &WorkspaceMemory, key: &str) -> Requeue {
+    match wait {
+        Wait::Change => Requeue::await_change(),
+        Wait::Resync => {
+            memory.reset_backoff(key);
+            Requeue::requeue(ctx.config.resync)
+        }
+        Wait::After(delay) => {
+            memory.reset_backoff(key);
+            Requeue::requeue(delay.min(ctx.config.resync))
+        }
+        Wait::Backoff => {
+            let delay = memory.backoff(key);
+            tracing::info!(retry_in = ?delay, "waiting for the edge; backing off");
+            Requeue::requeue(delay)
+        }
+    }
 }
 
 /// The Workspace is gone from the hub: nothing more to do for it.

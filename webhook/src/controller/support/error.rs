@@ -1,6 +1,6 @@
 //! The controller's errors: what ends a reconcile. Each has a short kind for metrics and
-//! logs. What only makes it observe again (an edge that does not answer, a write that
-//! found the state changed) is a `halt::Halt`, and execute's outcome.
+//! logs. What only makes a pass observe again (an edge that does not answer, a write that
+//! found the state changed) is a `stop::Stop` other than `Failed`.
 
 /// Why a reconcile ended early.
 #[derive(Debug, thiserror::Error)]

@@ -49,6 +49,9 @@ pub struct Shards {
     /// When this replica last renewed the leader Lease, while it leads.
     leading: Mutex<Option<Instant>>,
     changed: watch::Sender<u64>,
+    /// The holder of the leader Lease when it is an installer of the removed
+    /// leader-standby mode (no membership Lease): this replica then works no edge.
+    old_mode_leader: Mutex<Option<String>>,
     /// Whether this replica holds its membership Lease: it runs for the leader Lease only
     /// then, so that the leader of the hub-wide duties is always one the others count.
     member: watch::Sender<bool>,
@@ -62,6 +65,7 @@ impl Shards {
             held: Mutex::default(),
             existing: Mutex::default(),
             leading: Mutex::default(),
+            old_mode_leader: Mutex::default(),
             changed: watch::Sender::new(0),
             member: watch::Sender::new(false),
         }
@@ -168,5 +172,17 @@ impl Shards {
     /// not: what it gives back on the way out.
     pub fn taken(&self) -> Vec<String> {
         self.held.locked().keys().cloned().collect()
+    }
+
+    /// The live holder of the leader Lease, when it is an installer of the removed
+    /// leader-standby mode.
+    pub fn old_mode_leader(&self) -> Option<String> {
+        self.old_mode_leader.locked().clone()
+    }
+
+    /// The sharding round saw an installer of the leader-standby mode lead (`Some`), or
+    /// none any more.
+    pub fn set_old_mode_leader(&self, leader: Option<String>) {
+        *self.old_mode_leader.locked() = leader;
     }
 }

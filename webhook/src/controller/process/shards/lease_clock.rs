@@ -89,6 +89,19 @@ impl LeaseClock {
         })
     }
 
+    /// Every replica with a membership Lease beside `base`, held or given back, sorted: a
+    /// replica keeps its membership Lease object for good once made; an installer of the
+    /// removed leader-standby mode never makes one.
+    pub fn with_membership(&self, base: &str) -> Vec<String> {
+        let mut members: Vec<String> = self
+            .seen
+            .keys()
+            .filter_map(|name| member_of_lease(base, name).map(str::to_owned))
+            .collect();
+        members.sort();
+        members
+    }
+
     /// The live members beside the leader Lease `base`, sorted: the identities of the held
     /// membership Leases (`<base>-member-<identity>`) changed within their duration.
     pub fn live_members(&self, base: &str, now: Instant) -> Vec<String> {
@@ -178,6 +191,7 @@ mod tests {
             start,
         );
         assert_eq!(clock.live_members("base", start), ["a", "b"]);
+        assert_eq!(clock.with_membership("base"), ["a", "b", "c"]);
         // b renews, a does not: 16 s later only b is live.
         let later = start + Duration::from_secs(16);
         clock.observe(

@@ -27,7 +27,9 @@ use kube::{
 };
 use providers_shared::{
     api::Edge,
-    installer::edge_owners::{EdgeStep, edge_lease, edge_step, member_lease},
+    installer::edge_owners::{
+        EdgeStep, edge_lease, edge_step, leader_outside_membership, member_lease,
+    },
 };
 use tokio::time::Instant;
 
@@ -134,15 +136,39 @@ pub async fn run(hub: Client, shards: Arc<Shards>, metrics: Arc<Metrics>) {
         }
         // A fence whose Lease was lost ends; the edge may be taken again below.
         fences.retain(|_, task| !task.is_finished());
+        // An installer of the removed leader-standby mode still leads (an upgrade that did
+        // not scale it to 0 first): it works every edge without their Leases, so this
+        // replica works none until it is gone, and says so in /readyz (ADR 44).
+        let old_leader = clock
+            .live_holder(&base, now)
+            .filter(|leader| {
+                leader_outside_membership(&base, leader, &clock.with_membership(&base))
+            })
+            .map(str::to_owned);
+        if old_leader != shards.old_mode_leader() {
+            match &old_leader {
+                Some(leader) => {
+                    tracing::warn!(%leader, "an installer of the leader-standby mode works every edge: this replica works none until it is gone; scale the old installer to 0 (docs/operations.md, \"Upgrading from the leader-standby mode\")")
+                }
+                None => tracing::info!(
+                    "no installer of the leader-standby mode leads any more: sharing the edges"
+                ),
+            }
+            shards.set_old_mode_leader(old_leader.clone());
+        }
+        let standing_down = old_leader.is_some();
         let gone: Vec<String> = fences
             .keys()
-            .filter(|edge| !names.contains(*edge) || shared.contains(*edge))
+            .filter(|edge| standing_down || !names.contains(*edge) || shared.contains(*edge))
             .cloned()
             .collect();
         for edge in gone {
             give_back(&hub, &config, &shards, &mut fences, &edge).await;
         }
-        for edge in names.iter().filter(|edge| !shared.contains(*edge)) {
+        for edge in names
+            .iter()
+            .filter(|edge| !standing_down && !shared.contains(*edge))
+        {
             match edge_step(edge, &me, &live, fences.contains_key(edge)) {
                 EdgeStep::Acquire => {
                     tracing::info!(%edge, members = live.len(), "the edge is this replica's: taking its Lease");

@@ -24,6 +24,7 @@ pub use writes::delete;
 use writes::{create_in, create_learning, edge_client, edge_write, hub_write, learn};
 
 use crate::controller::{
+    edge::EdgeView,
     edge::credential::{self, HubEndpoint},
     edge::helm_release,
     edge::runner_log,
@@ -33,9 +34,9 @@ use crate::controller::{
     support::error::{Error, Result},
     support::event_recorder::EventRecorder,
     support::fault,
-    support::halt::Halt,
     support::metrics::{Metrics, ReasonLabels, ResultLabels},
     support::ownership::Shards,
+    support::stop::Stop,
 };
 
 /// What running a decision's actions came to.
@@ -43,29 +44,10 @@ pub struct Executed {
     /// The Workspace as the last of the actions' own writes left it, if one wrote it (also
     /// when a later action stopped short).
     pub written: Option<Workspace>,
-    /// How the actions ended; an error ends the reconcile.
-    pub outcome: Result<Outcome>,
+    /// Whether every action ran (`Ok`), or where they stopped short.
+    pub stopped: Result<(), Stop>,
 }
 
-/// How a decision's actions ended, short of an error.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Outcome {
-    /// Every action ran.
-    Done,
-    /// What a write was based on changed in between (a precondition or `test` failed, or
-    /// the object appeared): read the Workspace live, observe and decide again.
-    ObserveAgain {
-        action: &'static str,
-        message: String,
-    },
-    /// The edge API did not answer: observe again, with the edge seen unreachable.
-    EdgeDown { edge: String, message: String },
-    /// This replica may no longer write for the Workspace's edge (its fencing Lease is
-    /// another's, or was not renewed in time): stop, write nothing more.
-    EdgeNotHeld { edge: String },
-}
-
-/// Runs `actions` in order, stopping at the first that does not complete.
 /// What running the actions writes with: the hub, the hub endpoint a runner is given,
 /// the metrics and Events it reports to, the edges this replica may write to, and how many
 /// runner logs it keeps.
@@ -78,8 +60,12 @@ pub struct ExecuteHandles<'a> {
     pub runner_log_history: usize,
 }
 
+/// Runs `actions` in order against the hub and `edge` (the pass hands it over: the edge's
+/// client for writes and its caches, where each write is recorded as it is made), for the
+/// Workspace of `observation`, stopping at the first that does not complete.
 pub async fn execute(
     ctx: &ExecuteHandles<'_>,
+    edge: &EdgeView,
     observation: &Observation,
     actions: &[Action],
 ) -> Executed {
@@ -91,19 +77,19 @@ pub async fn execute(
         if !ctx.shards.may_write(&observation.edge_name) {
             return Executed {
                 written,
-                outcome: Ok(Outcome::EdgeNotHeld {
+                stopped: Err(Stop::EdgeNotHeld {
                     edge: observation.edge_name.clone(),
                 }),
             };
         }
         tracing::debug!(action = action.name(), "sending");
-        match run(ctx, observation, action, &mut status).await {
+        match run(ctx, edge, observation, action, &mut status).await {
             Ok(Some(workspace)) => written = Some(workspace),
             Ok(None) => {}
-            Err(halt) => {
+            Err(stop) => {
                 return Executed {
                     written,
-                    outcome: outcome_of(halt),
+                    stopped: Err(stop),
                 };
             }
         }
@@ -118,26 +104,19 @@ pub async fn execute(
     }
     Executed {
         written,
-        outcome: Ok(Outcome::Done),
-    }
-}
-
-/// The outcome of an action that stopped short.
-fn outcome_of(halt: Halt) -> Result<Outcome> {
-    match halt {
-        Halt::Interrupted { action, message } => Ok(Outcome::ObserveAgain { action, message }),
-        Halt::Unreachable { edge, message } => Ok(Outcome::EdgeDown { edge, message }),
-        Halt::Failed(error) => Err(error),
+        stopped: Ok(()),
     }
 }
 
 async fn run(
     ctx: &ExecuteHandles<'_>,
+    target: &EdgeView,
     observation: &Observation,
     action: &Action,
     status: &mut WorkspaceStatus,
-) -> Result<Option<Workspace>, Halt> {
+) -> Result<Option<Workspace>, Stop> {
     let ws = &observation.workspace;
+    let cache = target.cache.as_ref();
     let name = ws.metadata.name.clone().unwrap_or_default();
     let namespace = ws.metadata.namespace.clone().unwrap_or_default();
     let workspaces: Api<Workspace> = Api::namespaced(ctx.hub.clone(), &namespace);
@@ -228,7 +207,7 @@ async fn run(
             result.map_err(|e| hub_write(action.name(), e))?;
         }
         Action::MintRuntimeCredential(mint) => {
-            let client = edge_client(observation)?;
+            let client = edge_client(edge, target)?;
             let kubeconfig = credential::mint(
                 ctx.hub,
                 ctx.endpoint,
@@ -244,25 +223,18 @@ async fn run(
                 client.clone(),
                 secret.metadata.namespace.as_deref().unwrap_or_default(),
             );
-            let created = learn(
-                observation,
-                Cached::Attempt(Kind::Secret),
-                api,
-                &secret,
-                created,
-            )
-            .await;
+            let created = learn(cache, Cached::Attempt(Kind::Secret), api, &secret, created).await;
             created.map_err(|e| edge_write(edge, "mint-runtime-credential", e))?;
         }
         Action::CreateNamespace(ns) => {
-            let api: Api<Namespace> = Api::all(edge_client(observation)?);
+            let api: Api<Namespace> = Api::all(edge_client(edge, target)?);
             let created = api.create(&PostParams::default(), ns).await;
-            let created = learn(observation, Cached::Namespace, api, ns.as_ref(), created).await;
+            let created = learn(cache, Cached::Namespace, api, ns.as_ref(), created).await;
             created.map_err(|e| edge_write(edge, "create-namespace", e))?;
             // The installer's rights on Secrets there, before its first Secret write.
             let name = ns.metadata.name.as_deref().unwrap_or_default();
             edge_grants::bind(
-                &edge_client(observation)?,
+                &edge_client(edge, target)?,
                 name,
                 edge_grants::NAMESPACE_RIGHTS,
             )
@@ -270,29 +242,23 @@ async fn run(
             .map_err(|e| edge_write(edge, "grant-namespace-rights", e))?;
         }
         Action::PatchNamespace { name, patch, .. } => {
-            let api: Api<Namespace> = Api::all(edge_client(observation)?);
+            let api: Api<Namespace> = Api::all(edge_client(edge, target)?);
             let patched = api
                 .patch(name, &params, &Patch::Json::<()>(patch.clone()))
                 .await
                 .map_err(|e| edge_write(edge, action.name(), e))?;
-            if let Some(cache) = &observation.cache {
+            if let Some(cache) = cache {
                 cache.wrote_object(Cached::Namespace, &patched);
             }
         }
         Action::Create(object) => {
-            let client = edge_client(observation)?;
+            let client = edge_client(edge, target)?;
             let result = match &**object {
-                EdgeObject::ServiceAccount(object) => {
-                    create_learning(observation, &client, object).await
-                }
-                EdgeObject::Role(object) => create_learning(observation, &client, object).await,
-                EdgeObject::RoleBinding(object) => {
-                    create_learning(observation, &client, object).await
-                }
-                EdgeObject::Secret(object) => create_learning(observation, &client, object).await,
-                EdgeObject::Job(object) => {
-                    create_learning(observation, &client, object.as_ref()).await
-                }
+                EdgeObject::ServiceAccount(object) => create_learning(cache, &client, object).await,
+                EdgeObject::Role(object) => create_learning(cache, &client, object).await,
+                EdgeObject::RoleBinding(object) => create_learning(cache, &client, object).await,
+                EdgeObject::Secret(object) => create_learning(cache, &client, object).await,
+                EdgeObject::Job(object) => create_learning(cache, &client, object.as_ref()).await,
             };
             result.map_err(|e| edge_write(edge, action.name(), e))?;
             if matches!(**object, EdgeObject::Job(_)) {
@@ -300,7 +266,7 @@ async fn run(
             }
         }
         Action::Delete(deletion) => {
-            let client = edge_client(observation)?;
+            let client = edge_client(edge, target)?;
             let result = match deletion.kind {
                 Kind::ServiceAccount => delete::<ServiceAccount>(&client, deletion).await,
                 Kind::Role => delete::<Role>(&client, deletion).await,
@@ -309,7 +275,7 @@ async fn run(
                 Kind::Job => delete::<Job>(&client, deletion).await,
             };
             result.map_err(|e| edge_write(edge, action.name(), e))?;
-            if let Some(cache) = &observation.cache {
+            if let Some(cache) = cache {
                 cache.deleted(
                     Cached::Attempt(deletion.kind),
                     &deletion.namespace,
@@ -323,13 +289,13 @@ async fn run(
             name,
             patch,
         } => {
-            let api: Api<Job> = Api::namespaced(edge_client(observation)?, namespace);
+            let api: Api<Job> = Api::namespaced(edge_client(edge, target)?, namespace);
             match api
                 .patch(name, &params, &Patch::Json::<()>(patch.clone()))
                 .await
             {
                 Ok(job) => {
-                    if let Some(cache) = &observation.cache {
+                    if let Some(cache) = cache {
                         cache.wrote_job(&job);
                     }
                 }
@@ -341,7 +307,7 @@ async fn run(
             runner_log::keep(
                 ctx.hub,
                 ctx.runner_log_history,
-                observation.client.as_ref(),
+                target.client.as_ref(),
                 ws,
                 log,
             )
@@ -354,7 +320,7 @@ async fn run(
             description,
             ..
         } => {
-            let client = edge_client(observation)?;
+            let client = edge_client(edge, target)?;
             helm_release::mark_failed(edge, &client, namespace, secret, uid, description).await?;
         }
         Action::RequestRepair(request) => {
@@ -423,44 +389,5 @@ fn count_results(
                 .inc();
         }
         None => {}
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_halt_is_an_outcome_and_only_a_failure_an_error() {
-        let interrupted = Halt::Interrupted {
-            action: "write-status",
-            message: "the UID changed".into(),
-        };
-        assert_eq!(
-            outcome_of(interrupted).unwrap(),
-            Outcome::ObserveAgain {
-                action: "write-status",
-                message: "the UID changed".into(),
-            }
-        );
-        let unreachable = Halt::Unreachable {
-            edge: "edge-1".into(),
-            message: "no client for the edge".into(),
-        };
-        assert_eq!(
-            outcome_of(unreachable).unwrap(),
-            Outcome::EdgeDown {
-                edge: "edge-1".into(),
-                message: "no client for the edge".into(),
-            }
-        );
-        let failed = Halt::Failed(Error::ReleaseRecord {
-            secret: "sh.helm.release.v1.r.v1".into(),
-            message: "not gzip".into(),
-        });
-        assert!(matches!(
-            outcome_of(failed),
-            Err(Error::ReleaseRecord { .. })
-        ));
     }
 }

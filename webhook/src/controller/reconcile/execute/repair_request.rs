@@ -13,7 +13,7 @@ use providers_shared::{
 };
 
 use super::writes::hub_write;
-use crate::controller::{support::event_recorder::EventRecorder, support::halt::Halt};
+use crate::controller::{support::event_recorder::EventRecorder, support::stop::Stop};
 
 /// A request found the Workspace changed between the read and the write this many times
 /// before it gives up until the next decision.
@@ -25,7 +25,7 @@ pub async fn request(
     workspaces: &Api<Workspace>,
     name: &str,
     request: &RepairRequest,
-) -> Result<Option<Workspace>, Halt> {
+) -> Result<Option<Workspace>, Stop> {
     for _ in 0..TRIES {
         let live = workspaces
             .get(name)

@@ -13,23 +13,23 @@ use providers_shared::installer::{Deletion, Kind};
 use serde::{Serialize, de::DeserializeOwned};
 
 use crate::controller::{
+    edge::EdgeView,
     edge_watch::grants as edge_grants,
     edge_watch::{Cached, EdgeCache},
-    reconcile::observe::Observation,
     support::error::Error,
-    support::halt::{self, Halt},
+    support::stop::{self, Stop},
 };
 
 /// A write that found the state changed: decide again from a fresh observation.
-fn interrupted(action: &'static str, status: &kube::core::Status) -> Halt {
-    Halt::Interrupted {
+fn interrupted(action: &'static str, status: &kube::core::Status) -> Stop {
+    Stop::Interrupted {
         action,
         message: status.message.clone(),
     }
 }
 
 /// Maps a hub write error: a failed guard or a conflict interrupts the pass.
-pub(super) fn hub_write(action: &'static str, error: kube::Error) -> Halt {
+pub(super) fn hub_write(action: &'static str, error: kube::Error) -> Stop {
     match error {
         kube::Error::Api(status)
             if status.is_conflict() || status.is_already_exists() || is_failed_test(&status) =>
@@ -41,14 +41,14 @@ pub(super) fn hub_write(action: &'static str, error: kube::Error) -> Halt {
 }
 
 /// Maps an edge write error the same way.
-pub(super) fn edge_write(edge: &str, action: &'static str, error: kube::Error) -> Halt {
+pub(super) fn edge_write(edge: &str, action: &'static str, error: kube::Error) -> Stop {
     match error {
         kube::Error::Api(status)
             if status.is_conflict() || status.is_already_exists() || is_failed_test(&status) =>
         {
             interrupted(action, &status)
         }
-        other => halt::edge_failure(edge, other).into(),
+        other => stop::edge_failure(edge, other),
     }
 }
 
@@ -58,9 +58,10 @@ pub(super) fn is_failed_test(status: &kube::core::Status) -> bool {
         && status.message == "the server rejected our request due to an error in our request"
 }
 
-pub(super) fn edge_client(observation: &Observation) -> Result<Client, Halt> {
-    observation.client.clone().ok_or_else(|| Halt::Unreachable {
-        edge: observation.edge_name.clone(),
+/// The client of `edge`, while it is Ready.
+pub(super) fn edge_client(name: &str, edge: &EdgeView) -> Result<Client, Stop> {
+    edge.client.clone().ok_or_else(|| Stop::EdgeDown {
+        edge: name.to_owned(),
         message: "no client for the edge".into(),
     })
 }
@@ -101,7 +102,7 @@ where
 
 /// Creates an attempt object on the edge and records what came of it in the edge's cache.
 pub(super) async fn create_learning<K>(
-    observation: &Observation,
+    cache: Option<&EdgeCache>,
     client: &Client,
     object: &K,
 ) -> Result<(), kube::Error>
@@ -118,14 +119,7 @@ where
         client.clone(),
         object.meta().namespace.as_deref().unwrap_or_default(),
     );
-    learn(
-        observation,
-        Cached::Attempt(kind_of::<K>()),
-        api,
-        object,
-        created,
-    )
-    .await
+    learn(cache, Cached::Attempt(kind_of::<K>()), api, object, created).await
 }
 
 /// The kind of an attempt object's type.
@@ -143,7 +137,7 @@ fn kind_of<K: Resource<DynamicType = ()>>() -> Kind {
 /// there is how the installer learns it exists (it never probes first): it reads that one
 /// object live, so the next decision sees whose it is, and the pass is interrupted.
 pub(super) async fn learn<K>(
-    observation: &Observation,
+    cache: Option<&EdgeCache>,
     kind: Cached,
     api: Api<K>,
     object: &K,
@@ -152,7 +146,7 @@ pub(super) async fn learn<K>(
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + 'static,
 {
-    let Some(cache) = &observation.cache else {
+    let Some(cache) = cache else {
         return created.map(|_| ());
     };
     match created {
