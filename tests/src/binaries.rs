@@ -32,6 +32,24 @@ pub fn workspace_root() -> anyhow::Result<PathBuf> {
     Ok(root.to_path_buf())
 }
 
+/// The Rust files under `path` (a file, or a folder read recursively), sorted.
+pub fn rust_files(path: &std::path::Path) -> Vec<PathBuf> {
+    if path.is_file() {
+        return vec![path.to_path_buf()];
+    }
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(path).into_iter().flatten().flatten() {
+        let entry = entry.path();
+        if entry.is_dir() {
+            files.extend(rust_files(&entry));
+        } else if entry.extension().is_some_and(|e| e == "rs") {
+            files.push(entry);
+        }
+    }
+    files.sort();
+    files
+}
+
 /// A binary of this workspace, built by `cargo build --workspace --bins` into the same
 /// target folder as the running test (`target/<profile>/`).
 pub fn cargo_bin(name: &str) -> anyhow::Result<PathBuf> {

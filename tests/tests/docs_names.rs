@@ -38,6 +38,8 @@ use std::{
     path::{Path, PathBuf},
 };
 
+use providers_tests::binaries;
+
 /// The folders a repository path in the docs starts with.
 const TOP_FOLDERS: [&str; 8] = [
     "webhook/",
@@ -102,7 +104,7 @@ const OTHER_TOOLS_FLAGS: [&str; 14] = [
 const HISTORY_WORDS: [&str; 4] = ["removed", "earlier version", "no longer", "was gone"];
 
 fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+    binaries::workspace_root().expect("the workspace's root")
 }
 
 /// The docs this test reads, as paths relative to the workspace.
@@ -281,25 +283,6 @@ fn test_modules(root: &Path) -> BTreeSet<String> {
         .collect()
 }
 
-/// The Rust files under a path (a file, or a folder read recursively).
-fn rust_files(path: &Path) -> Vec<PathBuf> {
-    if path.is_file() {
-        return vec![path.to_path_buf()];
-    }
-    let mut files = Vec::new();
-    if let Ok(entries) = fs::read_dir(path) {
-        for entry in entries {
-            let entry = entry.unwrap().path();
-            if entry.is_dir() {
-                files.extend(rust_files(&entry));
-            } else if entry.extension().is_some_and(|e| e == "rs") {
-                files.push(entry);
-            }
-        }
-    }
-    files
-}
-
 /// (b) The `module::test` references of a piece whose test does not exist.
 fn missing_tests(root: &Path, modules: &BTreeSet<String>, piece: &Piece) -> Vec<String> {
     let mut missing = Vec::new();
@@ -326,7 +309,7 @@ fn missing_tests(root: &Path, modules: &BTreeSet<String>, piece: &Piece) -> Vec<
             None if modules.contains(segments[0]) => {
                 let module = root.join("tests/tests").join(segments[0]);
                 if module.is_dir() {
-                    rust_files(&module)
+                    binaries::rust_files(&module)
                 } else {
                     vec![module.with_extension("rs")]
                 }
@@ -350,14 +333,16 @@ fn unit_test_sources(root: &Path, path: &[&str]) -> Vec<PathBuf> {
     let mut sources = Vec::new();
     for krate in ["shared/src", "webhook/src", "plugin/src"] {
         let src = root.join(krate);
-        for file in rust_files(&src) {
+        for file in binaries::rust_files(&src) {
             let relative = file.strip_prefix(&src).unwrap().with_extension("");
             let relative = relative.to_string_lossy().replace('\\', "/");
             let module = relative.strip_suffix("/mod").unwrap_or(&relative);
             if module == wanted || module.ends_with(&format!("/{wanted}")) {
                 sources.push(file.clone());
-                sources.extend(rust_files(&src.join(format!("{module}/tests.rs"))));
-                sources.extend(rust_files(&src.join(format!("{module}/tests"))));
+                sources.extend(binaries::rust_files(
+                    &src.join(format!("{module}/tests.rs")),
+                ));
+                sources.extend(binaries::rust_files(&src.join(format!("{module}/tests"))));
             }
         }
     }
@@ -414,7 +399,7 @@ fn clap_flags(root: &Path, paths: &[&str]) -> BTreeSet<String> {
     // clap gives every command these.
     let mut flags: BTreeSet<String> = ["--help", "--version"].map(String::from).into();
     for path in paths {
-        for file in rust_files(&root.join(path)) {
+        for file in binaries::rust_files(&root.join(path)) {
             let source = fs::read_to_string(&file).unwrap();
             let mut attribute = String::new();
             let mut open = false;

@@ -4,10 +4,7 @@
 //! layers and re-exports for the process's command, stands above them all: a layer that
 //! named it (a glob of its re-exports, say) would reach what it re-exports from above.
 
-use std::{
-    fs,
-    path::{Path, PathBuf},
-};
+use std::path::{Path, PathBuf};
 
 use super::imports::Edge;
 
@@ -106,23 +103,10 @@ pub fn violations(
 
 /// The controller's source files, relative to the workspace.
 pub fn files(workspace: &Path) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    let mut stack = vec![PathBuf::from(CONTROLLER)];
-    while let Some(dir) = stack.pop() {
-        let Ok(entries) = fs::read_dir(workspace.join(&dir)) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let path = dir.join(entry.file_name());
-            if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                stack.push(path);
-            } else if path.extension().is_some_and(|ext| ext == "rs") {
-                found.push(path);
-            }
-        }
-    }
-    found.sort();
-    found
+    providers_tests::binaries::rust_files(&workspace.join(CONTROLLER))
+        .into_iter()
+        .filter_map(|file| file.strip_prefix(workspace).ok().map(Path::to_path_buf))
+        .collect()
 }
 
 #[cfg(test)]
