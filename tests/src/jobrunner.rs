@@ -354,28 +354,11 @@ async fn run_job(inner: &Arc<Inner>, job: Job) -> anyhow::Result<()> {
     let started_at = Timestamp::now();
     let started = Instant::now();
     let start = Patch::Merge(json!({"status": {"startTime": Time(started_at), "active": 1}}));
-    let mut tries = 0;
-    loop {
-        tries += 1;
-        match tokio::time::timeout(
-            REQUEST,
-            jobs.patch_status(&name, &PatchParams::default(), &start),
-        )
-        .await
-        {
-            Ok(Ok(_)) => break,
-            Ok(Err(error)) if tries >= 3 => return Err(error).context("setting startTime"),
-            Err(_) if tries >= 3 => {
-                bail!("setting startTime: no answer in {REQUEST:?}, {tries} times")
-            }
-            Ok(Err(error)) => {
-                eprintln!("jobrunner: Job {namespace}/{name}: setting startTime: {error}; again")
-            }
-            Err(_) => eprintln!(
-                "jobrunner: Job {namespace}/{name}: setting startTime: no answer in {REQUEST:?}; again"
-            ),
-        }
-    }
+    let params = PatchParams::default();
+    bounded(&namespace, &name, "setting startTime", || {
+        jobs.patch_status(&name, &params, &start)
+    })
+    .await?;
     let spec = job.spec.clone().context("the Job has no spec")?;
     let deadline = spec
         .active_deadline_seconds
@@ -436,19 +419,18 @@ async fn run_job(inner: &Arc<Inner>, job: Job) -> anyhow::Result<()> {
                 run.args = args.clone();
                 run.files = files.clone();
             });
-            let pod = match inner.kubelet.create_pod(&job).await {
-                Ok(pod) => Some(pod),
-                Err(error) => {
-                    eprintln!("jobrunner: Job {namespace}/{name}: {error:#}");
-                    None
-                }
-            };
+            // A job controller makes the Pod before anything runs, and tries again until
+            // it exists.
+            let pod = bounded(&namespace, &name, "creating the runner Pod", || {
+                inner.kubelet.create_pod(&admin, &job)
+            })
+            .await?;
             let ending = execute(
                 inner, &namespace, &name, &uid, &args, &env, &run_root, &jobs, deadline, started,
                 kill_rx,
             )
             .await?;
-            if let Some(pod) = pod {
+            {
                 let exit = match ending {
                     Ending::Exited(code) => Some(code),
                     Ending::Killed | Ending::DeadlineExceeded => Some(137),
@@ -462,13 +444,15 @@ async fn run_job(inner: &Arc<Inner>, job: Job) -> anyhow::Result<()> {
                     .get(&key(&namespace, &name))
                     .map(|run| run.output.clone())
                     .unwrap_or_default();
-                if let Some(exit) = exit
-                    && let Err(error) = inner
-                        .kubelet
-                        .finish_pod(&namespace, &pod, exit, &output, started_at)
-                        .await
-                {
-                    eprintln!("jobrunner: Job {namespace}/{name}: {error:#}");
+                // A job controller writes the Job's end only after the kubelet wrote the
+                // Pod's: whoever reads the Pod of a failed Job finds helm's words there.
+                if let Some(exit) = exit {
+                    bounded(&namespace, &name, "the runner Pod's status", || {
+                        inner
+                            .kubelet
+                            .finish_pod(&admin, &namespace, &pod, exit, &output, started_at)
+                    })
+                    .await?;
                 }
             }
             ending
@@ -519,10 +503,43 @@ async fn run_job(inner: &Arc<Inner>, job: Job) -> anyhow::Result<()> {
             "Job was active longer than specified deadline",
         ),
     };
-    jobs.patch_status(&name, &PatchParams::default(), &Patch::Merge(status))
-        .await
-        .context("writing the terminal status")?;
+    let status = Patch::Merge(status);
+    bounded(&namespace, &name, "writing the terminal status", || {
+        jobs.patch_status(&name, &params, &status)
+    })
+    .await?;
     Ok(())
+}
+
+/// `request`, tried up to three times, each bounded by [`REQUEST`]: a request lost on a
+/// loaded machine costs a retry, not the run's record.
+async fn bounded<T, E, F, Fut>(
+    namespace: &str,
+    name: &str,
+    what: &str,
+    request: F,
+) -> anyhow::Result<T>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<T, E>>,
+    E: Into<anyhow::Error>,
+{
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        match tokio::time::timeout(REQUEST, request()).await {
+            Ok(Ok(answer)) => return Ok(answer),
+            Ok(Err(error)) if tries >= 3 => return Err(error.into()).context(what.to_owned()),
+            Err(_) if tries >= 3 => bail!("{what}: no answer in {REQUEST:?}, {tries} times"),
+            Ok(Err(error)) => {
+                let error: anyhow::Error = error.into();
+                eprintln!("jobrunner: Job {namespace}/{name}: {what}: {error:#}; again");
+            }
+            Err(_) => eprintln!(
+                "jobrunner: Job {namespace}/{name}: {what}: no answer in {REQUEST:?}; again"
+            ),
+        }
+    }
 }
 
 enum Prepared {

@@ -44,7 +44,6 @@ type Logs = Arc<Mutex<HashMap<String, String>>>;
 /// The kubelet stand-in of one edge. Dropping it stops the log endpoint.
 pub struct Kubelet {
     pub node: String,
-    admin: Client,
     logs: Logs,
     server: JoinHandle<()>,
 }
@@ -82,16 +81,11 @@ impl Kubelet {
             .patch_status(&node, &PatchParams::default(), &Patch::Merge(&status))
             .await
             .context("the node's status")?;
-        Ok(Self {
-            node,
-            admin,
-            logs,
-            server,
-        })
+        Ok(Self { node, logs, server })
     }
 
     /// The Pod a job controller makes for `job`, bound to this node; its name.
-    pub async fn create_pod(&self, job: &Job) -> anyhow::Result<String> {
+    pub async fn create_pod(&self, client: &Client, job: &Job) -> anyhow::Result<String> {
         let namespace = job.namespace().unwrap_or_default();
         let job_name = job.name_any();
         let job_uid = job.uid().unwrap_or_default();
@@ -124,17 +118,23 @@ impl Kubelet {
             spec: Some(spec),
             ..Default::default()
         };
-        let created = Api::<Pod>::namespaced(self.admin.clone(), &namespace)
+        let name = pod.name_any();
+        // Tried again after a lost answer: the first try may have made it.
+        match Api::<Pod>::namespaced(client.clone(), &namespace)
             .create(&PostParams::default(), &pod)
             .await
-            .context("creating the runner Pod")?;
-        Ok(created.name_any())
+        {
+            Ok(created) => Ok(created.name_any()),
+            Err(kube::Error::Api(status)) if status.is_already_exists() => Ok(name),
+            Err(error) => Err(error).context("creating the runner Pod"),
+        }
     }
 
     /// What a kubelet reports when the container ended: the phase, the terminated state,
     /// and on failure the end of the log as the termination message.
     pub async fn finish_pod(
         &self,
+        client: &Client,
         namespace: &str,
         pod: &str,
         exit: i32,
@@ -162,7 +162,7 @@ impl Kubelet {
                 "state": {"terminated": terminated},
             }],
         }});
-        Api::<Pod>::namespaced(self.admin.clone(), namespace)
+        Api::<Pod>::namespaced(client.clone(), namespace)
             .patch_status(pod, &PatchParams::default(), &Patch::Merge(&status))
             .await
             .context("the runner Pod's status")?;
