@@ -199,7 +199,18 @@ async fn controller_killed_between_job_and_status_makes_no_second_job() -> anyho
             .await?
             .is_none()
     );
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The counts are read once the revocation's DELETED has come through the watch: a
+    // watch delivers in order, so every creation before it has been counted too.
+    let revoked = tokio::time::timeout(Duration::from_secs(30), async {
+        while sa_deleted.load(Ordering::SeqCst) == 0 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    ensure!(
+        revoked.is_ok(),
+        "the watch saw the identity's revocation within 30 s"
+    );
     sa_watch.abort();
     job_watch.abort();
     ensure!(jobs_of(&edge, &uid).await?.len() == 1, "one Job in the end");

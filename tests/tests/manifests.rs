@@ -557,10 +557,24 @@ fn callers_are_authenticated_unless_a_component_says_otherwise() {
     let out = sh(
         &root,
         admin,
-        "kubectl apply --server-side --dry-run=server -f manifests/components/network-policy/network-policy.yaml",
+        "kubectl apply --server-side --dry-run=server -o json -f manifests/components/network-policy/network-policy.yaml",
     );
-    assert!(
-        out.contains("networkpolicy.networking.k8s.io/providers-webhook serverside-applied"),
+    // What the API server would store: the webhook's Pods, reachable on 8443 only.
+    let policy: serde_json::Value = serde_json::from_str(&out).expect("the applied policy");
+    assert_eq!(policy["kind"], "NetworkPolicy", "{out}");
+    assert_eq!(policy["metadata"]["namespace"], "providers-system", "{out}");
+    assert_eq!(
+        policy["spec"]["podSelector"]["matchLabels"]["app.kubernetes.io/name"], "providers-webhook",
+        "{out}"
+    );
+    assert_eq!(
+        policy["spec"]["policyTypes"],
+        serde_json::json!(["Ingress"]),
+        "{out}"
+    );
+    assert_eq!(
+        policy["spec"]["ingress"][0]["ports"],
+        serde_json::json!([{"protocol": "TCP", "port": 8443}]),
         "{out}"
     );
 }
