@@ -12,7 +12,7 @@
 use std::{path::Path, process::Command, time::Duration};
 
 use anyhow::{Context, bail, ensure};
-use k8s_openapi::api::{apps::v1::Deployment, core::v1::ConfigMap};
+use k8s_openapi::api::{apps::v1::Deployment, batch::v1::Job, core::v1::ConfigMap};
 use kube::{
     Api, Client,
     api::{ApiResource, DynamicObject, Patch, PatchParams},
@@ -451,9 +451,6 @@ async fn a_hand_edit_or_deletion_of_a_release_object_is_drift_and_repair_restore
     let configmap = format!("{release}-greeting");
     install_with_greeting(alice, "edited", "edit-hello", "sealed")?;
     system::installed(&hub, "edited", 1).await?;
-    // Writes up to the Job's completion are the install's own (the API server records
-    // their times in whole seconds); a person's edit comes later.
-    tokio::time::sleep(Duration::from_secs(2)).await;
 
     // A hand edit of the chart's ConfigMap on the edge.
     let edited = std::time::Instant::now();
@@ -511,7 +508,6 @@ async fn a_hand_edit_or_deletion_of_a_release_object_is_drift_and_repair_restore
         rendered(&edge, namespace, release).await?.map(|r| r.0) == Some("sealed".into()),
         "the sealed value is back"
     );
-    tokio::time::sleep(Duration::from_secs(2)).await;
 
     // A deletion of the chart's object.
     let deleted = Deleted {
@@ -554,6 +550,116 @@ async fn a_hand_edit_or_deletion_of_a_release_object_is_drift_and_repair_restore
     Ok(())
 }
 
+/// The name of the first runner Job of `namespace` that is complete and not in `seen`,
+/// polled every 10 ms: the moment an attempt ends, as near as the edge can tell.
+async fn next_completed_job(
+    jobs: &Api<Job>,
+    seen: &mut std::collections::BTreeSet<String>,
+) -> anyhow::Result<String> {
+    tokio::time::timeout(Duration::from_secs(180), async {
+        loop {
+            for job in jobs.list(&Default::default()).await?.items {
+                let name = job.metadata.name.clone().unwrap_or_default();
+                let complete = job
+                    .status
+                    .and_then(|s| s.conditions)
+                    .unwrap_or_default()
+                    .iter()
+                    .any(|c| c.type_ == "Complete" && c.status == "True");
+                if complete && seen.insert(name.clone()) {
+                    return Ok(name);
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .context("no new runner Job completed within 180 s")?
+}
+
+/// Order, not whole seconds, says whether an edit came after an attempt: a writer that
+/// answers the moment each attempt's Job completes (a controller fighting the chart) is
+/// seen every round, in the second the attempt ended too. The install's round is ordered
+/// by the second alone (the namespace's watch begins after it) and the repairs' by the
+/// edge's versions (the watch was there).
+#[tokio::test]
+async fn an_edit_in_the_second_an_attempt_ends_is_drift_every_round() -> anyhow::Result<()> {
+    let System { env, .. } = system().await?;
+    publish(env, "order-hello", "hello", &["0.1.0"]).await?;
+    let (hub, edge) = (env.hub_admin().await?, env.edge_admin().await?);
+    let alice = env.hub.kubeconfig(User::Alice);
+    let (namespace, release) = ("org-a-order-hello", "order-hello");
+    let configmap = format!("{release}-greeting");
+    let jobs: Api<Job> = Api::namespaced(edge.clone(), namespace);
+    let configmaps: Api<ConfigMap> = Api::namespaced(edge.clone(), namespace);
+    let fighter = PatchParams {
+        field_manager: Some("fighting-writer".into()),
+        ..Default::default()
+    };
+    let mut seen = std::collections::BTreeSet::new();
+    let mut same_second = 0;
+    plugin::run(
+        alice,
+        &[
+            "install",
+            "ordered",
+            "--recipe",
+            "order-hello",
+            "--edge",
+            installer::EDGE,
+            "--set",
+            "greeting=sealed",
+        ],
+    )?
+    .ok()?;
+    for attempt in 1..=4_i64 {
+        if attempt > 1 {
+            plugin::run(alice, &["repair", "ordered"])?.ok()?;
+        }
+        next_completed_job(&jobs, &mut seen).await?;
+        let patch = json!({"data": {"greeting": format!("fought-{attempt}")}});
+        let written = configmaps
+            .patch(&configmap, &fighter, &Patch::Merge(&patch))
+            .await?;
+        let edited_at = written
+            .metadata
+            .managed_fields
+            .iter()
+            .flatten()
+            .find(|entry| entry.manager.as_deref() == Some("fighting-writer"))
+            .and_then(|entry| entry.time.clone())
+            .context("the writer's managedFields entry")?;
+        let ws = wait_workspace(
+            &hub,
+            "org-a",
+            "ordered",
+            &format!("attempt {attempt} installed and the writer's edit named as drift"),
+            |ws| {
+                let status = status_of(ws);
+                status.attempt == Some(attempt)
+                    && has_condition(ws, "Drifted", "True", "ObjectChanged")
+                    && status.drift.as_ref().is_some_and(|d| {
+                        d.objects.iter().any(|o| {
+                            o.manager.as_deref() == Some("fighting-writer")
+                                && o.changed_at.as_ref() == Some(&edited_at)
+                        })
+                    })
+            },
+        )
+        .await?;
+        let finished = status_of(&ws).finished_at.context("status.finishedAt")?;
+        if finished.0.as_second() == edited_at.0.as_second() {
+            same_second += 1;
+        }
+    }
+    eprintln!("edits in the second their attempt ended: {same_second} of 4");
+    ensure!(
+        same_second > 0,
+        "no edit fell in its attempt's last second; the rounds proved nothing of it"
+    );
+    Ok(())
+}
+
 /// A chart's ServiceAccount is followed from the one watch of ServiceAccounts across the
 /// edge (ADR 43): a hand edit of it and its deletion are drift, named with the object,
 /// the field manager and the field; a Helm-made ServiceAccount of the same release name
@@ -589,7 +695,6 @@ async fn a_release_s_service_account_followed_across_the_edge_is_drift_when_edit
     let account = format!("{release}-identity");
     install_with_greeting(alice, "identity", "identity-hello", "sealed")?;
     system::installed(&hub, "identity", 1).await?;
-    tokio::time::sleep(Duration::from_secs(2)).await;
 
     // A ServiceAccount Helm would have made for the same release name, in a namespace
     // that is not the installer's, is made and deleted: not the release's, no drift.
@@ -650,7 +755,6 @@ async fn a_release_s_service_account_followed_across_the_edge_is_drift_when_edit
     );
     plugin::run(alice, &["repair", "identity", "--wait", "--timeout", "3m"])?.ok()?;
     system::installed(&hub, "identity", 2).await?;
-    tokio::time::sleep(Duration::from_secs(2)).await;
 
     // Its deletion, and repair brings it back.
     let deleted = Deleted {
@@ -751,7 +855,6 @@ async fn managed_fields_nobody_can_decode_hide_no_drift() -> anyhow::Result<()> 
     )?;
     env.runner.release(&job);
     system::installed(&hub, "deep", 1).await?;
-    tokio::time::sleep(Duration::from_secs(2)).await;
 
     // A hand edit beside the deep object is seen.
     providers_tests::kubectl::ok(
@@ -940,7 +1043,6 @@ async fn what_the_recipe_expects_is_not_drift_and_a_secret_edit_is() -> anyhow::
     })
     .await??;
     system::installed(&hub, "ruled", 1).await?;
-    tokio::time::sleep(Duration::from_secs(2)).await;
 
     // An HPA's write: replicas through the scale subresource, by the controller manager.
     Api::<Deployment>::namespaced(edge.clone(), namespace)
@@ -1081,21 +1183,51 @@ async fn automatic_repair_runs_once_and_stops_on_repeated_drift() -> anyhow::Res
     };
     install_with_greeting(alice, "healing", "healing-hello", "sealed")?;
     system::installed(&hub, "healing", 1).await?;
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    let jobs: Api<Job> = Api::namespaced(edge.clone(), namespace);
+    let mut seen = std::collections::BTreeSet::new();
+    next_completed_job(&jobs, &mut seen).await?;
 
     // A hand edit: repaired by attempt 2, alice's, without anyone asking.
     edit("by-hand")?;
-    let ws = system::installed(&hub, "healing", 2).await?;
+    next_completed_job(&jobs, &mut seen).await?;
+    let configmaps: Api<ConfigMap> = Api::namespaced(edge.clone(), namespace);
+    let repaired = configmaps.get(&configmap).await?;
+    // A writer fighting the chart puts its value back the moment the repair's Job ends:
+    // automatic repair stops within the quiet period and names it.
+    configmaps
+        .patch(
+            &configmap,
+            &PatchParams {
+                field_manager: Some("fighting-writer".into()),
+                ..Default::default()
+            },
+            &Patch::Merge(json!({"data": {"greeting": "fought"}})),
+        )
+        .await?;
+    ensure!(
+        repaired
+            .data
+            .as_ref()
+            .and_then(|d| d.get("greeting"))
+            .map(String::as_str)
+            == Some("sealed"),
+        "the repair put the sealed value back: {:?}",
+        repaired.data
+    );
+    let ws = wait_workspace(&hub, "org-a", "healing", "Stalled RepairLoop", |ws| {
+        has_condition(ws, "Stalled", "True", "RepairLoop")
+            && has_condition(ws, "Drifted", "True", "ObjectChanged")
+    })
+    .await?;
     let plan = &ws.spec.plan.as_ref().context("the plan")?.plan;
     ensure!(
-        plan.cause == Some(Cause::AutomaticRepair) && plan.owner.username == "alice",
-        "{:?} for {}",
+        plan.attempt == 2
+            && plan.cause == Some(Cause::AutomaticRepair)
+            && plan.owner.username == "alice",
+        "attempt {} {:?} for {}",
+        plan.attempt,
         plan.cause,
         plan.owner.username
-    );
-    ensure!(
-        rendered(&edge, namespace, release).await?.map(|r| r.0) == Some("sealed".into()),
-        "the sealed value is back"
     );
     ensure!(
         ws.metadata
@@ -1104,31 +1236,34 @@ async fn automatic_repair_runs_once_and_stops_on_repeated_drift() -> anyhow::Res
             .is_none_or(|a| !a.contains_key("providers.platform.dev/automatic-repair")),
         "the request is consumed, never stored"
     );
+    let drift = status_of(&ws).drift.context("status.drift")?;
+    ensure!(
+        drift
+            .objects
+            .iter()
+            .any(|o| o.manager.as_deref() == Some("fighting-writer")),
+        "the drift names the writer that fights: {drift:?}"
+    );
     let reasons = installer::event_reasons(&hub, &ws).await?;
     ensure!(
         reasons.iter().any(|r| r == "AutomaticRepairRequested"),
         "{reasons:?}"
     );
-    tokio::time::sleep(Duration::from_secs(2)).await;
-
-    // The same edit again within the quiet period: automatic repair stops and says so.
-    edit("by-hand-again")?;
-    let ws = wait_workspace(&hub, "org-a", "healing", "Stalled RepairLoop", |ws| {
-        has_condition(ws, "Stalled", "True", "RepairLoop")
-            && has_condition(ws, "Drifted", "True", "ObjectChanged")
-    })
-    .await?;
     let retry = ws.spec.retry;
-    // Well past the moment a repair would have been asked for: nothing was.
-    tokio::time::sleep(Duration::from_secs(5)).await;
-    let ws = installer::workspace(&hub, "org-a", "healing").await?;
+    // Nothing more is asked for, checked for a bound longer than the installer takes to
+    // ask (it asked for attempt 2 within a second or two of the first edit).
+    let until = std::time::Instant::now() + QUIET;
+    while std::time::Instant::now() < until {
+        let ws = installer::workspace(&hub, "org-a", "healing").await?;
+        ensure!(
+            ws.spec.plan.as_ref().map(|p| p.plan.attempt) == Some(2) && ws.spec.retry == retry,
+            "no third attempt: {:?}",
+            ws.spec.plan.as_ref().map(|p| p.plan.attempt)
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     ensure!(
-        ws.spec.plan.as_ref().map(|p| p.plan.attempt) == Some(2) && ws.spec.retry == retry,
-        "no third attempt: {:?}",
-        ws.spec.plan.as_ref().map(|p| p.plan.attempt)
-    );
-    ensure!(
-        rendered(&edge, namespace, release).await?.map(|r| r.0) == Some("by-hand-again".into()),
+        rendered(&edge, namespace, release).await?.map(|r| r.0) == Some("fought".into()),
         "not repaired in a loop"
     );
     let reasons = installer::event_reasons(&hub, &ws).await?;

@@ -341,6 +341,10 @@ pub struct WorkspaceStatus {
     /// When the attempt reached its result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finished_at: Option<Time>,
+    /// The Job's resourceVersion on the edge when its end was seen: an edit of the
+    /// release's objects written after it is drift, also within the second of `finishedAt`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_resource_version: Option<String>,
     /// Whether the attempt's runner identity has been revoked and its Job released.
     #[serde(default)]
     pub cleaned_up: bool,

@@ -222,6 +222,8 @@ impl<'a> DecisionDraft<'a> {
         let finished_at = finished_at.unwrap_or_else(|| self.now());
         self.status.job_result = Some(result);
         self.status.finished_at = Some(finished_at.clone());
+        // Set by whoever saw the Job end (`follow_job`); no other result has one.
+        self.status.finished_resource_version = None;
         self.status.cleaned_up = false;
         let message = failure.as_ref().map(|f| f.message.clone());
         if let Some(record) = self

@@ -21,6 +21,8 @@ use super::{
 
 pub use super::observed::ReleaseContent;
 
+/// Whether an edit came after the attempt: by the edge's order of writes.
+pub mod edit_order;
 /// Drift reasons: the Drifted condition's reason.
 pub mod reason;
 

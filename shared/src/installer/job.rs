@@ -94,6 +94,8 @@ impl DecisionDraft<'_> {
             }
             JobOutcome::Succeeded => {
                 self.record_result(JobResult::Succeeded, job.finished_at.clone(), None);
+                self.status.finished_resource_version =
+                    Some(job.object.resource_version.clone()).filter(|v| !v.is_empty());
                 self.record_installed();
                 self.event(Note::normal(
                     "JobSucceeded",

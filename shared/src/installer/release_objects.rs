@@ -11,6 +11,7 @@ use std::collections::BTreeSet;
 use k8s_openapi::{apimachinery::pkg::apis::meta::v1::ObjectMeta, jiff::Timestamp};
 
 use crate::api::ExecutionRule;
+use crate::installer::drift::edit_order::{EditVersions, version_number};
 
 /// The field manager helm writes with (server-side apply in helm 4, updates before it).
 pub const HELM_MANAGER: &str = "helm";
@@ -192,6 +193,9 @@ fn is_name(value: &str) -> bool {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ObjectTrace {
     pub uid: String,
+    /// The object's `resourceVersion` when it is a number: where its writes stand in the
+    /// edge's order (`drift::edit_order`).
+    pub version: Option<u64>,
     /// Annotated `providers.platform.dev/drift: ignore`.
     pub opted_out: bool,
     /// Writes of the object itself (not its status) by managers other than helm.
@@ -210,9 +214,18 @@ pub struct FieldEdit {
     pub fields: Vec<String>,
     /// Whether it owns more fields than `fields` names.
     pub more_fields: bool,
+    /// The object's versions that bound the write, as far as the installer saw them.
+    pub versions: EditVersions,
 }
 
-/// The trace of an object from its metadata. Writes of a subresource (`status`, `scale`
+/// The trace of an object's version from its metadata, each edit bounded by the versions
+/// of `previous` (the trace of the version seen before it, if any; see
+/// `drift::edit_order`).
+pub fn trace_after(meta: &ObjectMeta, previous: Option<&ObjectTrace>) -> ObjectTrace {
+    crate::installer::drift::edit_order::ordered(trace_of(meta), previous)
+}
+
+/// The trace of an object from its metadata, its edits not yet bounded by versions. Writes of a subresource (`status`, `scale`
 /// by a controller such as an HPA is still a write of `spec.replicas` through `scale`, so
 /// only `status` is left out) are not the object's configuration.
 pub fn trace_of(meta: &ObjectMeta) -> ObjectTrace {
@@ -247,11 +260,13 @@ pub fn trace_of(meta: &ObjectMeta) -> ObjectTrace {
                 time: entry.time.as_ref().map(|t| t.0),
                 fields,
                 more_fields,
+                versions: EditVersions::default(),
             }
         })
         .collect();
     ObjectTrace {
         uid: meta.uid.clone().unwrap_or_default(),
+        version: meta.resource_version.as_deref().and_then(version_number),
         opted_out,
         edits,
     }

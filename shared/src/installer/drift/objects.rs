@@ -5,7 +5,10 @@
 
 use crate::api::{Drift, DriftedObject, Plan};
 
-use super::reason;
+use super::{
+    edit_order::{AttemptEnd, version_number, written_after},
+    reason,
+};
 use crate::installer::{
     decision_draft::DecisionDraft,
     observed::ObjectSeen,
@@ -23,11 +26,19 @@ impl DecisionDraft<'_> {
         if followed.record_uid != record_uid {
             return None;
         }
-        // Writes up to the attempt's end (the Job's completion, on the edge's clock like the
-        // managed fields' times) are the release's own: controllers that annotate what helm
-        // made (a Deployment's revision) write before the Job completes, and a repair
-        // acknowledges what it could not take back.
-        let since = self.status.finished_at.as_ref().map(|f| f.0);
+        // Writes up to the attempt's end (the Job's completion) are the release's own:
+        // controllers that annotate what helm made (a Deployment's revision) write before
+        // the Job completes, and a repair acknowledges what it could not take back. The
+        // edge's order of writes says which came after, the seconds only what it cannot
+        // (rule `edits_are_ordered_by_version`).
+        let end = AttemptEnd {
+            at: self.status.finished_at.as_ref().map(|f| f.0),
+            version: self
+                .status
+                .finished_resource_version
+                .as_deref()
+                .and_then(version_number),
+        };
         let policy = plan.drift.clone().unwrap_or_default();
         let mut found: Vec<DriftedObject> = Vec::new();
         let mut more = 0;
@@ -40,10 +51,7 @@ impl DecisionDraft<'_> {
                     trace
                         .edits
                         .iter()
-                        .filter(|edit| match (since, edit.time) {
-                            (Some(since), Some(at)) => at > since,
-                            _ => true,
-                        })
+                        .filter(|edit| written_after(edit, end))
                         .filter(|edit| !policy.ignores_manager(&edit.manager))
                         .filter_map(|edit| {
                             // The fields the platform lets anyone write are not drift; an

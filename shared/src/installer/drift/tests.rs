@@ -263,6 +263,7 @@ mod objects {
     use super::*;
     use crate::installer::{
         ObjectSeen, ReleaseObjects,
+        drift::edit_order::EditVersions,
         release_objects::{FieldEdit, ObjectTrace, ReleaseObject},
     };
     use k8s_openapi::jiff::SignedDuration;
@@ -279,6 +280,7 @@ mod objects {
     fn edited(manager: &str, after_finish: i64) -> ObjectSeen {
         ObjectSeen::Present(ObjectTrace {
             uid: "cm1".into(),
+            version: None,
             opted_out: false,
             edits: vec![FieldEdit {
                 manager: manager.into(),
@@ -286,6 +288,7 @@ mod objects {
                 time: Some(now() + SignedDuration::from_secs(after_finish)),
                 fields: vec!["data.greeting".into()],
                 more_fields: false,
+                versions: Default::default(),
             }],
         })
     }
@@ -341,16 +344,64 @@ mod objects {
         assert_eq!(events, ["ReleaseDrifted"]);
     }
 
+    /// An edit `after_finish` seconds after the Job's end, seen first in the object's
+    /// version `first_seen`, absent in `absent_in`.
+    fn edited_in(
+        manager: &str,
+        after_finish: i64,
+        first_seen: Option<u64>,
+        absent_in: Option<u64>,
+    ) -> ObjectSeen {
+        let ObjectSeen::Present(mut trace) = edited(manager, after_finish) else {
+            unreachable!("edited is present")
+        };
+        trace.edits[0].versions = EditVersions {
+            first_seen,
+            absent_in,
+        };
+        ObjectSeen::Present(trace)
+    }
+
+    /// Installed by a Job whose end was seen at the edge's version 100.
+    fn installed_at_version_100() -> Workspace {
+        let mut ws = installed(left(1, "r1"));
+        if let Some(status) = ws.status.as_mut() {
+            status.finished_resource_version = Some("100".into());
+        }
+        ws
+    }
+
     #[test]
     fn writes_up_to_the_attempt_s_end_are_the_release_s_own() {
-        let ws = installed(left(1, "r1"));
-        // Up to the Job's completion (a controller annotating what helm made).
+        let ws = installed_at_version_100();
+        // Up to the Job's completion (a controller annotating what helm made), in the same
+        // second too: seen in a version before the Job's end.
+        for seconds in [-1, 0] {
+            let (status, _) = check_objects(
+                &ws,
+                edited_in("kube-controller-manager", seconds, Some(95), Some(90)),
+            );
+            assert!(status.drift.is_none(), "{seconds}");
+        }
         let (status, _) = check_objects(&ws, edited("kube-controller-manager", -1));
-        assert!(status.drift.is_none());
-        let (status, _) = check_objects(&ws, edited("kube-controller-manager", 0));
-        assert!(status.drift.is_none());
+        assert!(status.drift.is_none(), "unordered, a second before");
         let (status, _) = check_objects(&ws, edited("kubectl-patch", 1));
         assert!(status.drift.is_some(), "after the attempt finished: drift");
+    }
+
+    #[test]
+    fn an_edit_in_the_second_the_attempt_ended_is_drift_when_written_after_it() {
+        let ws = installed_at_version_100();
+        // The watch saw version 100 without it and 104 with it: written after the Job's end.
+        let (status, events) =
+            check_objects(&ws, edited_in("kubectl-patch", 0, Some(104), Some(100)));
+        let drift = status.drift.expect("an edit after the end, in its second");
+        assert_eq!(drift.objects[0].manager.as_deref(), Some("kubectl-patch"));
+        assert_eq!(events, ["ReleaseDrifted"]);
+        // Seen only in a list after the end, in the same second: it cannot be ordered, and
+        // is named rather than assumed the release's own.
+        let (status, _) = check_objects(&ws, edited_in("kubectl-patch", 0, Some(130), None));
+        assert!(status.drift.is_some(), "unordered, the same second");
     }
 
     #[test]

@@ -36,7 +36,7 @@ use kube::{
 };
 use providers_shared::installer::{
     ObjectSeen,
-    release_objects::{ObjectTrace, ReleaseObject, trace_of},
+    release_objects::{ObjectTrace, ReleaseObject, trace_after},
 };
 
 use super::{
@@ -289,8 +289,10 @@ impl Follower {
             watcher::Event::InitApply(object) => {
                 if self.is_release_object(&object.metadata) {
                     let name = self.key_of(&object.metadata);
-                    self.listing
-                        .insert(name.clone(), trace_of(&object.metadata));
+                    // Bounded by the version seen before the relist, when there was one.
+                    let trace =
+                        trace_after(&object.metadata, self.target.traces.locked().get(&name));
+                    self.listing.insert(name.clone(), trace);
                     self.remember_release(name, &object.metadata);
                 }
             }
@@ -306,10 +308,10 @@ impl Follower {
                 let name = self.key_of(&object.metadata);
                 let before = self.releases.remove(&name);
                 if self.is_release_object(&object.metadata) {
-                    self.target
-                        .traces
-                        .locked()
-                        .insert(name.clone(), trace_of(&object.metadata));
+                    let mut traces = self.target.traces.locked();
+                    let trace = trace_after(&object.metadata, traces.get(&name));
+                    traces.insert(name.clone(), trace);
+                    drop(traces);
                     self.remember_release(name, &object.metadata);
                 } else if self.target.traces.locked().remove(&name).is_none() {
                     // Not an object of a release, and never was: nothing to wake.
