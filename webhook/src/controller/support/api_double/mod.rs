@@ -30,15 +30,17 @@ use tower::{BoxError, Service};
 
 use crate::locks::Locked;
 
+mod answer;
 mod request;
 mod reviews;
 mod store;
 mod tests;
 
+use answer::Answer;
 pub use request::Key;
-use request::{Asked, Verb, asked};
+use request::{Asked, Verb, asked, line_of};
 use reviews::Reviewer;
-use store::{Answer, Store, selected};
+use store::{Store, selected};
 
 /// How the double fails once told to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -268,49 +270,6 @@ impl State {
             Verb::Delete => store.delete(key, &body),
             Verb::Discover => Answer::status(404, "NotFound", "not served"),
         }
-    }
-}
-
-/// The request's line in the log: verb, cluster, `resource/namespace/name`, subresource,
-/// and what tells one request of a kind from another where the path does not (a list's
-/// label selector, an Event's reason, what a SubjectAccessReview asks).
-fn line_of(cluster: &str, asked: &Asked, body: &Value) -> String {
-    let key = &asked.key;
-    let text = |pointer: &str| body.pointer(pointer).and_then(Value::as_str).unwrap_or("");
-    let mut path = key.plural.clone();
-    if asked.verb == Verb::Discover {
-        path = key.api.clone();
-    }
-    if !key.namespace.is_empty() {
-        path = format!("{path}/{}", key.namespace);
-    }
-    let name = match (asked.verb, key.plural.as_str()) {
-        // An Event's generated name says nothing; its reason does, below.
-        (Verb::Create, "events") => "",
-        (Verb::Create, _) if key.name.is_empty() => text("/metadata/name"),
-        _ => key.name.as_str(),
-    };
-    if !name.is_empty() {
-        path = format!("{path}/{name}");
-    }
-    let mut line = format!("{} {cluster} {path}", asked.verb.word());
-    if let Some(subresource) = &asked.subresource {
-        line = format!("{line} {subresource}");
-    }
-    let detail = match (asked.verb, key.plural.as_str()) {
-        (Verb::List | Verb::Watch, _) => asked.query.get("labelSelector").cloned(),
-        (Verb::Create, "events") => Some(text("/reason").to_owned()),
-        (Verb::Create, "subjectaccessreviews") => Some(format!(
-            "{} {}/{}",
-            text("/spec/resourceAttributes/verb"),
-            text("/spec/resourceAttributes/resource"),
-            text("/spec/resourceAttributes/name"),
-        )),
-        _ => None,
-    };
-    match detail {
-        Some(detail) if !detail.is_empty() => format!("{line} {detail}"),
-        _ => line,
     }
 }
 

@@ -4,8 +4,8 @@
 use serde_json::{Value, json};
 
 use super::{
+    answer::Answer,
     request::{Asked, Verb},
-    store::Answer,
 };
 
 /// What the reviews are answered with.

@@ -8,58 +8,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{Value, json};
 
-use super::request::Key;
-
-/// What the double answers: an HTTP code and a JSON body.
-pub struct Answer {
-    pub code: u16,
-    pub body: Value,
-}
-
-impl Answer {
-    pub fn ok(body: Value) -> Self {
-        Self { code: 200, body }
-    }
-
-    pub fn created(body: Value) -> Self {
-        Self { code: 201, body }
-    }
-
-    /// A `Status` as the API server gives it for a refusal.
-    pub fn status(code: u16, reason: &str, message: &str) -> Self {
-        Self {
-            code,
-            body: json!({
-                "kind": "Status",
-                "apiVersion": "v1",
-                "metadata": {},
-                "status": "Failure",
-                "message": message,
-                "reason": reason,
-                "code": code,
-            }),
-        }
-    }
-
-    fn not_found(key: &Key) -> Self {
-        Self::status(
-            404,
-            "NotFound",
-            &format!("{} \"{}\" not found", key.plural, key.name),
-        )
-    }
-
-    fn conflict(key: &Key, why: &str) -> Self {
-        Self::status(
-            409,
-            "Conflict",
-            &format!(
-                "Operation cannot be fulfilled on {} \"{}\": {why}",
-                key.plural, key.name
-            ),
-        )
-    }
-}
+use super::{answer::Answer, request::Key};
 
 /// The objects of one double, by where they live.
 #[derive(Default)]
