@@ -20,6 +20,9 @@ use providers_shared::installer::{
 mod cached;
 mod compact_meta;
 mod compact_store;
+// The caches fed by hand, for unit tests of whole passes.
+#[cfg(test)]
+pub mod fed;
 mod follow;
 pub mod grants;
 mod metadata_decode;

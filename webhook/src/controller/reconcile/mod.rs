@@ -9,3 +9,7 @@ pub mod pass_end;
 pub mod published_keys;
 pub mod workspace;
 pub mod workspace_memory;
+
+// Whole passes against in-memory API servers (`support::api_double`).
+#[cfg(test)]
+mod tests;

@@ -72,6 +72,13 @@ impl Keys {
             .map_err(|e| format!("{}: {e}", self.source))
     }
 
+    /// Reads the keys of `config_map` as the watch does when it lists it: for unit tests,
+    /// which run no watch.
+    #[cfg(test)]
+    pub fn read(&self, config_map: &ConfigMap) {
+        self.set(self.keyring_of(config_map));
+    }
+
     /// Follows the ConfigMap until the term ends; says so on `changed` after every change.
     pub async fn watch(self, api: Api<ConfigMap>, name: String, changed: UnboundedSender<()>) {
         let config = watcher::Config::default().fields(&format!("metadata.name={name}"));

@@ -2,6 +2,9 @@
 //! the error that ends a reconcile and the stops a step ends in, tasks, fault points, the own-writes overlay,
 //! and which edges this replica holds.
 
+// An in-memory API server that unit tests build real clients on.
+#[cfg(test)]
+pub mod api_double;
 pub mod config;
 pub mod error;
 pub mod event_recorder;
