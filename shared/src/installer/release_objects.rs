@@ -11,7 +11,6 @@ use std::collections::BTreeSet;
 use k8s_openapi::{apimachinery::pkg::apis::meta::v1::ObjectMeta, jiff::Timestamp};
 
 use crate::api::ExecutionRule;
-use crate::installer::drift::edit_order::{EditVersions, version_number};
 
 /// The field manager helm writes with (server-side apply in helm 4, updates before it).
 pub const HELM_MANAGER: &str = "helm";
@@ -218,14 +217,26 @@ pub struct FieldEdit {
     pub versions: EditVersions,
 }
 
-/// The trace of an object's version from its metadata, each edit bounded by the versions
-/// of `previous` (the trace of the version seen before it, if any; see
-/// `drift::edit_order`).
-pub fn trace_after(meta: &ObjectMeta, previous: Option<&ObjectTrace>) -> ObjectTrace {
-    crate::installer::drift::edit_order::ordered(trace_of(meta), previous)
+/// The versions of its object that bound one edit, as far as the installer saw them
+/// (`drift::edit_order` fills them in and reads them).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EditVersions {
+    /// The first version of the object seen with the edit as it is: it was written at or
+    /// before it. `None` when the object's version is not a number.
+    pub first_seen: Option<u64>,
+    /// The version of the object seen last without it: it was written after it. `None`
+    /// when the edit was there the first time the object was seen.
+    pub absent_in: Option<u64>,
 }
 
-/// The trace of an object from its metadata, its edits not yet bounded by versions. Writes of a subresource (`status`, `scale`
+/// The number an API server backed by etcd gives as `resourceVersion`; `None` for any
+/// other (an opaque version orders nothing).
+pub fn version_number(resource_version: &str) -> Option<u64> {
+    resource_version.parse().ok()
+}
+
+/// The trace of an object from its metadata, its edits not yet bounded by versions
+/// (`drift::edit_order::ordered` bounds them). Writes of a subresource (`status`, `scale`
 /// by a controller such as an HPA is still a write of `spec.replicas` through `scale`, so
 /// only `status` is left out) are not the object's configuration.
 pub fn trace_of(meta: &ObjectMeta) -> ObjectTrace {

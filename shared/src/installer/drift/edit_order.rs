@@ -14,20 +14,10 @@
 //! that nothing orders counts as after it: drift named is repaired or explained, while
 //! drift assumed away stays unseen for good.
 
-use k8s_openapi::jiff::Timestamp;
+use k8s_openapi::{apimachinery::pkg::apis::meta::v1::ObjectMeta, jiff::Timestamp};
 
-use crate::installer::release_objects::{FieldEdit, ObjectTrace};
-
-/// The versions of its object that bound one edit, as far as the installer saw them.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct EditVersions {
-    /// The first version of the object seen with the edit as it is: it was written at or
-    /// before it. `None` when the object's version is not a number.
-    pub first_seen: Option<u64>,
-    /// The version of the object seen last without it: it was written after it. `None`
-    /// when the edit was there the first time the object was seen.
-    pub absent_in: Option<u64>,
-}
+pub use crate::installer::release_objects::{EditVersions, version_number};
+use crate::installer::release_objects::{FieldEdit, ObjectTrace, trace_of};
 
 /// The end of an attempt, as its Workspace recorded it.
 #[derive(Clone, Copy, Debug, Default)]
@@ -36,12 +26,6 @@ pub struct AttemptEnd {
     pub at: Option<Timestamp>,
     /// The Job's resourceVersion when its end was seen.
     pub version: Option<u64>,
-}
-
-/// The number an API server backed by etcd gives as `resourceVersion`; `None` for any
-/// other (an opaque version orders nothing).
-pub fn version_number(resource_version: &str) -> Option<u64> {
-    resource_version.parse().ok()
 }
 
 /// Whether `edit` was written after the attempt ended.
@@ -60,6 +44,12 @@ pub fn written_after(edit: &FieldEdit, end: AttemptEnd) -> bool {
         (Some(ended), Some(at)) => at >= ended,
         _ => true,
     }
+}
+
+/// The trace of an object's version from its metadata, each edit bounded by the versions
+/// of `previous` (the trace of the version seen before it, if any).
+pub fn trace_after(meta: &ObjectMeta, previous: Option<&ObjectTrace>) -> ObjectTrace {
+    ordered(trace_of(meta), previous)
 }
 
 /// `now`, the trace of an object's newest version, with the versions of each edit carried

@@ -36,7 +36,8 @@ use kube::{
 };
 use providers_shared::installer::{
     ObjectSeen,
-    release_objects::{ObjectTrace, ReleaseObject, trace_after},
+    drift::edit_order::trace_after,
+    release_objects::{ObjectTrace, ReleaseObject},
 };
 
 use super::{
