@@ -130,14 +130,14 @@ impl DecisionDraft<'_> {
         self.failure = None;
     }
 
-    /// The sealed attempt, recorded: follow its Job, or prepare it.
+    /// The sealed attempt, recorded: track its Job, or prepare it.
     pub(super) fn run_attempt(&mut self, plan: &Plan) -> Next {
         let remote = match self.unfinished("start the attempt") {
             Ok(remote) => remote,
             Err(next) => return next,
         };
         if let Some(job) = &remote.job {
-            return self.follow_job(job);
+            return self.track_job(job);
         }
         if self.status.job_uid.is_some() {
             return self.job_lost();
@@ -163,7 +163,7 @@ impl DecisionDraft<'_> {
             Err(next) => return next,
         };
         if let Some(job) = &remote.job {
-            let next = self.follow_job(job);
+            let next = self.track_job(job);
             if self.status.job_result.is_none() {
                 self.activity = Activity::busy(
                     reason::WAITING_FOR_PREVIOUS_ATTEMPT,

@@ -87,8 +87,8 @@ async fn sweep(
                 .and_then(|at| at.parse().ok())
                 .or(meta.creation_timestamp.as_ref().map(|t| t.0)),
         };
-        let followed = workspaces.get(&ObjectRef::new(&stored.workspace).within(&namespace));
-        let delete = match verdict(&stored, followed.as_deref(), now, ctx.grace) {
+        let cached = workspaces.get(&ObjectRef::new(&stored.workspace).within(&namespace));
+        let delete = match verdict(&stored, cached.as_deref(), now, ctx.grace) {
             Verdict::Keep => false,
             Verdict::Delete => true,
             Verdict::DeleteUnlessOwnerExists => {

@@ -42,7 +42,7 @@ use providers_shared::installer::{
 use super::{
     metadata_watch::{Collection, Lists, metadata_watch},
     stream_pool::Leased,
-    wake::{ReleaseFollowers, WakeWorkspace, wake_release},
+    wake::{ReleaseWorkspaces, WakeWorkspace, wake_release},
 };
 use crate::{
     controller::{edge_watch::grants as edge_grants, support::task::Task},
@@ -129,13 +129,18 @@ impl FollowWatch {
         lists: Lists,
         scope: Scope,
         resource: &ApiResource,
-        followed: ReleaseFollowers,
+        release_workspaces: ReleaseWorkspaces,
         wake: WakeWorkspace,
     ) -> Self {
         let client = stream.client.clone();
         let url = DynamicObject::url_path(resource, scope.namespace());
-        let (mut watch, mut follower) =
-            Self::fed(scope, &resource.kind, Selected::ByHelmLabel, followed, wake);
+        let (mut watch, mut follower) = Self::fed(
+            scope,
+            &resource.kind,
+            Selected::ByHelmLabel,
+            release_workspaces,
+            wake,
+        );
         let task = Task::spawn(async move {
             loop {
                 let collection = Collection {
@@ -161,7 +166,7 @@ impl FollowWatch {
         scope: Scope,
         kind: &str,
         selected: Selected,
-        followed: ReleaseFollowers,
+        release_workspaces: ReleaseWorkspaces,
         wake: WakeWorkspace,
     ) -> (Self, Follower) {
         let watch = Self {
@@ -178,7 +183,7 @@ impl FollowWatch {
                 traces: watch.traces.clone(),
                 listed: watch.listed.clone(),
                 refused: watch.refused.clone(),
-                followed,
+                release_workspaces,
                 wake,
             },
             selected,
@@ -240,21 +245,21 @@ struct Target {
     traces: Arc<Mutex<HashMap<String, ObjectTrace>>>,
     listed: Arc<Synced>,
     refused: Arc<AtomicBool>,
-    followed: ReleaseFollowers,
+    release_workspaces: ReleaseWorkspaces,
     wake: WakeWorkspace,
 }
 
 impl Target {
-    /// Wakes the Workspace of `release` in `namespace`, if one follows it.
+    /// Wakes the Workspace of `release` in `namespace`, if it has one.
     fn wake_release(&self, namespace: &str, release: &str) {
-        wake_release(&self.followed, &self.wake, namespace, release);
+        wake_release(&self.release_workspaces, &self.wake, namespace, release);
     }
 
-    /// Wakes every followed release the watch sees (after a relist: anything may have
+    /// Wakes the Workspace of every installed release the watch sees (after a relist: anything may have
     /// changed while the watch was away).
     fn wake_all(&self) {
         let owners: Vec<String> = self
-            .followed
+            .release_workspaces
             .locked()
             .iter()
             .filter(|((namespace, _), _)| {
@@ -469,8 +474,8 @@ mod tests {
 
     fn fed() -> (FollowWatch, Follower, Arc<AtomicUsize>) {
         let woken = Arc::new(AtomicUsize::new(0));
-        let followed: ReleaseFollowers = Arc::default();
-        followed
+        let release_workspaces: ReleaseWorkspaces = Arc::default();
+        release_workspaces
             .locked()
             .insert(("team-a".into(), "hello".into()), "team-a/hello".into());
         let counter = woken.clone();
@@ -481,7 +486,7 @@ mod tests {
             Scope::Namespace("team-a"),
             "Secret",
             Selected::All,
-            followed,
+            release_workspaces,
             wake,
         );
         (watch, follower, woken)
@@ -509,11 +514,11 @@ mod tests {
     #[test]
     fn a_kind_followed_across_the_edge_shows_each_namespace_its_own_objects() {
         let woken: Arc<Mutex<Vec<String>>> = Arc::default();
-        let followed: ReleaseFollowers = Arc::default();
-        followed
+        let release_workspaces: ReleaseWorkspaces = Arc::default();
+        release_workspaces
             .locked()
             .insert(("team-a".into(), "hello".into()), "org/a".into());
-        followed
+        release_workspaces
             .locked()
             .insert(("team-b".into(), "hello".into()), "org/b".into());
         let seen_wakes = woken.clone();
@@ -525,7 +530,7 @@ mod tests {
             Scope::AcrossTheEdge(ours),
             "ServiceAccount",
             Selected::ByHelmLabel,
-            followed,
+            release_workspaces,
             wake,
         );
         let (a, b) = (across.view("team-a"), across.view("team-b"));
@@ -561,7 +566,7 @@ mod tests {
         assert_eq!(
             after_list,
             ["org/a", "org/b"],
-            "a list wakes every followed release"
+            "a list wakes every installed release's Workspace"
         );
 
         woken.locked().clear();
@@ -625,9 +630,9 @@ mod tests {
     #[test]
     fn a_release_name_longer_than_helm_allows_is_no_release() {
         let woken: Arc<Mutex<Vec<String>>> = Arc::default();
-        let followed: ReleaseFollowers = Arc::default();
+        let release_workspaces: ReleaseWorkspaces = Arc::default();
         let long = "r".repeat(MAX_RELEASE_NAME + 1);
-        followed
+        release_workspaces
             .locked()
             .insert(("team-a".into(), long.clone()), "org/a".into());
         let seen_wakes = woken.clone();
@@ -638,7 +643,7 @@ mod tests {
             Scope::Namespace("team-a"),
             "ServiceAccount",
             Selected::ByHelmLabel,
-            followed,
+            release_workspaces,
             wake,
         );
         follower.on_event(&watcher::Event::Apply(service_account(

@@ -63,7 +63,7 @@ impl Default for Lists {
     }
 }
 
-/// The objects one watch follows: a collection and an optional label selector.
+/// The objects one watch brings: a collection and an optional label selector.
 pub(super) struct Collection {
     /// The collection's path, e.g. `/api/v1/namespaces/team-a/secrets`.
     pub(super) url: String,

@@ -43,7 +43,7 @@ use own_edge_writes::{OwnEdgeWrites, OwnWriteSays, WrittenObject};
 use release_objects::ReleaseObjects;
 pub use sync::SYNC_TIMEOUT;
 use sync::WatchesListed;
-use wake::ReleaseFollowers;
+use wake::ReleaseWorkspaces;
 
 use crate::controller::support::unreachable::Reachability;
 use crate::locks::Locked;
@@ -61,7 +61,7 @@ pub struct EdgeCache {
     own: OwnEdgeWrites,
     /// The installed releases watched for drift: `(namespace, release)` → the Workspace
     /// (`<org>/<name>`) a change of their records wakes.
-    followed: ReleaseFollowers,
+    release_workspaces: ReleaseWorkspaces,
     /// Why the edge's API is thought unreachable: a watch failed or a write got no
     /// answer, and nothing has answered since. The caches then hold what was last seen,
     /// which no decision should act on.
@@ -315,11 +315,11 @@ impl EdgeCache {
     }
 
     /// Wakes `workspace` when the records of `release` in `namespace` change.
-    pub fn follow_release(&self, namespace: &str, release: &str, workspace: &str) {
-        let mut followed = self.followed.locked();
+    pub fn wake_on_release(&self, namespace: &str, release: &str, workspace: &str) {
+        let mut release_workspaces = self.release_workspaces.locked();
         let key = (namespace.to_owned(), release.to_owned());
-        if followed.get(&key).map(String::as_str) != Some(workspace) {
-            followed.insert(key, workspace.to_owned());
+        if release_workspaces.get(&key).map(String::as_str) != Some(workspace) {
+            release_workspaces.insert(key, workspace.to_owned());
         }
     }
 }

@@ -32,7 +32,7 @@ use super::{
     metadata_watch::{Collection, Lists, metadata_watch},
     stream_pool::{Leased, StreamPool},
     sync::SYNC_TIMEOUT,
-    wake::{ReleaseFollowers, WakeWorkspace, wake_release},
+    wake::{ReleaseWorkspaces, WakeWorkspace, wake_release},
 };
 use crate::{
     controller::{edge_watch::grants as edge_grants, support::task::Task},
@@ -53,7 +53,7 @@ pub(super) struct NamespaceWatches {
     streams: Option<StreamPool>,
     /// The permits for this edge's initial lists, shared by every watch of it.
     lists: Lists,
-    followed: ReleaseFollowers,
+    release_workspaces: ReleaseWorkspaces,
     wake: WakeWorkspace,
     entries: Mutex<HashMap<String, Arc<NamespaceEntry>>>,
     /// The follows of the kinds watched across the edge (`follow::CLUSTER_FOLLOWED`), by
@@ -97,14 +97,14 @@ fn secret_store() -> (
 impl NamespaceWatches {
     pub(super) fn new(
         streams: Option<StreamPool>,
-        followed: ReleaseFollowers,
+        release_workspaces: ReleaseWorkspaces,
         wake: WakeWorkspace,
         installer_namespaces: InstallerNamespaces,
     ) -> Self {
         Self {
             streams,
             lists: Lists::default(),
-            followed,
+            release_workspaces,
             wake,
             entries: Mutex::new(HashMap::new()),
             across: Mutex::new(HashMap::new()),
@@ -146,7 +146,7 @@ impl NamespaceWatches {
                     namespace: namespace.to_owned(),
                 },
                 listed.clone(),
-                wake_follower(self.followed.clone(), self.wake.clone()),
+                wake_on_records(self.release_workspaces.clone(), self.wake.clone()),
             ))
         });
         entries.insert(
@@ -168,7 +168,7 @@ impl NamespaceWatches {
             Scope::Namespace(namespace),
             "Secret",
             Selected::All,
-            self.followed.clone(),
+            self.release_workspaces.clone(),
             self.wake.clone(),
         )
     }
@@ -244,7 +244,7 @@ impl NamespaceWatches {
                 self.lists.clone(),
                 Scope::Namespace(namespace),
                 resource,
-                self.followed.clone(),
+                self.release_workspaces.clone(),
                 self.wake.clone(),
             ))
         };
@@ -274,7 +274,7 @@ impl NamespaceWatches {
             self.lists.clone(),
             Scope::AcrossTheEdge(self.installer_namespaces.clone()),
             resource,
-            self.followed.clone(),
+            self.release_workspaces.clone(),
             self.wake.clone(),
         ));
         across.insert(kind.clone(), watch.clone());
@@ -405,8 +405,8 @@ async fn drive<S>(
 
 /// A change of an installed release's records (an upgrade, rollback or uninstall made
 /// outside the installer) wakes its Workspace, which checks it for drift at once.
-fn wake_follower(
-    followed: ReleaseFollowers,
+fn wake_on_records(
+    release_workspaces: ReleaseWorkspaces,
     wake: WakeWorkspace,
 ) -> impl FnMut(&watcher::Event<PartialObjectMeta<Secret>>) + Send + 'static {
     move |event| {
@@ -418,7 +418,7 @@ fn wake_follower(
             return;
         }
         wake_release(
-            &followed,
+            &release_workspaces,
             &wake,
             record.metadata.namespace.as_deref().unwrap_or_default(),
             record

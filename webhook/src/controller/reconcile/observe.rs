@@ -286,7 +286,7 @@ async fn read_installed(
         return Ok(Remote::default());
     };
     let status = workspace.status.clone().unwrap_or_default();
-    reads.cache.follow_release(
+    reads.cache.wake_on_release(
         ns,
         release,
         &installer::names::workspace_key(
