@@ -186,7 +186,7 @@ pub struct ControllerArgs {
     #[arg(long, default_value_t = 60)]
     pub edge_probe_max_backoff: u64,
     /// How often each Ready edge is swept for objects of Workspaces gone from the hub
-    /// without their cleanup, in seconds (also once at the start of every leader term).
+    /// without their cleanup, in seconds (also once at the start of the replica's run).
     #[arg(long, default_value_t = 600)]
     pub orphan_sweep_interval: u64,
     /// How often the hub is swept for PlanValues no plan refers to any more, in seconds

@@ -30,7 +30,7 @@ impl Synced {
         }
     }
 
-    /// A new watch starts in its place (a leader's next term): not listed yet.
+    /// A new watch starts in its place (a new run of the replica): not listed yet.
     pub fn clear(&self) {
         self.set.store(false, Ordering::Release);
     }

@@ -33,7 +33,7 @@ pub struct ValuesSweepHandles<'a> {
 }
 
 impl<'a> ValuesSweepHandles<'a> {
-    /// The handles of a term's context; `workspaces_listed` says when its Workspace cache
+    /// The handles of the replica's context; `workspaces_listed` says when its Workspace cache
     /// has its first list.
     pub fn of(ctx: &'a Context, workspaces_listed: &'a Synced) -> Self {
         Self {

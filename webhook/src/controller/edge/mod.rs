@@ -34,7 +34,7 @@ use probe::probe_loop;
 use reconcile_trigger::ReconcileTrigger;
 pub use registry::{EdgeView, Edges};
 
-/// Watches the Edges until the term ends. Only the edges whose Lease this replica holds
+/// Watches the Edges until the replica's run ends. Only the edges whose Lease this replica holds
 /// are worked; others start and stop as their Leases come and go.
 pub async fn run(
     ctx: Arc<EdgeHandles>,

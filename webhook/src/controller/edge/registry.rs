@@ -1,4 +1,4 @@
-//! The edges known in a leader's term, as decisions and `/readyz` see them.
+//! The edges known to this replica, as decisions and `/readyz` see them.
 
 use std::{
     collections::{HashMap, HashSet},
@@ -30,7 +30,7 @@ pub struct EdgeView {
     pub cache: Option<EdgeCache>,
 }
 
-/// The edges known in this term.
+/// The edges known to this replica.
 #[derive(Clone, Default)]
 pub struct Edges {
     inner: Arc<RwLock<Registry>>,
@@ -76,7 +76,7 @@ impl Edges {
             .collect()
     }
 
-    /// Forgets everything: a new term probes afresh.
+    /// Forgets everything: a new run probes afresh.
     pub fn reset(&self) {
         self.listed.clear();
         *self.inner.write_locked() = Registry::default();

@@ -1,5 +1,5 @@
 //! What every part of the controller shares: its typed configuration and the handles of a
-//! term (clients, metrics, caches, shards). What it remembers of each Workspace between
+//! replica's run (clients, metrics, caches, shards). What it remembers of each Workspace between
 //! reconciles is `workspace_memory`, the reconciles' own.
 
 use std::sync::Arc;

@@ -58,7 +58,7 @@ pub async fn reconcile(cached: Arc<Workspace>, reconciler: Arc<Reconciler>) -> R
         let ctx = &reconciler.ctx;
         let started = Instant::now();
         let result = {
-            // Counted down when the reconcile ends or is dropped with its term.
+            // Counted down when the reconcile ends or is dropped with the replica's run.
             let _in_flight = InFlight::new(&ctx.metrics.reconciles_in_flight);
             passes(&cached, ctx, &reconciler.memory).await
         };

@@ -1,6 +1,6 @@
-//! What a replica's term runs: the Workspace controller with its watches (the sealing
-//! keys, the edges), and the hub-wide duties while it holds the leader Lease. Everything
-//! it starts is dropped with the term.
+//! What a replica runs: the Workspace controller with its watches (the sealing keys, the
+//! edges), and the hub-wide duties during each term of the leader Lease. Everything it
+//! starts is dropped when the run ends.
 
 use std::sync::Arc;
 
@@ -92,9 +92,10 @@ pub async fn run(ctx: Arc<Context>, readiness: Arc<ControllerReadiness>) -> anyh
     Ok(())
 }
 
-/// Every replica runs a term, and the leader Lease only elects who runs the hub-wide
-/// duties (the PlanValues sweep, the Workspaces of edges that do not exist, and the count
-/// of edges without an owner, which `shards::run` takes while this replica leads).
+/// Every replica runs the Workspace controller; the leader Lease only elects who runs the
+/// hub-wide duties, one term at a time (the PlanValues sweep, the Workspaces of edges that
+/// do not exist, and the count of edges without an owner, which `shards::run` takes while
+/// this replica leads).
 async fn lead_hub_duties(
     ctx: Arc<Context>,
     readiness: Arc<ControllerReadiness>,
