@@ -23,7 +23,7 @@ use providers_shared::{
     admission::{Denial, Operation, Request, binding_of, validate::validate},
     api::{ValueField, ValueType, Workspace},
     installer::{
-        Action, Authorization, Decision, EdgeRoute, EdgeState, Observed, Remote, SealCheck,
+        Action, Authorization, Decision, EdgeObjects, EdgeRoute, EdgeState, Observed, SealCheck,
         Settings, ValuesCheck, conditions, decide,
     },
     seal::{Keyring, Sealer},
@@ -117,7 +117,7 @@ enum Keys {
 struct Surroundings {
     keys: Keys,
     edge: u8,
-    remote: bool,
+    edge_objects: bool,
     authorization: u8,
     values: u8,
 }
@@ -131,10 +131,10 @@ fn surroundings() -> impl Strategy<Value = Surroundings> {
         0u8..10,
         0u8..8,
     )
-        .prop_map(|(keys, edge, remote, authorization, values)| Surroundings {
+        .prop_map(|(keys, edge, edge_objects, authorization, values)| Surroundings {
             keys,
             edge,
-            remote,
+            edge_objects,
             authorization,
             values,
         })
@@ -261,7 +261,7 @@ fn observed<'a>(workspace: &'a Workspace, around: &Surroundings) -> Observed<'a>
             3 => EdgeState::Unreachable("connection refused".into()),
             _ => EdgeState::Ready(route),
         },
-        remote: around.remote.then(Remote::default),
+        edge_objects: around.edge_objects.then(EdgeObjects::default),
         hub: None,
         authorization: match around.authorization {
             0 => Authorization::NotAsked,

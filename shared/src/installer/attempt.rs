@@ -7,7 +7,7 @@ use super::{
     attempt_reads::Recorded,
     conditions::{Activity, Failure, reason},
     decision_draft::DecisionDraft,
-    observed::{EdgeState, Remote, SealCheck},
+    observed::{EdgeObjects, EdgeState, SealCheck},
 };
 
 /// Whether a sealed plan may start a new attempt.
@@ -132,22 +132,22 @@ impl DecisionDraft<'_> {
 
     /// The sealed attempt, recorded: track its Job, or prepare it.
     pub(super) fn run_attempt(&mut self, plan: &Plan) -> Next {
-        let remote = match self.unfinished("start the attempt") {
-            Ok(remote) => remote,
+        let edge_objects = match self.unfinished("start the attempt") {
+            Ok(edge_objects) => edge_objects,
             Err(next) => return next,
         };
-        if let Some(job) = &remote.job {
+        if let Some(job) = &edge_objects.job {
             return self.track_job(job);
         }
         if self.status.job_uid.is_some() {
             return self.job_lost();
         }
-        self.prepare(plan, &remote)
+        self.prepare(plan, &edge_objects)
     }
 
     /// The edge objects, to go on `doing` the recorded attempt while its result is not
     /// recorded; once it is, the cleanup's next step, or else when to look again.
-    fn unfinished(&mut self, doing: &str) -> Result<Remote, Next> {
+    fn unfinished(&mut self, doing: &str) -> Result<EdgeObjects, Next> {
         if self.status.job_result.is_some() {
             return Err(self.cleanup());
         }
@@ -158,11 +158,11 @@ impl DecisionDraft<'_> {
     /// attempt is unfinished. Its Job runs to its end and is cleaned up; an attempt that
     /// never got a Job is superseded.
     pub(super) fn finish_older(&mut self, older: &Recorded, newer: i64) -> Next {
-        let remote = match self.unfinished("finish the previous attempt") {
-            Ok(remote) => remote,
+        let edge_objects = match self.unfinished("finish the previous attempt") {
+            Ok(edge_objects) => edge_objects,
             Err(next) => return next,
         };
-        if let Some(job) = &remote.job {
+        if let Some(job) = &edge_objects.job {
             let next = self.track_job(job);
             if self.status.job_result.is_none() {
                 self.activity = Activity::busy(

@@ -10,7 +10,7 @@ use super::{
     action::{Action, Decision, Deletion, Kind, Next, Note},
     conditions::{self, Activity, Failure, reason},
     names,
-    observed::{EdgeState, Observed, Remote},
+    observed::{EdgeObjects, EdgeState, Observed},
     settings::Settings,
 };
 
@@ -165,7 +165,7 @@ impl<'a> DecisionDraft<'a> {
 
     /// The edge objects when the edge is Ready; otherwise says why the Workspace waits and
     /// when to look again.
-    pub fn reachable(&mut self, doing: &str) -> Result<Remote, Next> {
+    pub fn reachable(&mut self, doing: &str) -> Result<EdgeObjects, Next> {
         let edge = self.edge_name();
         match &self.observed.edge {
             EdgeState::Ready(route) => {
@@ -175,7 +175,7 @@ impl<'a> DecisionDraft<'a> {
                     target.server = Some(route.server.clone());
                 }
                 // A Ready edge whose objects were not read: read them and decide again.
-                self.observed.remote.clone().ok_or(Next::Continue)
+                self.observed.edge_objects.clone().ok_or(Next::Continue)
             }
             EdgeState::Missing => {
                 self.activity = Activity::idle(

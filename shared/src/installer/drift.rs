@@ -71,11 +71,11 @@ impl DecisionDraft<'_> {
         };
         let next = next_check(self.uid(), self.settings().drift_interval_seconds);
         // An edge that cannot be read is judged later, not now.
-        let Some(remote) = self.observed().remote.clone() else {
+        let Some(edge_objects) = self.observed().edge_objects.clone() else {
             return next;
         };
         let plan = &sealed.plan;
-        let newest = remote.release.as_ref();
+        let newest = edge_objects.release.as_ref();
         if let Some(record) = newest
             && record.is_transient()
             && self.recently_changed(record)
@@ -159,7 +159,7 @@ impl DecisionDraft<'_> {
                     .drift
                     .as_ref()
                     .is_some_and(|d| d.record_uid.as_deref() == Some(record.uid.as_str()));
-                let content = match &remote.release_content {
+                let content = match &edge_objects.release_content {
                     Some(content) => describe(content, plan, self.checked_values(plan)),
                     // Described already, when this revision was first found.
                     None if described => return next,
@@ -260,7 +260,7 @@ impl DecisionDraft<'_> {
         self.status.drift = None;
         self.status.release = self
             .observed()
-            .remote
+            .edge_objects
             .as_ref()
             .and_then(|r| r.release.as_ref())
             .filter(|r| r.status == "deployed" && self.made_by_attempt(r))

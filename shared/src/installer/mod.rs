@@ -58,8 +58,8 @@ pub use action::{
 pub use attempt_reads::{AttemptReads, attempt_reads};
 pub use decide::decide;
 pub use observed::{
-    Authorization, EdgeRoute, EdgeState, HubObjects, JobOutcome, JobState, NamespaceState,
-    ObjectSeen, ObjectState, Observed, ReleaseObjects, ReleaseRevision, Remote, RunnerPod,
+    Authorization, EdgeObjects, EdgeRoute, EdgeState, HubObjects, JobOutcome, JobState,
+    NamespaceState, ObjectSeen, ObjectState, Observed, ReleaseObjects, ReleaseRevision, RunnerPod,
     SealCheck, ValuesCheck, job_state, newest_revision, runner_pod, state_of,
 };
 pub use settings::{DEFAULT_HELM_IMAGE, KEPT_PLANS_BYTES, Settings};

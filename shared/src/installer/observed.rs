@@ -25,7 +25,7 @@ pub struct Observed<'a> {
     pub edge: EdgeState,
     /// The attempt's objects on the edge; `None` when they were not read (the edge is not
     /// Ready, or nothing on it is needed).
-    pub remote: Option<Remote>,
+    pub edge_objects: Option<EdgeObjects>,
     /// The provider's runtime credential objects on the hub; `None` when not read.
     pub hub: Option<HubObjects>,
     /// RBAC's answer for the plan's owner on the plan's edge, asked again before the
@@ -168,7 +168,7 @@ pub struct EdgeRoute {
 
 /// The attempt's objects on the edge, each `None` when absent.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Remote {
+pub struct EdgeObjects {
     pub namespace: Option<NamespaceState>,
     pub service_account: Option<ObjectState>,
     pub role: Option<ObjectState>,
@@ -210,7 +210,7 @@ pub enum ObjectSeen {
     Present(super::release_objects::ObjectTrace),
 }
 
-impl Remote {
+impl EdgeObjects {
     /// The runner's ServiceAccount, Role and RoleBinding and the values Secret of the
     /// attempt `names` are derived for: their kinds, what was observed of them, and names.
     pub fn runner_objects<'a>(

@@ -14,8 +14,8 @@ use kube::{Api, Client, api::ListParams};
 use providers_shared::{
     api::{Plan, PlanValues, Workspace},
     installer::{
-        self, AttemptReads, Authorization, EdgeState, HubObjects, JobOutcome, Kind, Observed,
-        Remote, SealCheck, ValuesCheck, drift, names::CredentialNames, state_of,
+        self, AttemptReads, Authorization, EdgeObjects, EdgeState, HubObjects, JobOutcome, Kind,
+        Observed, SealCheck, ValuesCheck, drift, names::CredentialNames, state_of,
     },
     plan_values::{self, Source},
 };
@@ -38,7 +38,7 @@ pub struct Observation {
     pub seal: SealCheck,
     pub edge_name: String,
     pub edge: EdgeState,
-    pub remote: Option<Remote>,
+    pub edge_objects: Option<EdgeObjects>,
     pub hub: Option<HubObjects>,
     pub authorization: Authorization,
     pub values: ValuesCheck,
@@ -51,7 +51,7 @@ impl Observation {
             workspace: &self.workspace,
             seal: self.seal.clone(),
             edge: self.edge.clone(),
-            remote: self.remote.clone(),
+            edge_objects: self.edge_objects.clone(),
             hub: self.hub.clone(),
             authorization: self.authorization.clone(),
             values: self.values.clone(),
@@ -95,7 +95,7 @@ pub async fn observe(
     let edge_name = edge_of(&workspace);
     let mut edge = view.state.clone();
     let (client, cache) = (view.client.as_ref(), view.cache.as_ref());
-    let mut remote = None;
+    let mut edge_objects = None;
     if let (Some(attempt_reads), EdgeState::Ready(_), Some(client), Some(cache)) =
         (&attempt_reads, &edge, client, cache)
     {
@@ -107,8 +107,8 @@ pub async fn observe(
                 client,
                 cache,
             };
-            match read_remote(&reads, attempt_reads, &workspace).await {
-                Ok(objects) => remote = Some(objects),
+            match read_edge_objects(&reads, attempt_reads, &workspace).await {
+                Ok(objects) => edge_objects = Some(objects),
                 Err(Stop::EdgeDown { message, .. }) => edge = EdgeState::Unreachable(message),
                 Err(other) => return Err(other),
             }
@@ -127,7 +127,9 @@ pub async fn observe(
     };
     // Read while the attempt prepares, and to name what a release made outside the
     // installer changed in them.
-    let described = remote.as_ref().is_some_and(|r| r.release_content.is_some());
+    let described = edge_objects
+        .as_ref()
+        .is_some_and(|r| r.release_content.is_some());
     let values = match workspace.spec.plan.as_ref() {
         Some(sealed) if attempt_reads.as_ref().is_some_and(|f| f.values.is_some()) || described => {
             read_values(ctx.hub, &workspace, &sealed.plan).await
@@ -139,7 +141,7 @@ pub async fn observe(
         seal,
         edge_name,
         edge,
-        remote,
+        edge_objects,
         hub,
         authorization,
         values,
@@ -199,11 +201,11 @@ struct EdgeReads<'a> {
 
 /// The attempt's objects on the edge, from the caches; only a failed Job's runner Pod is
 /// read live (its termination message is helm's own words, needed once).
-async fn read_remote(
+async fn read_edge_objects(
     reads: &EdgeReads<'_>,
     attempt_reads: &AttemptReads,
     workspace: &Workspace,
-) -> Result<Remote, Stop> {
+) -> Result<EdgeObjects, Stop> {
     let EdgeReads {
         edge,
         client,
@@ -234,9 +236,9 @@ async fn read_remote(
             .as_ref()
             .is_some_and(|j| j.outcome == JobOutcome::Running && !j.object.deleting)
     {
-        return Ok(Remote {
+        return Ok(EdgeObjects {
             job,
-            ..Remote::default()
+            ..EdgeObjects::default()
         });
     }
     if let Some(job) = job.as_mut()
@@ -245,7 +247,7 @@ async fn read_remote(
         // Helm's own words are in the runner Pod's termination message.
         job.runner = runner_of(edge, client, ns, &names.job).await?;
     }
-    Ok(Remote {
+    Ok(EdgeObjects {
         namespace: cache.object(Cached::Namespace, "", ns),
         service_account: object(Kind::ServiceAccount, &names.runner),
         role: object(Kind::Role, &names.runner),
@@ -280,10 +282,10 @@ async fn read_installed(
     reads: &EdgeReads<'_>,
     attempt_reads: &AttemptReads,
     workspace: &Workspace,
-) -> Result<Remote, Stop> {
+) -> Result<EdgeObjects, Stop> {
     let ns = attempt_reads.namespace.as_str();
     let Some(release) = attempt_reads.release.as_deref() else {
-        return Ok(Remote::default());
+        return Ok(EdgeObjects::default());
     };
     let status = workspace.status.clone().unwrap_or_default();
     reads.cache.wake_on_release(
@@ -315,11 +317,11 @@ async fn read_installed(
         }
         _ => None,
     };
-    Ok(Remote {
+    Ok(EdgeObjects {
         release: newest,
         release_content,
         objects,
-        ..Remote::default()
+        ..EdgeObjects::default()
     })
 }
 
