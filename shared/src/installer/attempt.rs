@@ -7,7 +7,7 @@ use super::{
     attempt_reads::Recorded,
     conditions::{Activity, Failure, reason},
     decision_draft::DecisionDraft,
-    observed::{EdgeObjects, EdgeState, SealCheck},
+    observation::{EdgeObjects, EdgeState, SealCheck},
 };
 
 /// Whether a sealed plan may start a new attempt.
@@ -25,12 +25,12 @@ impl DecisionDraft<'_> {
     /// attempt prepares, whatever the edge's state), so that they go when it goes and no
     /// longer count as waiting in the webhook's bound.
     pub(super) fn own_values(&mut self) {
-        let super::observed::ValuesCheck::Verified {
+        let super::observation::ValuesCheck::Verified {
             uid,
             owners,
             labeled,
             ..
-        } = &self.observed().values
+        } = &self.observation().values
         else {
             return;
         };
@@ -69,7 +69,7 @@ impl DecisionDraft<'_> {
     /// [`crate::verify::verify_plan`] (the seal, no dry run, bound to this very Workspace:
     /// namespace, name, UID, and for a first attempt its creation time) and reports it here.
     pub(super) fn verdict(&self) -> Verdict {
-        match &self.observed().seal {
+        match &self.observation().seal {
             SealCheck::Verified => Verdict::Run,
             SealCheck::KeysUnavailable(why) => Verdict::Wait(why.clone()),
             SealCheck::Invalid(why) => Verdict::Refuse(why.clone()),
@@ -80,7 +80,7 @@ impl DecisionDraft<'_> {
     /// Rule `new_attempt_binds_to_the_workspace`: the sealed attempt becomes the recorded
     /// one, bound to this Workspace's UID, before anything is created for it.
     pub(super) fn bind(&mut self, plan: &Plan) {
-        let server = match &self.observed().edge {
+        let server = match &self.observation().edge {
             EdgeState::Ready(route) => Some(route.server.clone()),
             _ => None,
         };

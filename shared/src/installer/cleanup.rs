@@ -7,7 +7,7 @@ use super::{
     conditions::{Activity, reason},
     decision_draft::DecisionDraft,
     names::AttemptNames,
-    observed::EdgeObjects,
+    observation::EdgeObjects,
     patch,
 };
 

@@ -12,7 +12,7 @@ use super::{
     conditions::{Activity, Failure, reason},
     decision_draft::DecisionDraft,
     names,
-    observed::{EdgeState, JobOutcome},
+    observation::{EdgeState, JobOutcome},
     patch,
 };
 
@@ -57,7 +57,7 @@ impl DecisionDraft<'_> {
             ));
             return self.remove_finalizer();
         }
-        if self.observed().edge == EdgeState::Missing {
+        if self.observation().edge == EdgeState::Missing {
             self.event(Note::warning(
                 "EdgeGone",
                 format!(

@@ -16,10 +16,10 @@ use crate::{
 use super::{
     action::{Next, Note},
     decision_draft::DecisionDraft,
-    observed::ReleaseRevision,
+    observation::ReleaseRevision,
 };
 
-pub use super::observed::ReleaseContent;
+pub use super::observation::ReleaseContent;
 
 /// Drift reasons: the Drifted condition's reason.
 pub mod reason;
@@ -71,7 +71,7 @@ impl DecisionDraft<'_> {
         };
         let next = next_check(self.uid(), self.settings().drift_interval_seconds);
         // An edge that cannot be read is judged later, not now.
-        let Some(edge_objects) = self.observed().edge_objects.clone() else {
+        let Some(edge_objects) = self.observation().edge_objects.clone() else {
             return next;
         };
         let plan = &sealed.plan;
@@ -230,7 +230,7 @@ impl DecisionDraft<'_> {
             .modified
             .or_else(|| revision.created.as_ref().map(|c| c.0.as_second()));
         // A time in the future is a forged record's, not a helm at work.
-        changed.is_none_or(|at| (0..600).contains(&(self.observed().now.as_second() - at)))
+        changed.is_none_or(|at| (0..600).contains(&(self.observation().now.as_second() - at)))
     }
 
     /// Whether the attempt's Job completed long enough ago for its release's record to be
@@ -239,7 +239,7 @@ impl DecisionDraft<'_> {
         self.status
             .finished_at
             .as_ref()
-            .is_none_or(|f| f.0 + OWN_REVISION_SLACK + OWN_REVISION_SLACK < self.observed().now)
+            .is_none_or(|f| f.0 + OWN_REVISION_SLACK + OWN_REVISION_SLACK < self.observation().now)
     }
 
     /// Whether `revision` was made by the recorded attempt's Job: it is no newer than the
@@ -259,7 +259,7 @@ impl DecisionDraft<'_> {
         };
         self.status.drift = None;
         self.status.release = self
-            .observed()
+            .observation()
             .edge_objects
             .as_ref()
             .and_then(|r| r.release.as_ref())
@@ -303,8 +303,8 @@ impl DecisionDraft<'_> {
     fn checked_values<'v>(&'v self, plan: &'v Plan) -> Option<&'v Value> {
         match crate::plan_values::source_of(plan) {
             crate::plan_values::Source::Inline(values) => Some(values),
-            crate::plan_values::Source::Stored { .. } => match &self.observed().values {
-                super::observed::ValuesCheck::Verified { values, .. } => Some(values.as_ref()),
+            crate::plan_values::Source::Stored { .. } => match &self.observation().values {
+                super::observation::ValuesCheck::Verified { values, .. } => Some(values.as_ref()),
                 _ => None,
             },
         }

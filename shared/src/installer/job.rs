@@ -6,7 +6,7 @@ use super::{
     action::{Action, Next, Note, RunnerLog},
     conditions::{Activity, Failure, reason},
     decision_draft::DecisionDraft,
-    observed::{JobOutcome, JobState},
+    observation::{JobOutcome, JobState},
 };
 
 /// How much of helm's own words a failure message carries.

@@ -15,7 +15,7 @@ use super::{
     conditions::{Activity, reason},
     decision_draft::DecisionDraft,
     names,
-    observed::ObjectState,
+    observation::ObjectState,
 };
 
 /// How long an attempt waits before it looks again for the sweep's work.

@@ -21,7 +21,7 @@ use super::{
     manifests::{self, Marks},
     names::{self, AttemptNames},
     namespace_admission::Admission,
-    observed::{Authorization, EdgeObjects, EdgeState, SealCheck, ValuesCheck},
+    observation::{Authorization, EdgeObjects, EdgeState, SealCheck, ValuesCheck},
 };
 
 impl DecisionDraft<'_> {
@@ -29,7 +29,7 @@ impl DecisionDraft<'_> {
     /// `expired_preparation_is_redone`, then namespace admission, the credential, the
     /// identity and the Job.
     pub fn prepare(&mut self, plan: &Plan, edge_objects: &EdgeObjects) -> Next {
-        let refused = match &self.observed().seal {
+        let refused = match &self.observation().seal {
             SealCheck::Verified => None,
             SealCheck::KeysUnavailable(why) => {
                 self.activity = Activity::idle(
@@ -51,7 +51,7 @@ impl DecisionDraft<'_> {
             );
             return self.cleanup();
         }
-        if let EdgeState::Ready(route) = &self.observed().edge
+        if let EdgeState::Ready(route) = &self.observation().edge
             && (route.cluster != plan.cluster || route.workspace_uuid != plan.edge_workspace_uuid)
         {
             self.reject(
@@ -164,7 +164,7 @@ impl DecisionDraft<'_> {
             plan_values::Source::Stored { digest } => digest,
         };
         let name = plan_values::object_name(&plan.workspace.name, digest);
-        let why = match &self.observed().values {
+        let why = match &self.observation().values {
             ValuesCheck::Verified { values, .. } => return Ok(values.clone()),
             ValuesCheck::NotRead => {
                 self.activity = Activity::idle(
@@ -201,7 +201,7 @@ impl DecisionDraft<'_> {
     /// an attempt (the first use of the edge credential for it), RBAC must still let the
     /// plan's owner install onto its edge. `None` when it does.
     fn authorized(&mut self, plan: &Plan) -> Option<Next> {
-        match &self.observed().authorization {
+        match &self.observation().authorization {
             Authorization::Allowed => None,
             Authorization::NotAsked => Some(Next::Continue),
             Authorization::Unavailable(why) => {
@@ -233,7 +233,7 @@ impl DecisionDraft<'_> {
     fn preparation(&mut self, plan: &Plan, edge_objects: &EdgeObjects) -> (String, bool) {
         let current = self.status.preparation.clone();
         if let Some(recorded) = &current
-            && recorded.preparation_expires_at.0 > self.observed().now
+            && recorded.preparation_expires_at.0 > self.observation().now
         {
             return (recorded.preparation_id.clone(), false);
         }
@@ -244,15 +244,15 @@ impl DecisionDraft<'_> {
         let id = preparation_id(
             &plan.attempt_id,
             &previous,
-            &self.observed().now.to_string(),
+            &self.observation().now.to_string(),
         );
         let expires = self
-            .observed()
+            .observation()
             .now
             .checked_add(SignedDuration::from_secs(
                 self.settings().preparation_ttl_seconds,
             ))
-            .unwrap_or(self.observed().now);
+            .unwrap_or(self.observation().now);
         self.status.preparation = Some(Preparation {
             preparation_id: id.clone(),
             preparation_expires_at: Time(expires),

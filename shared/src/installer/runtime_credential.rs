@@ -8,7 +8,7 @@ use super::{
     decision_draft::DecisionDraft,
     manifests::{self, Marks},
     names::CredentialNames,
-    observed::EdgeObjects,
+    observation::EdgeObjects,
 };
 
 impl DecisionDraft<'_> {
@@ -26,7 +26,7 @@ impl DecisionDraft<'_> {
     ) -> Option<Next> {
         let credential = plan.runtime_credential.as_ref()?;
         let names = CredentialNames::for_workspace(&plan.org, &plan.workspace.name);
-        let Some(hub) = self.observed().hub.clone() else {
+        let Some(hub) = self.observation().hub.clone() else {
             return Some(Next::Continue);
         };
         let uid = self.uid().to_owned();

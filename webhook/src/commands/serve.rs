@@ -134,7 +134,7 @@ where
         .default_backoff()
         .for_each(move |event| {
             if let Ok(event) = event {
-                listed.observe(&event);
+                listed.on_event(&event);
             }
             async {}
         });

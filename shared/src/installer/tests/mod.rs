@@ -226,7 +226,7 @@ impl<'a> Case<'a> {
     }
     pub(super) fn decide(&self) -> Decision {
         decide(
-            &Observed {
+            &Observation {
                 workspace: self.ws,
                 seal: self.seal.clone(),
                 edge: self.edge.clone(),

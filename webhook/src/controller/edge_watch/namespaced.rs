@@ -373,7 +373,7 @@ async fn drive<S>(
     while let Some(event) = stream.next().await {
         match event {
             Ok(event) => {
-                listed.observe(&event);
+                listed.on_event(&event);
                 on_event(&event);
             }
             Err(

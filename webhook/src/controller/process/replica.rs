@@ -51,11 +51,11 @@ pub async fn run(ctx: Arc<Context>, readiness: Arc<ControllerReadiness>) -> anyh
     let changes = watcher(workspaces, config)
         .default_backoff()
         .modify(trim_for_cache)
-        .inspect_ok(move |event| fleet.observe(&counted, event))
+        .inspect_ok(move |event| fleet.on_event(&counted, event))
         .reflect(writer)
         // Said from the stream itself: the store's wait_until_ready wakes only its last
         // waiter, and the controller is one already.
-        .inspect_ok(move |event| listed.workspaces().observe(event))
+        .inspect_ok(move |event| listed.workspaces().on_event(event))
         .applied_objects()
         .predicate_filter(predicates::generation, PredicateConfig::default());
     let controller = Controller::for_stream(changes, reader)

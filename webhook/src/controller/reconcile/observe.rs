@@ -15,7 +15,7 @@ use providers_shared::{
     api::{Plan, PlanValues, Workspace},
     installer::{
         self, AttemptReads, Authorization, EdgeObjects, EdgeState, HubObjects, JobOutcome, Kind,
-        Observed, SealCheck, ValuesCheck, drift, names::CredentialNames, state_of,
+        Observation, SealCheck, ValuesCheck, drift, names::CredentialNames, state_of,
     },
     plan_values::{self, Source},
 };
@@ -32,8 +32,9 @@ use crate::controller::{
     support::stop::{self, Stop},
 };
 
-/// One observation of a Workspace.
-pub struct Observation {
+/// One observation of a Workspace, owned by the pass that made it: the core's
+/// [`Observation`] (which borrows the Workspace), and the edge's name the actions go to.
+pub struct OwnedObservation {
     pub workspace: Workspace,
     pub seal: SealCheck,
     pub edge_name: String,
@@ -45,9 +46,9 @@ pub struct Observation {
     pub now: Timestamp,
 }
 
-impl Observation {
-    pub fn observed(&self) -> Observed<'_> {
-        Observed {
+impl OwnedObservation {
+    pub fn as_observation(&self) -> Observation<'_> {
+        Observation {
             workspace: &self.workspace,
             seal: self.seal.clone(),
             edge: self.edge.clone(),
@@ -89,7 +90,7 @@ pub async fn observe(
     ctx: &ObserveHandles<'_>,
     view: &EdgeView,
     workspace: Workspace,
-) -> Result<Observation, Stop> {
+) -> Result<OwnedObservation, Stop> {
     let seal = ctx.keys.check_seal(&workspace);
     let attempt_reads = installer::attempt_reads(&workspace);
     let edge_name = edge_of(&workspace);
@@ -136,7 +137,7 @@ pub async fn observe(
         }
         _ => ValuesCheck::NotRead,
     };
-    Ok(Observation {
+    Ok(OwnedObservation {
         workspace,
         seal,
         edge_name,

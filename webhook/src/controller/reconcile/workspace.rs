@@ -169,7 +169,7 @@ async fn one_pass(ctx: &Context, live: &Live<'_>, pass: &mut Pass) -> Result<Pas
         Ok(observation) => observation,
         Err(stop) => return end_of(Err(stop), Next::Idle),
     };
-    let mut decision = installer::decide(&observation.observed(), &ctx.settings);
+    let mut decision = installer::decide(&observation.as_observation(), &ctx.settings);
     // Revoking and deleting are decided from the Workspace itself, never from a watch
     // cache alone: from the API server's answer to a write of it that comes first (the
     // decision is cut there and taken again), or else from a live read.
@@ -185,7 +185,7 @@ async fn one_pass(ctx: &Context, live: &Live<'_>, pass: &mut Pass) -> Result<Pas
                     Ok(observation) => observation,
                     Err(stop) => return end_of(Err(stop), Next::Idle),
                 };
-                decision = installer::decide(&observation.observed(), &ctx.settings);
+                decision = installer::decide(&observation.as_observation(), &ctx.settings);
             }
         }
     }

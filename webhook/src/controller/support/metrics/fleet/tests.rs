@@ -51,7 +51,7 @@ fn gauges_track_the_watch_and_a_relist_replaces_them() {
     let fleet = Fleet::new(metrics.clone());
     let (store, mut writer) = reflector::store::<Workspace>();
     let mut feed = |event: Event<Workspace>| {
-        fleet.observe(&store, &event);
+        fleet.on_event(&store, &event);
         writer.apply_watcher_event(&event);
     };
     let running = workspace(

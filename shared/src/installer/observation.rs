@@ -16,7 +16,7 @@ use super::{action::Kind, names::AttemptNames};
 
 /// Everything one decision is taken from.
 #[derive(Clone, Debug)]
-pub struct Observed<'a> {
+pub struct Observation<'a> {
     /// The Workspace, read fresh from the hub (never from a watch cache alone).
     pub workspace: &'a Workspace,
     /// The signature check of `spec.plan`, by the published keys.
