@@ -61,10 +61,10 @@ impl Authorization {
     /// asked). A definite no decides; a question that could not be answered waits.
     pub fn of_owner(
         plan: &crate::api::Plan,
-        install: Result<bool, String>,
-        entitled: Result<bool, String>,
+        may_install: Result<bool, String>,
+        may_use: Result<bool, String>,
     ) -> Self {
-        match (install, entitled) {
+        match (may_install, may_use) {
             (Ok(false), _) => Authorization::Denied(format!(
                 "user {:?} may no longer install onto edge {:?}; the platform team grants the `install` verb on edges/{}",
                 plan.owner.username, plan.edge_name, plan.edge_name

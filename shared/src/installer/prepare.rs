@@ -81,7 +81,7 @@ impl DecisionDraft<'_> {
         );
 
         if self.status.preparation.is_none()
-            && let Some(next) = self.authorized(plan)
+            && let Some(next) = self.owner_still_granted(plan)
         {
             return next;
         }
@@ -199,8 +199,8 @@ impl DecisionDraft<'_> {
 
     /// Rule `authorization_is_asked_again_before_start`: before the first preparation of
     /// an attempt (the first use of the edge credential for it), RBAC must still let the
-    /// plan's owner install onto its edge. `None` when it does.
-    fn authorized(&mut self, plan: &Plan) -> Option<Next> {
+    /// plan's owner `install` onto its edge and `use` its Recipe. `None` when it does.
+    fn owner_still_granted(&mut self, plan: &Plan) -> Option<Next> {
         match &self.observation().authorization {
             Authorization::Allowed => None,
             Authorization::NotAsked => Some(Next::Continue),

@@ -185,11 +185,11 @@ async fn read_values(hub: &Client, workspace: &Workspace, plan: &Plan) -> Values
 /// of its Recipe, both still granted now.
 async fn authorize(hub: &Client, plan: &Plan) -> Authorization {
     let user = authz::user_of(&plan.owner);
-    let (install, entitled) = tokio::join!(
+    let (may_install, may_use) = tokio::join!(
         authz::can_install(hub, &user, &plan.edge_name),
         authz::can_use_recipe(hub, &user, &plan.provider),
     );
-    Authorization::of_owner(plan, authz::reason(install), authz::reason(entitled))
+    Authorization::of_owner(plan, authz::reason(may_install), authz::reason(may_use))
 }
 
 /// One edge's client and caches, for one reconcile's reads.
