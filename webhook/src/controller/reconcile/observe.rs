@@ -32,8 +32,7 @@ use crate::controller::{
     support::stop::{self, Stop},
 };
 
-/// One observation of a Workspace, owned by the pass that made it: the core's
-/// [`Observation`] (which borrows the Workspace), and the edge's name the actions go to.
+/// One pass's observation of a Workspace, owned: the core's [`Observation`], and the edge's name.
 pub struct OwnedObservation {
     pub workspace: Workspace,
     pub seal: SealCheck,
