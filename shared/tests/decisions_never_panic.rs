@@ -23,7 +23,7 @@ use providers_shared::{
     admission::{Denial, Operation, Request, binding_of, validate::validate},
     api::{ValueField, ValueType, Workspace},
     installer::{
-        Action, Authorization, Decision, EdgeRoute, EdgeState, Observed, Remote, SealCheck,
+        Action, Authorization, Decision, EdgeObjects, EdgeRoute, EdgeState, Observation, SealCheck,
         Settings, ValuesCheck, conditions, decide,
     },
     seal::{Keyring, Sealer},
@@ -117,7 +117,7 @@ enum Keys {
 struct Surroundings {
     keys: Keys,
     edge: u8,
-    remote: bool,
+    edge_objects: bool,
     authorization: u8,
     values: u8,
 }
@@ -131,10 +131,10 @@ fn surroundings() -> impl Strategy<Value = Surroundings> {
         0u8..10,
         0u8..8,
     )
-        .prop_map(|(keys, edge, remote, authorization, values)| Surroundings {
+        .prop_map(|(keys, edge, edge_objects, authorization, values)| Surroundings {
             keys,
             edge,
-            remote,
+            edge_objects,
             authorization,
             values,
         })
@@ -238,7 +238,7 @@ fn validated(request: &Request<'_>, keyring: &Keyring) -> (String, bool) {
     }
 }
 
-fn observed<'a>(workspace: &'a Workspace, around: &Surroundings) -> Observed<'a> {
+fn observation<'a>(workspace: &'a Workspace, around: &Surroundings) -> Observation<'a> {
     let ours = Keyring::from(&sealer());
     let theirs = Keyring::from(&other_sealer());
     let keyring = match around.keys {
@@ -251,7 +251,7 @@ fn observed<'a>(workspace: &'a Workspace, around: &Surroundings) -> Observed<'a>
         workspace_uuid: "8c6b7c1e-0000-4000-8000-000000000001".into(),
         server: "https://edge-1".into(),
     };
-    Observed {
+    Observation {
         workspace,
         seal: SealCheck::of(workspace, keyring),
         edge: match around.edge {
@@ -261,7 +261,7 @@ fn observed<'a>(workspace: &'a Workspace, around: &Surroundings) -> Observed<'a>
             3 => EdgeState::Unreachable("connection refused".into()),
             _ => EdgeState::Ready(route),
         },
-        remote: around.remote.then(Remote::default),
+        edge_objects: around.edge_objects.then(EdgeObjects::default),
         hub: None,
         authorization: match around.authorization {
             0 => Authorization::NotAsked,
@@ -355,9 +355,9 @@ fn run(input: &Input, around: &Surroundings) -> Vec<String> {
             if let Some(sealed) = &object.spec.plan {
                 let _ = verify_plan(sealed, &published(), &binding_of(&object));
             }
-            let observed = observed(&object, around);
-            let decision = decide(&observed, &Settings::default());
-            outcomes.push(installer_outcome(&observed.seal, &decision));
+            let observation = observation(&object, around);
+            let decision = decide(&observation, &Settings::default());
+            outcomes.push(installer_outcome(&observation.seal, &decision));
         }
         Input::Sealed(shape) => {
             let Scenario {
@@ -399,10 +399,10 @@ fn run(input: &Input, around: &Surroundings) -> Vec<String> {
             if let Some(sealed) = &object.spec.plan {
                 let _ = verify_plan(sealed, &published(), &request.binding());
             }
-            let observed = observed(&object, around);
-            let decision = decide(&observed, &Settings::default());
+            let observation = observation(&object, around);
+            let decision = decide(&observation, &Settings::default());
             let recorded = object.status.as_ref().and_then(|s| s.attempt).is_some();
-            if matches!(observed.seal, SealCheck::Invalid(_)) && !recorded {
+            if matches!(observation.seal, SealCheck::Invalid(_)) && !recorded {
                 assert!(
                     !decision.actions.iter().any(Action::touches_edge),
                     "a plan whose seal does not verify acts on the edge: {decision:?}"
@@ -414,11 +414,11 @@ fn run(input: &Input, around: &Surroundings) -> Vec<String> {
                 && changed
             {
                 assert!(
-                    matches!(observed.seal, SealCheck::Invalid(_)),
+                    matches!(observation.seal, SealCheck::Invalid(_)),
                     "the installer verifies a plan changed after sealing ({tamper:?})"
                 );
             }
-            outcomes.push(installer_outcome(&observed.seal, &decision));
+            outcomes.push(installer_outcome(&observation.seal, &decision));
         }
     }
     outcomes

@@ -39,22 +39,23 @@ impl From<kube::Error> for AuthorizationError {
     }
 }
 
-/// RBAC's answer, or why there is none.
-pub type Answer = Result<bool, AuthorizationError>;
+/// RBAC's permission for one verb on one object (whether the user may), or why RBAC gave
+/// none. (The webhook's answer to a review is `admission::answer::Answer`.)
+pub type Permission = Result<bool, AuthorizationError>;
 
-/// The answer as the shared decisions take it for a person who made a write: why there is
+/// The permission as the shared decisions take it for a person who made a write: why there is
 /// none, and whether trying again can help.
-pub fn in_words(answer: Answer) -> Result<bool, String> {
-    answer.map_err(|error| match error {
+pub fn in_words(permission: Permission) -> Result<bool, String> {
+    permission.map_err(|error| match error {
         AuthorizationError::IdentityTooLarge => error.to_string(),
         _ => format!("{error}; try again"),
     })
 }
 
-/// The answer as the shared decisions take it for the installer, which asks again by
+/// The permission as the shared decisions take it for the installer, which asks again by
 /// itself: why there is none.
-pub fn reason(answer: Answer) -> Result<bool, String> {
-    answer.map_err(|error| error.to_string())
+pub fn reason(permission: Permission) -> Result<bool, String> {
+    permission.map_err(|error| error.to_string())
 }
 
 /// The verb tenants are granted on `recipes` (all of them, or `resourceNames: [<recipe>]`).
@@ -63,13 +64,13 @@ pub const USE_VERB: &str = "use";
 /// Asks the API server whether `user` (name, UID, groups and extra, exactly as
 /// authenticated) may install onto `edge`. Org membership grants nothing here: only RBAC on
 /// that edge does.
-pub async fn can_install(client: &Client, user: &UserInfo, edge: &str) -> Answer {
+pub async fn can_install(client: &Client, user: &UserInfo, edge: &str) -> Permission {
     may(client, user, "edges", INSTALL_VERB, edge).await
 }
 
 /// Asks the API server whether `user` may use the Recipe `recipe`: install what it
 /// offers, on any edge they may install onto.
-pub async fn can_use_recipe(client: &Client, user: &UserInfo, recipe: &str) -> Answer {
+pub async fn can_use_recipe(client: &Client, user: &UserInfo, recipe: &str) -> Permission {
     may(client, user, "recipes", USE_VERB, recipe).await
 }
 
@@ -84,14 +85,20 @@ pub async fn can_repair_automatically(
     user: &UserInfo,
     namespace: &str,
     name: &str,
-) -> Answer {
+) -> Permission {
     let mut workspace = attributes("workspaces", AUTOREPAIR_VERB, name);
     workspace.namespace = Some(namespace.to_owned());
     ask(client, user, workspace).await
 }
 
 /// One SubjectAccessReview: `verb` on `resource/name` in the API group, as `user`.
-async fn may(client: &Client, user: &UserInfo, resource: &str, verb: &str, name: &str) -> Answer {
+async fn may(
+    client: &Client,
+    user: &UserInfo,
+    resource: &str,
+    verb: &str,
+    name: &str,
+) -> Permission {
     ask(client, user, attributes(resource, verb, name)).await
 }
 
@@ -107,7 +114,7 @@ fn attributes(resource: &str, verb: &str, name: &str) -> ResourceAttributes {
 }
 
 /// One SubjectAccessReview of `attributes`, as `user`.
-async fn ask(client: &Client, user: &UserInfo, attributes: ResourceAttributes) -> Answer {
+async fn ask(client: &Client, user: &UserInfo, attributes: ResourceAttributes) -> Permission {
     let review = SubjectAccessReview {
         spec: SubjectAccessReviewSpec {
             user: user.username.clone(),

@@ -186,11 +186,11 @@ pub struct ControllerArgs {
     #[arg(long, default_value_t = 60)]
     pub edge_probe_max_backoff: u64,
     /// How often each Ready edge is swept for objects of Workspaces gone from the hub
-    /// without their cleanup, in seconds (also once at the start of every leader term).
+    /// without their cleanup, in seconds (also once at the start of the replica's run).
     #[arg(long, default_value_t = 600)]
     pub orphan_sweep_interval: u64,
     /// How often the hub is swept for PlanValues no plan refers to any more, in seconds
-    /// (also once when every leader term's Workspace cache is in).
+    /// (also once in every leader term, when the Workspace cache is in).
     #[arg(long, default_value_t = 600)]
     pub plan_values_sweep_interval: u64,
     /// How long after a plan referring to them was last sealed PlanValues are kept whatever

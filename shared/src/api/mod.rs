@@ -14,6 +14,7 @@ mod recipe;
 mod sealed_plan_decoding;
 #[allow(clippy::duplicated_attributes)]
 mod workspace;
+mod workspace_drift;
 
 pub use crate::execution::ExecutionRule;
 pub use drift_policy::{DEFAULT_REPAIR_QUIET_PERIOD_SECONDS, DriftPolicy, IgnoredFields, Repair};
@@ -23,9 +24,11 @@ pub use plan::{Cause, Owner, Plan, Seal, SealedPlan, WorkspaceIdentity};
 pub use plan_values::{PlanValues, PlanValuesSpec};
 pub use recipe::{ChartRef, Recipe, RecipeSpec, RuntimeCredential, ValueField, ValueType};
 pub use workspace::{
-    AttemptRecord, AutomaticRepair, AutomaticRepairState, Drift, DriftedObject, InstalledRelease,
-    JobResult, KeptPlan, MAX_RETRY, Phase, Preparation, Target, Workspace, WorkspaceSpec,
-    WorkspaceStatus,
+    AttemptRecord, JobResult, KeptPlan, MAX_RETRY, Phase, Preparation, Target, Workspace,
+    WorkspaceSpec, WorkspaceStatus,
+};
+pub use workspace_drift::{
+    AutomaticRepair, AutomaticRepairState, Drift, DriftedObject, InstalledRelease,
 };
 
 /// The API group of every kind this project defines.

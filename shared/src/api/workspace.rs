@@ -3,7 +3,10 @@ use kube::{CustomResource, KubeSchema};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::plan::{Cause, SealedPlan};
+use super::{
+    plan::{Cause, SealedPlan},
+    workspace_drift::{Drift, InstalledRelease},
+};
 
 /// The largest `spec.retry`: 2^53 - 1, the largest integer every JSON reader (JavaScript,
 /// jq, a YAML tool's float) keeps exact, so a raised counter is never read back as
@@ -188,89 +191,6 @@ pub struct KeptPlan {
     /// only the installer writes and the webhook verifies.)
     #[schemars(schema_with = "crate::schema::free_form_object")]
     pub plan: SealedPlan,
-}
-
-/// The Helm release an installed attempt left on its edge: what drift is measured against.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct InstalledRelease {
-    /// The release's name.
-    pub name: String,
-    /// Helm's revision number.
-    pub revision: i64,
-    /// The UID of Helm's storage Secret of that revision: a release uninstalled and
-    /// installed again outside the installer has another.
-    #[serde(rename = "recordUID")]
-    pub record_uid: String,
-}
-
-/// How the release on the edge differs from what the installed attempt left.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Drift {
-    /// `ReleaseMissing`, `ReleaseChanged` or `ReleaseReplaced`.
-    pub reason: String,
-    /// What changed and what to do, in a sentence.
-    pub message: String,
-    /// The newest revision found, if any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub revision: Option<i64>,
-    /// The UID of its storage Secret: the content is read once per revision found.
-    #[serde(default, rename = "recordUID", skip_serializing_if = "Option::is_none")]
-    pub record_uid: Option<String>,
-    /// When the installer found it.
-    pub detected_at: Time,
-    /// For `ObjectChanged` and `ObjectDeleted`: the objects of the release changed or
-    /// deleted on the edge by someone else than the release, at most eight.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(length(max = 8))]
-    pub objects: Vec<DriftedObject>,
-    /// What the installer did about it on its own, when the plan's drift policy says
-    /// `repair: Automatic`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub automatic_repair: Option<AutomaticRepair>,
-}
-
-/// The installer's own answer to a drift, under `repair: Automatic`.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct AutomaticRepair {
-    /// `Requested`: it raised spec.retry for a repair of the installed plan. `Stopped`: the
-    /// drift came back within the quiet period after an automatic repair, so a person
-    /// repairs it (`kubectl provider repair`).
-    pub state: AutomaticRepairState,
-    /// When.
-    pub at: Time,
-}
-
-/// See [`AutomaticRepair::state`].
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, schemars::JsonSchema)]
-pub enum AutomaticRepairState {
-    Requested,
-    Stopped,
-}
-
-/// An object of an installed release that someone else than the release changed or
-/// deleted on the edge, as its field managers tell (its contents are never read).
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct DriftedObject {
-    pub api_version: String,
-    pub kind: String,
-    pub namespace: String,
-    pub name: String,
-    /// `Changed` or `Deleted`.
-    pub change: String,
-    /// The field manager that wrote it (`kubectl-edit`, `kubectl-patch`, a controller's name).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub manager: Option<String>,
-    /// When that manager last wrote it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub changed_at: Option<Time>,
-    /// The fields it owns, as paths (`data.greeting`), at most eight.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(length(max = 8))]
-    pub fields: Vec<String>,
 }
 
 /// The edge route an attempt runs on, resolved from its sealed plan when it starts. Kept

@@ -7,7 +7,7 @@ use super::{
     attempt_reads::Recorded,
     conditions::{Activity, Failure, reason},
     decision_draft::DecisionDraft,
-    observed::{EdgeState, Remote, SealCheck},
+    observation::{EdgeObjects, EdgeState, SealCheck},
 };
 
 /// Whether a sealed plan may start a new attempt.
@@ -25,12 +25,12 @@ impl DecisionDraft<'_> {
     /// attempt prepares, whatever the edge's state), so that they go when it goes and no
     /// longer count as waiting in the webhook's bound.
     pub(super) fn own_values(&mut self) {
-        let super::observed::ValuesCheck::Verified {
+        let super::observation::ValuesCheck::Verified {
             uid,
             owners,
             labeled,
             ..
-        } = &self.observed().values
+        } = &self.observation().values
         else {
             return;
         };
@@ -69,7 +69,7 @@ impl DecisionDraft<'_> {
     /// [`crate::verify::verify_plan`] (the seal, no dry run, bound to this very Workspace:
     /// namespace, name, UID, and for a first attempt its creation time) and reports it here.
     pub(super) fn verdict(&self) -> Verdict {
-        match &self.observed().seal {
+        match &self.observation().seal {
             SealCheck::Verified => Verdict::Run,
             SealCheck::KeysUnavailable(why) => Verdict::Wait(why.clone()),
             SealCheck::Invalid(why) => Verdict::Refuse(why.clone()),
@@ -80,7 +80,7 @@ impl DecisionDraft<'_> {
     /// Rule `new_attempt_binds_to_the_workspace`: the sealed attempt becomes the recorded
     /// one, bound to this Workspace's UID, before anything is created for it.
     pub(super) fn bind(&mut self, plan: &Plan) {
-        let server = match &self.observed().edge {
+        let server = match &self.observation().edge {
             EdgeState::Ready(route) => Some(route.server.clone()),
             _ => None,
         };
@@ -130,24 +130,24 @@ impl DecisionDraft<'_> {
         self.failure = None;
     }
 
-    /// The sealed attempt, recorded: follow its Job, or prepare it.
+    /// The sealed attempt, recorded: track its Job, or prepare it.
     pub(super) fn run_attempt(&mut self, plan: &Plan) -> Next {
-        let remote = match self.unfinished("start the attempt") {
-            Ok(remote) => remote,
+        let edge_objects = match self.unfinished("start the attempt") {
+            Ok(edge_objects) => edge_objects,
             Err(next) => return next,
         };
-        if let Some(job) = &remote.job {
-            return self.follow_job(job);
+        if let Some(job) = &edge_objects.job {
+            return self.track_job(job);
         }
         if self.status.job_uid.is_some() {
             return self.job_lost();
         }
-        self.prepare(plan, &remote)
+        self.prepare(plan, &edge_objects)
     }
 
     /// The edge objects, to go on `doing` the recorded attempt while its result is not
     /// recorded; once it is, the cleanup's next step, or else when to look again.
-    fn unfinished(&mut self, doing: &str) -> Result<Remote, Next> {
+    fn unfinished(&mut self, doing: &str) -> Result<EdgeObjects, Next> {
         if self.status.job_result.is_some() {
             return Err(self.cleanup());
         }
@@ -158,12 +158,12 @@ impl DecisionDraft<'_> {
     /// attempt is unfinished. Its Job runs to its end and is cleaned up; an attempt that
     /// never got a Job is superseded.
     pub(super) fn finish_older(&mut self, older: &Recorded, newer: i64) -> Next {
-        let remote = match self.unfinished("finish the previous attempt") {
-            Ok(remote) => remote,
+        let edge_objects = match self.unfinished("finish the previous attempt") {
+            Ok(edge_objects) => edge_objects,
             Err(next) => return next,
         };
-        if let Some(job) = &remote.job {
-            let next = self.follow_job(job);
+        if let Some(job) = &edge_objects.job {
+            let next = self.track_job(job);
             if self.status.job_result.is_none() {
                 self.activity = Activity::busy(
                     reason::WAITING_FOR_PREVIOUS_ATTEMPT,

@@ -7,7 +7,7 @@ use super::{
     conditions::{Activity, reason},
     decision_draft::DecisionDraft,
     names::AttemptNames,
-    observed::Remote,
+    observation::EdgeObjects,
     patch,
 };
 
@@ -20,8 +20,8 @@ impl DecisionDraft<'_> {
             self.activity = self.done_activity();
             return self.check_drift();
         }
-        let remote = match self.reachable("revoke the runner's identity") {
-            Ok(remote) => remote,
+        let edge_objects = match self.reachable("revoke the runner's identity") {
+            Ok(edge_objects) => edge_objects,
             Err(next) => return next,
         };
         // Said before the first write, so the result and this activity go out together.
@@ -35,9 +35,9 @@ impl DecisionDraft<'_> {
         // The result is written before the first of these (DecisionDraft::edge), and the
         // cleanup is recorded after the last: the shell stops at the first that fails, so
         // `cleanedUp` is only ever written once all of them are done.
-        self.revoke_identity(&remote);
-        self.release_job(&remote);
-        self.remove_earlier_jobs(&remote);
+        self.revoke_identity(&edge_objects);
+        self.release_job(&edge_objects);
+        self.remove_earlier_jobs(&edge_objects);
         self.status.cleaned_up = true;
         self.activity = self.done_activity();
         // An installed release is checked for drift at once: that first check starts
@@ -55,9 +55,9 @@ impl DecisionDraft<'_> {
     /// deleted, by UID. Only the latest attempt's Job stays on the edge, for its log;
     /// otherwise every attempt would leave a Job and its Pod for the Workspace's life, and
     /// a Workspace created later under the same name would meet them.
-    pub fn remove_earlier_jobs(&mut self, remote: &Remote) {
+    pub fn remove_earlier_jobs(&mut self, edge_objects: &EdgeObjects) {
         let namespace = self.target_namespace();
-        for (name, job) in &remote.earlier_jobs {
+        for (name, job) in &edge_objects.earlier_jobs {
             if !job.owned_by(self.uid()) || job.deleting {
                 continue;
             }
@@ -74,7 +74,7 @@ impl DecisionDraft<'_> {
 
     /// Deletes the recorded attempt's ServiceAccount, Role, RoleBinding and values
     /// Secret that are still there; says whether there were any.
-    pub fn revoke_identity(&mut self, remote: &Remote) -> bool {
+    pub fn revoke_identity(&mut self, edge_objects: &EdgeObjects) -> bool {
         let attempt_id = self.status.attempt_id.clone().unwrap_or_default();
         let Some(job) = self.status.job.clone() else {
             return false;
@@ -82,7 +82,7 @@ impl DecisionDraft<'_> {
         let namespace = self.target_namespace();
         let names = AttemptNames::for_job(&job);
         let mut any = false;
-        for (kind, observed, name) in remote.runner_objects(&names) {
+        for (kind, observed, name) in edge_objects.runner_objects(&names) {
             if let Some(object) = observed
                 && object.of_attempt(self.uid(), &attempt_id)
                 && !object.deleting
@@ -96,9 +96,9 @@ impl DecisionDraft<'_> {
 
     /// Removes the installer's finalizer from the recorded attempt's Job; says whether it
     /// had one.
-    pub fn release_job(&mut self, remote: &Remote) -> bool {
+    pub fn release_job(&mut self, edge_objects: &EdgeObjects) -> bool {
         let attempt_id = self.status.attempt_id.clone().unwrap_or_default();
-        let Some(job) = &remote.job else {
+        let Some(job) = &edge_objects.job else {
             return false;
         };
         if !job.object.of_attempt(self.uid(), &attempt_id) {

@@ -9,13 +9,13 @@ use super::{
     conditions::{Activity, reason},
     decision_draft::DecisionDraft,
     names,
-    observed::Observed,
+    observation::Observation,
     settings::Settings,
 };
 
 /// The next actions for a Workspace, from what was observed.
-pub fn decide(observed: &Observed<'_>, settings: &Settings) -> Decision {
-    let workspace = observed.workspace;
+pub fn decide(observation: &Observation<'_>, settings: &Settings) -> Decision {
+    let workspace = observation.workspace;
     let ours = workspace
         .metadata
         .finalizers
@@ -28,7 +28,7 @@ pub fn decide(observed: &Observed<'_>, settings: &Settings) -> Decision {
             next: Next::Idle,
         };
     }
-    let mut draft = DecisionDraft::new(observed, settings);
+    let mut draft = DecisionDraft::new(observation, settings);
     let next = draft.decide();
     draft.finish(next)
 }

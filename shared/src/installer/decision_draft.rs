@@ -10,14 +10,14 @@ use super::{
     action::{Action, Decision, Deletion, Kind, Next, Note},
     conditions::{self, Activity, Failure, reason},
     names,
-    observed::{EdgeState, Observed, Remote},
+    observation::{EdgeObjects, EdgeState, Observation},
     settings::Settings,
 };
 
 /// What a decision reads is fixed when it starts (read through the methods below); what
 /// the rules decide (the status, its activity and failure, the actions) they write here.
 pub(super) struct DecisionDraft<'a> {
-    observed: &'a Observed<'a>,
+    observation: &'a Observation<'a>,
     settings: &'a Settings,
     ws: &'a Workspace,
     uid: String,
@@ -33,15 +33,15 @@ pub(super) struct DecisionDraft<'a> {
 }
 
 impl<'a> DecisionDraft<'a> {
-    pub fn new(observed: &'a Observed<'a>, settings: &'a Settings) -> Self {
-        let ws = observed.workspace;
+    pub fn new(observation: &'a Observation<'a>, settings: &'a Settings) -> Self {
+        let ws = observation.workspace;
         let status = ws.status.clone().unwrap_or_default();
         let failure = match status.job_result {
             Some(JobResult::Failed | JobResult::Rejected) => conditions::recorded_failure(&status),
             _ => None,
         };
         Self {
-            observed,
+            observation,
             settings,
             ws,
             uid: ws.metadata.uid.clone().unwrap_or_default(),
@@ -58,8 +58,8 @@ impl<'a> DecisionDraft<'a> {
     }
 
     /// What was observed: the Workspace, the seal check, the edge and its objects.
-    pub fn observed(&self) -> &'a Observed<'a> {
-        self.observed
+    pub fn observation(&self) -> &'a Observation<'a> {
+        self.observation
     }
 
     pub fn settings(&self) -> &'a Settings {
@@ -86,7 +86,7 @@ impl<'a> DecisionDraft<'a> {
         conditions::settle(
             &mut self.status,
             self.ws.metadata.generation,
-            self.observed.now,
+            self.observation.now,
             &self.activity,
             self.failure.as_ref(),
         );
@@ -160,14 +160,14 @@ impl<'a> DecisionDraft<'a> {
     }
 
     pub fn now(&self) -> Time {
-        Time(self.observed.now)
+        Time(self.observation.now)
     }
 
     /// The edge objects when the edge is Ready; otherwise says why the Workspace waits and
     /// when to look again.
-    pub fn reachable(&mut self, doing: &str) -> Result<Remote, Next> {
+    pub fn reachable(&mut self, doing: &str) -> Result<EdgeObjects, Next> {
         let edge = self.edge_name();
-        match &self.observed.edge {
+        match &self.observation.edge {
             EdgeState::Ready(route) => {
                 if let Some(target) = self.status.target.as_mut()
                     && target.server.as_deref() != Some(route.server.as_str())
@@ -175,7 +175,7 @@ impl<'a> DecisionDraft<'a> {
                     target.server = Some(route.server.clone());
                 }
                 // A Ready edge whose objects were not read: read them and decide again.
-                self.observed.remote.clone().ok_or(Next::Continue)
+                self.observation.edge_objects.clone().ok_or(Next::Continue)
             }
             EdgeState::Missing => {
                 self.activity = Activity::idle(
@@ -222,7 +222,7 @@ impl<'a> DecisionDraft<'a> {
         let finished_at = finished_at.unwrap_or_else(|| self.now());
         self.status.job_result = Some(result);
         self.status.finished_at = Some(finished_at.clone());
-        // Set by whoever saw the Job end (`follow_job`); no other result has one.
+        // Set by whoever saw the Job end (`track_job`); no other result has one.
         self.status.finished_resource_version = None;
         self.status.cleaned_up = false;
         let message = failure.as_ref().map(|f| f.message.clone());

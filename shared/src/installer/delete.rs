@@ -12,7 +12,7 @@ use super::{
     conditions::{Activity, Failure, reason},
     decision_draft::DecisionDraft,
     names,
-    observed::{EdgeState, JobOutcome},
+    observation::{EdgeState, JobOutcome},
     patch,
 };
 
@@ -57,7 +57,7 @@ impl DecisionDraft<'_> {
             ));
             return self.remove_finalizer();
         }
-        if self.observed().edge == EdgeState::Missing {
+        if self.observation().edge == EdgeState::Missing {
             self.event(Note::warning(
                 "EdgeGone",
                 format!(
@@ -67,14 +67,14 @@ impl DecisionDraft<'_> {
             ));
             return self.remove_finalizer();
         }
-        let remote = match self.reachable(
+        let edge_objects = match self.reachable(
             "revoke the runner's identity before deletion (if the edge is gone for good, a platform admin can abandon it: kubectl provider delete --abandon)",
         ) {
-            Ok(remote) => remote,
+            Ok(edge_objects) => edge_objects,
             Err(next) => return next,
         };
         if self.status.job_result.is_none()
-            && let Some(job) = &remote.job
+            && let Some(job) = &edge_objects.job
             && job.object.of_attempt(self.uid(), &recorded.attempt_id)
         {
             match &job.outcome {
@@ -95,11 +95,11 @@ impl DecisionDraft<'_> {
                 JobOutcome::Running => {}
             }
         }
-        self.revoke_identity(&remote);
-        if let Some(job) = &remote.job
+        self.revoke_identity(&edge_objects);
+        if let Some(job) = &edge_objects.job
             && job.object.of_attempt(self.uid(), &recorded.attempt_id)
         {
-            self.release_job(&remote);
+            self.release_job(&edge_objects);
             if !job.object.deleting {
                 // The name is deterministic: a Workspace created later under the same
                 // name needs it free.
@@ -114,8 +114,8 @@ impl DecisionDraft<'_> {
         // Rule `deletion_removes_every_attempts_job`: the Jobs of earlier attempts go too,
         // or a Workspace created later under this name meets them (their names are its
         // attempts' names) and waits for the orphan sweep.
-        self.remove_earlier_jobs(&remote);
-        if let Some(ns) = &remote.namespace
+        self.remove_earlier_jobs(&edge_objects);
+        if let Some(ns) = &edge_objects.namespace
             && ns.owned_by(self.uid())
             && ns.label(names::LABEL_RELEASED) != "true"
         {
@@ -129,7 +129,7 @@ impl DecisionDraft<'_> {
         // Rule `released_says_whose_namespace_it_was`: only a namespace of this Workspace's
         // is kept for a later namesake; another's (this attempt was refused it) is not
         // this Workspace's to speak for.
-        let namespace = match &remote.namespace {
+        let namespace = match &edge_objects.namespace {
             Some(ns) if ns.owned_by(self.uid()) => format!(
                 "namespace {} on edge {} is left in place for a later Workspace named {}",
                 recorded.namespace,

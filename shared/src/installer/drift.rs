@@ -16,10 +16,10 @@ use crate::{
 use super::{
     action::{Next, Note},
     decision_draft::DecisionDraft,
-    observed::ReleaseRevision,
+    observation::ReleaseRevision,
 };
 
-pub use super::observed::ReleaseContent;
+pub use super::observation::ReleaseContent;
 
 /// Whether an edit came after the attempt: by the edge's order of writes.
 pub mod edit_order;
@@ -73,11 +73,11 @@ impl DecisionDraft<'_> {
         };
         let next = next_check(self.uid(), self.settings().drift_interval_seconds);
         // An edge that cannot be read is judged later, not now.
-        let Some(remote) = self.observed().remote.clone() else {
+        let Some(edge_objects) = self.observation().edge_objects.clone() else {
             return next;
         };
         let plan = &sealed.plan;
-        let newest = remote.release.as_ref();
+        let newest = edge_objects.release.as_ref();
         if let Some(record) = newest
             && record.is_transient()
             && self.recently_changed(record)
@@ -161,7 +161,7 @@ impl DecisionDraft<'_> {
                     .drift
                     .as_ref()
                     .is_some_and(|d| d.record_uid.as_deref() == Some(record.uid.as_str()));
-                let content = match &remote.release_content {
+                let content = match &edge_objects.release_content {
                     Some(content) => describe(content, plan, self.checked_values(plan)),
                     // Described already, when this revision was first found.
                     None if described => return next,
@@ -232,7 +232,7 @@ impl DecisionDraft<'_> {
             .modified
             .or_else(|| revision.created.as_ref().map(|c| c.0.as_second()));
         // A time in the future is a forged record's, not a helm at work.
-        changed.is_none_or(|at| (0..600).contains(&(self.observed().now.as_second() - at)))
+        changed.is_none_or(|at| (0..600).contains(&(self.observation().now.as_second() - at)))
     }
 
     /// Whether the attempt's Job completed long enough ago for its release's record to be
@@ -241,7 +241,7 @@ impl DecisionDraft<'_> {
         self.status
             .finished_at
             .as_ref()
-            .is_none_or(|f| f.0 + OWN_REVISION_SLACK + OWN_REVISION_SLACK < self.observed().now)
+            .is_none_or(|f| f.0 + OWN_REVISION_SLACK + OWN_REVISION_SLACK < self.observation().now)
     }
 
     /// Whether `revision` was made by the recorded attempt's Job: it is no newer than the
@@ -261,8 +261,8 @@ impl DecisionDraft<'_> {
         };
         self.status.drift = None;
         self.status.release = self
-            .observed()
-            .remote
+            .observation()
+            .edge_objects
             .as_ref()
             .and_then(|r| r.release.as_ref())
             .filter(|r| r.status == "deployed" && self.made_by_attempt(r))
@@ -305,8 +305,8 @@ impl DecisionDraft<'_> {
     fn checked_values<'v>(&'v self, plan: &'v Plan) -> Option<&'v Value> {
         match crate::plan_values::source_of(plan) {
             crate::plan_values::Source::Inline(values) => Some(values),
-            crate::plan_values::Source::Stored { .. } => match &self.observed().values {
-                super::observed::ValuesCheck::Verified { values, .. } => Some(values.as_ref()),
+            crate::plan_values::Source::Stored { .. } => match &self.observation().values {
+                super::observation::ValuesCheck::Verified { values, .. } => Some(values.as_ref()),
                 _ => None,
             },
         }

@@ -5,7 +5,7 @@
 //!
 //! Membership and ownership are Kubernetes Leases (the shell reads and writes them); this
 //! module only decides. A member is live while its membership Lease was renewed within its
-//! lease duration, measured on the observer's own clock (as the leader election does, so
+//! lease duration, measured on the watching replica's own clock (as the leader election does, so
 //! clock skew between replicas does not matter). Owning an edge by the hash is not leave to
 //! write to it: a replica writes only while it holds the edge's fencing Lease, and
 //! [`edge_step`] says when to take and when to give one back.
@@ -105,7 +105,7 @@ fn dns_safe(identity: &str) -> String {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MemberSeen {
     pub identity: String,
-    /// How long ago, on the observer's clock, the Lease's holder or renew time last changed.
+    /// How long ago, on the watching replica's clock, the Lease's holder or renew time last changed.
     pub silent_for: Duration,
     /// The lease duration its holder wrote.
     pub lease_duration: Duration,

@@ -1,4 +1,4 @@
-//! Status: following the attempt's Job to its result, and recording it.
+//! Status: tracking the attempt's Job to its result, and recording it.
 
 use crate::{api::JobResult, text::object_key};
 
@@ -6,7 +6,7 @@ use super::{
     action::{Action, Next, Note, RunnerLog},
     conditions::{Activity, Failure, reason},
     decision_draft::DecisionDraft,
-    observed::{JobOutcome, JobState},
+    observation::{JobOutcome, JobState},
 };
 
 /// How much of helm's own words a failure message carries.
@@ -41,8 +41,8 @@ fn failure_text(
 
 impl DecisionDraft<'_> {
     /// Rule `job_result_is_recorded_first`: a terminal Job's result goes to status before
-    /// anything is revoked; a running one is followed.
-    pub(super) fn follow_job(&mut self, job: &JobState) -> Next {
+    /// anything is revoked; a running one is tracked.
+    pub(super) fn track_job(&mut self, job: &JobState) -> Next {
         let attempt_id = self.status.attempt_id.clone().unwrap_or_default();
         let recorded_uid = self.status.job_uid.clone();
         let theirs = !job.object.of_attempt(self.uid(), &attempt_id)

@@ -15,7 +15,7 @@ use super::{
     conditions::{Activity, reason},
     decision_draft::DecisionDraft,
     names,
-    observed::ObjectState,
+    observation::ObjectState,
 };
 
 /// How long an attempt waits before it looks again for the sweep's work.
@@ -54,7 +54,7 @@ impl DecisionDraft<'_> {
         self.activity = Activity::idle(
             reason::WAITING_FOR_ORPHAN_SWEEP,
             format!(
-                "{what} on edge {} was left by an earlier Workspace named {} (UID {}) that no longer exists, as after a restore of the hub from a backup; the installer's orphan sweep removes what that Workspace's attempt left and releases its namespace (at the start of every installer term, then every --orphan-sweep-interval), and this attempt then continues with the release as it is",
+                "{what} on edge {} was left by an earlier Workspace named {} (UID {}) that no longer exists, as after a restore of the hub from a backup; the installer's orphan sweep removes what that Workspace's attempt left and releases its namespace (at the start of every installer replica's run, then every --orphan-sweep-interval), and this attempt then continues with the release as it is",
                 self.edge_name(),
                 self.key(),
                 object.label(names::LABEL_WORKSPACE_UID),

@@ -40,7 +40,7 @@ mod lost_namesake;
 pub mod manifests;
 pub mod names;
 mod namespace_admission;
-mod observed;
+mod observation;
 pub mod patch;
 mod prepare;
 pub mod release_objects;
@@ -57,9 +57,9 @@ pub use action::{
 };
 pub use attempt_reads::{AttemptReads, attempt_reads};
 pub use decide::decide;
-pub use observed::{
-    Authorization, EdgeRoute, EdgeState, HubObjects, JobOutcome, JobState, NamespaceState,
-    ObjectSeen, ObjectState, Observed, ReleaseObjects, ReleaseRevision, Remote, RunnerPod,
-    SealCheck, ValuesCheck, job_state, newest_revision, runner_pod, state_of,
+pub use observation::{
+    Authorization, EdgeObjects, EdgeRoute, EdgeState, HubObjects, JobOutcome, JobState,
+    NamespaceState, ObjectSeen, ObjectState, Observation, ReleaseObjects, ReleaseRevision,
+    RunnerPod, SealCheck, ValuesCheck, job_state, newest_revision, runner_pod, state_of,
 };
 pub use settings::{DEFAULT_HELM_IMAGE, KEPT_PLANS_BYTES, Settings};

@@ -9,7 +9,7 @@ use super::{
     decision_draft::DecisionDraft,
     manifests::{self, Marks},
     names,
-    observed::NamespaceState,
+    observation::NamespaceState,
     patch,
 };
 

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::api::WorkspaceStatus;
 
-use super::{names, observed::ObjectState};
+use super::{names, observation::ObjectState};
 
 fn pointer<'t>(tokens: impl IntoIterator<Item = &'t str>) -> PointerBuf {
     PointerBuf::from_tokens(tokens)

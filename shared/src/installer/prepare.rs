@@ -21,15 +21,15 @@ use super::{
     manifests::{self, Marks},
     names::{self, AttemptNames},
     namespace_admission::Admission,
-    observed::{Authorization, EdgeState, Remote, SealCheck, ValuesCheck},
+    observation::{Authorization, EdgeObjects, EdgeState, SealCheck, ValuesCheck},
 };
 
 impl DecisionDraft<'_> {
     /// Rules `seal_is_checked_before_creating`, `preparation_is_recorded_first`,
     /// `expired_preparation_is_redone`, then namespace admission, the credential, the
     /// identity and the Job.
-    pub fn prepare(&mut self, plan: &Plan, remote: &Remote) -> Next {
-        let refused = match &self.observed().seal {
+    pub fn prepare(&mut self, plan: &Plan, edge_objects: &EdgeObjects) -> Next {
+        let refused = match &self.observation().seal {
             SealCheck::Verified => None,
             SealCheck::KeysUnavailable(why) => {
                 self.activity = Activity::idle(
@@ -51,7 +51,7 @@ impl DecisionDraft<'_> {
             );
             return self.cleanup();
         }
-        if let EdgeState::Ready(route) = &self.observed().edge
+        if let EdgeState::Ready(route) = &self.observation().edge
             && (route.cluster != plan.cluster || route.workspace_uuid != plan.edge_workspace_uuid)
         {
             self.reject(
@@ -81,11 +81,11 @@ impl DecisionDraft<'_> {
         );
 
         if self.status.preparation.is_none()
-            && let Some(next) = self.authorized(plan)
+            && let Some(next) = self.owner_still_granted(plan)
         {
             return next;
         }
-        let (preparation, removing) = self.preparation(plan, remote);
+        let (preparation, removing) = self.preparation(plan, edge_objects);
         if removing {
             // An expired preparation is being removed; prepare afresh once it is gone.
             return Next::Continue;
@@ -98,18 +98,18 @@ impl DecisionDraft<'_> {
             preparation_id: preparation,
         };
 
-        match self.admit_namespace(plan, remote.namespace.as_ref(), &marks) {
+        match self.admit_namespace(plan, edge_objects.namespace.as_ref(), &marks) {
             Admission::Admitted => {}
             Admission::Pending(next) => return next,
         }
-        if let Some(next) = self.runtime_credential(plan, remote, &marks) {
+        if let Some(next) = self.runtime_credential(plan, edge_objects, &marks) {
             return next;
         }
-        self.recover_release(plan, remote);
+        self.recover_release(plan, edge_objects);
 
         let names = AttemptNames::for_job(&plan.job);
         let mut stale = false;
-        for (kind, observed, name) in remote.runner_objects(&names) {
+        for (kind, observed, name) in edge_objects.runner_objects(&names) {
             // Values small enough ride in the Job itself (manifests::values_in_job).
             if kind == Kind::Secret && manifests::values_in_job(&values) {
                 continue;
@@ -164,7 +164,7 @@ impl DecisionDraft<'_> {
             plan_values::Source::Stored { digest } => digest,
         };
         let name = plan_values::object_name(&plan.workspace.name, digest);
-        let why = match &self.observed().values {
+        let why = match &self.observation().values {
             ValuesCheck::Verified { values, .. } => return Ok(values.clone()),
             ValuesCheck::NotRead => {
                 self.activity = Activity::idle(
@@ -199,9 +199,9 @@ impl DecisionDraft<'_> {
 
     /// Rule `authorization_is_asked_again_before_start`: before the first preparation of
     /// an attempt (the first use of the edge credential for it), RBAC must still let the
-    /// plan's owner install onto its edge. `None` when it does.
-    fn authorized(&mut self, plan: &Plan) -> Option<Next> {
-        match &self.observed().authorization {
+    /// plan's owner `install` onto its edge and `use` its Recipe. `None` when it does.
+    fn owner_still_granted(&mut self, plan: &Plan) -> Option<Next> {
+        match &self.observation().authorization {
             Authorization::Allowed => None,
             Authorization::NotAsked => Some(Next::Continue),
             Authorization::Unavailable(why) => {
@@ -230,10 +230,10 @@ impl DecisionDraft<'_> {
     /// The preparation ID to label objects with; starts a new preparation when there is
     /// none or the recorded one expired without its Job (and queues removal of the
     /// expired one's objects, saying so).
-    fn preparation(&mut self, plan: &Plan, remote: &Remote) -> (String, bool) {
+    fn preparation(&mut self, plan: &Plan, edge_objects: &EdgeObjects) -> (String, bool) {
         let current = self.status.preparation.clone();
         if let Some(recorded) = &current
-            && recorded.preparation_expires_at.0 > self.observed().now
+            && recorded.preparation_expires_at.0 > self.observation().now
         {
             return (recorded.preparation_id.clone(), false);
         }
@@ -244,15 +244,15 @@ impl DecisionDraft<'_> {
         let id = preparation_id(
             &plan.attempt_id,
             &previous,
-            &self.observed().now.to_string(),
+            &self.observation().now.to_string(),
         );
         let expires = self
-            .observed()
+            .observation()
             .now
             .checked_add(SignedDuration::from_secs(
                 self.settings().preparation_ttl_seconds,
             ))
-            .unwrap_or(self.observed().now);
+            .unwrap_or(self.observation().now);
         self.status.preparation = Some(Preparation {
             preparation_id: id.clone(),
             preparation_expires_at: Time(expires),
@@ -268,7 +268,7 @@ impl DecisionDraft<'_> {
             ));
             let names = AttemptNames::for_job(&plan.job);
             let old = names::label_value(&previous);
-            for (kind, observed, name) in remote.runner_objects(&names) {
+            for (kind, observed, name) in edge_objects.runner_objects(&names) {
                 if let Some(object) = observed
                     && object.owned_by(self.uid())
                     && object.label(names::LABEL_PREPARATION_ID) == old
@@ -285,8 +285,8 @@ impl DecisionDraft<'_> {
     /// Helm blocks every later Helm run. No Helm of this Workspace can still hold it: the
     /// previous attempt's Job ended and its identity is revoked before a new attempt
     /// prepares. So it is marked failed, as Helm marks it when interrupted gracefully.
-    fn recover_release(&mut self, plan: &Plan, remote: &Remote) {
-        let Some(revision) = remote.release.as_ref().filter(|r| r.is_pending()) else {
+    fn recover_release(&mut self, plan: &Plan, edge_objects: &EdgeObjects) {
+        let Some(revision) = edge_objects.release.as_ref().filter(|r| r.is_pending()) else {
             return;
         };
         let message = format!(
@@ -313,7 +313,7 @@ impl DecisionDraft<'_> {
 }
 
 /// The runner's object of `kind`: its ServiceAccount, Role or RoleBinding, otherwise the
-/// values Secret ([`Remote::runner_objects`] yields no Job).
+/// values Secret ([`EdgeObjects::runner_objects`] yields no Job).
 fn runner_object(
     kind: Kind,
     plan: &Plan,

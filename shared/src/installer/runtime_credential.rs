@@ -8,7 +8,7 @@ use super::{
     decision_draft::DecisionDraft,
     manifests::{self, Marks},
     names::CredentialNames,
-    observed::Remote,
+    observation::EdgeObjects,
 };
 
 impl DecisionDraft<'_> {
@@ -21,12 +21,12 @@ impl DecisionDraft<'_> {
     pub(super) fn runtime_credential(
         &mut self,
         plan: &Plan,
-        remote: &Remote,
+        edge_objects: &EdgeObjects,
         marks: &Marks,
     ) -> Option<Next> {
         let credential = plan.runtime_credential.as_ref()?;
         let names = CredentialNames::for_workspace(&plan.org, &plan.workspace.name);
-        let Some(hub) = self.observed().hub.clone() else {
+        let Some(hub) = self.observation().hub.clone() else {
             return Some(Next::Continue);
         };
         let uid = self.uid().to_owned();
@@ -50,7 +50,7 @@ impl DecisionDraft<'_> {
             ));
             self.delete_on_hub(Kind::RoleBinding, &names, &rb.uid);
         }
-        if let Some(secret) = &remote.runtime_credential
+        if let Some(secret) = &edge_objects.runtime_credential
             && !secret.owned_by(&uid)
         {
             replacing.push(format!("Secret {secret_key} on edge {}", plan.edge_name));
@@ -85,7 +85,7 @@ impl DecisionDraft<'_> {
             )));
         }
         self.status.runtime_credential_secret = Some(names.edge_secret.clone());
-        if remote.runtime_credential.is_none() {
+        if edge_objects.runtime_credential.is_none() {
             self.edge(Action::MintRuntimeCredential(Box::new(MintCredential {
                 hub_namespace: names.hub_namespace.clone(),
                 service_account: names.service_account.clone(),

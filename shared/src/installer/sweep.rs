@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, HashSet};
 use super::{
     action::{Deletion, Kind},
     names,
-    observed::ObjectState,
+    observation::ObjectState,
     patch,
 };
 

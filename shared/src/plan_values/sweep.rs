@@ -34,7 +34,7 @@ pub struct StoredValues {
 pub enum Verdict {
     Keep,
     Delete,
-    /// Its Workspace is not among those this installer follows: keep it if a Workspace of
+    /// Its Workspace is not in this installer's watch cache: keep it if a Workspace of
     /// that name exists on the hub and is its owner (or it has none yet), else delete it.
     DeleteUnlessOwnerExists,
 }
@@ -61,13 +61,13 @@ pub fn referenced(workspace: &Workspace) -> BTreeSet<String> {
         .collect()
 }
 
-/// Rule `unused_values_are_swept`: `followed` is the Workspace of that name this installer
-/// follows, if any. An object of a Workspace this installer does not follow (another
-/// shard's, or one deleted) is judged by whether that Workspace exists: the garbage
-/// collector would delete it too, and this does not depend on it running.
+/// Rule `unused_values_are_swept`: `cached` is the Workspace of that name in this installer's
+/// watch cache, if any. An object of a Workspace not in it (another shard's, or one deleted) is
+/// judged by whether that Workspace exists: the garbage collector would delete it too, and
+/// this does not depend on it running.
 pub fn verdict(
     stored: &StoredValues,
-    followed: Option<&Workspace>,
+    cached: Option<&Workspace>,
     now: Timestamp,
     grace: SignedDuration,
 ) -> Verdict {
@@ -77,7 +77,7 @@ pub fn verdict(
     {
         return Verdict::Keep;
     }
-    match followed {
+    match cached {
         Some(workspace) => {
             let uid = workspace.metadata.uid.as_deref().unwrap_or_default();
             let ours = stored.owners.is_empty() || stored.owners.iter().any(|o| o == uid);

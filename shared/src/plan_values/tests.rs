@@ -247,8 +247,8 @@ mod sweeping {
 
     const OLD: SignedDuration = SignedDuration::from_secs(3600);
 
-    fn judge(stored: &StoredValues, followed: Option<&Workspace>) -> Verdict {
-        verdict(stored, followed, Timestamp::now(), GRACE)
+    fn judge(stored: &StoredValues, cached: Option<&Workspace>) -> Verdict {
+        verdict(stored, cached, Timestamp::now(), GRACE)
     }
 
     #[test]
@@ -273,7 +273,7 @@ mod sweeping {
         let fresh = stored(unused.clone(), &[], GRACE - SignedDuration::from_secs(60));
         assert_eq!(judge(&fresh, Some(&ws)), Verdict::Keep);
         // Written for a write the API server refused, or owned by a Workspace another
-        // shard follows or one deleted: the hub says whether its Workspace is there.
+        // shard caches or one deleted: the hub says whether its Workspace is there.
         assert_eq!(judge(&unowned, None), Verdict::DeleteUnlessOwnerExists);
         let others = stored(unused, &["uid-other"], OLD);
         assert_eq!(judge(&others, None), Verdict::DeleteUnlessOwnerExists);

@@ -364,8 +364,8 @@ pub fn mutated(
             let lookups = Lookups {
                 recipe: (start.recipe == "demo").then_some(&recipe),
                 edge: Some(&edge),
-                authorized: Ok(true),
-                entitled: Ok(true),
+                may_install: Ok(true),
+                may_use: Ok(true),
                 automatic_repairer: Ok(false),
             };
             let sealing = Sealing {

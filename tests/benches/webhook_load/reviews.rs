@@ -181,8 +181,8 @@ fn seal_next_attempt(
     let lookups = Lookups {
         recipe: Some(recipe),
         edge: Some(edge),
-        authorized: Ok(true),
-        entitled: Ok(true),
+        may_install: Ok(true),
+        may_use: Ok(true),
         automatic_repairer: Ok(false),
     };
     let keyring = Keyring::from(sealer);

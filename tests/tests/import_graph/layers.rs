@@ -125,7 +125,7 @@ mod rules {
         let files = [
             PathBuf::from("c/mod.rs"),
             PathBuf::from("c/loose.rs"),
-            PathBuf::from("c/process/term.rs"),
+            PathBuf::from("c/process/replica.rs"),
             PathBuf::from("c/stray/thing.rs"),
         ];
         let found = violations(
@@ -133,9 +133,9 @@ mod rules {
             &layers,
             &files,
             &[
-                edge("c/process/term.rs", "c/reconcile/pass.rs"),
+                edge("c/process/replica.rs", "c/reconcile/pass.rs"),
                 edge("c/reconcile/pass.rs", "c/reconcile/observe.rs"),
-                edge("c/mod.rs", "c/process/term.rs"),
+                edge("c/mod.rs", "c/process/replica.rs"),
                 edge("c/support/metrics.rs", "c/reconcile/pass.rs"),
                 edge("c/support/metrics.rs", "elsewhere/lib.rs"),
                 edge("c/support/task.rs", "c/mod.rs"),

@@ -249,7 +249,7 @@ async fn seal_new(
             .edge(&start.edge)
             .await
             .map_err(lookup_failed("spec.edge", "edge", &start.edge))?;
-    // An automatic repair is asked for by the installer and authorized as the plan's owner.
+    // An automatic repair is asked for by the installer and granted as the plan's owner.
     let (owner, automatic_repairer) = match start.kind.automatic_repair() {
         Some(original) => {
             let identity = request.workspace_identity();
@@ -267,7 +267,7 @@ async fn seal_new(
     // Ask RBAC only when there is something to authorize, so an unknown recipe or edge is
     // reported as such, and nothing for an identity that may not ask for the repair.
     let may_ask = start.kind.automatic_repair().is_none() || automatic_repairer == Ok(true);
-    let (authorized, entitled) = if recipe.is_some() && edge.is_some() && may_ask {
+    let (may_install, may_use) = if recipe.is_some() && edge.is_some() && may_ask {
         tokio::join!(
             authz::can_install(&state.client, &owner, &start.edge),
             authz::can_use_recipe(&state.client, &owner, &start.recipe),
@@ -278,8 +278,8 @@ async fn seal_new(
     let lookups = Lookups {
         recipe: recipe.as_ref(),
         edge: edge.as_ref(),
-        authorized: authz::in_words(authorized),
-        entitled: authz::in_words(entitled),
+        may_install: authz::in_words(may_install),
+        may_use: authz::in_words(may_use),
         automatic_repairer,
     };
     let sealing = Sealing {

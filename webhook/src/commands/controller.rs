@@ -1,5 +1,6 @@
-//! `providers-webhook controller`: the installer's process. It runs a term that works the
-//! edges whose Leases it takes, and gives them back when stopped.
+//! `providers-webhook controller`: the installer's process. It runs the replica
+//! (`controller::process::replica`), which works the edges whose Leases it takes, and gives
+//! them back when stopped.
 
 use std::{sync::Arc, time::Duration};
 
@@ -13,7 +14,7 @@ use crate::{
     controller::{
         Context, InstallerConfig, LeaseConfig, ProbeSettings,
         edge::credential,
-        process::{readiness::ControllerReadiness, shards, term},
+        process::{readiness::ControllerReadiness, replica, shards},
         support::{
             metrics::{Metrics, api_requests::CountRequests},
             task::Task,
@@ -71,13 +72,13 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         context.shards.clone(),
     ));
     admin::spawn(args.metrics_listen, metrics.clone(), readiness.clone()).await?;
-    run_term(hub, context, readiness, metrics, identity).await
+    run_replica(hub, context, readiness, metrics, identity).await
 }
 
 /// Every replica works, from the start, the edges whose Leases it takes (ADR 40; one
 /// replica alone takes every edge); on the way out it gives them back so the others take
 /// them at once.
-async fn run_term(
+async fn run_replica(
     hub: Client,
     context: Arc<Context>,
     readiness: Arc<ControllerReadiness>,
@@ -91,17 +92,17 @@ async fn run_term(
         metrics.clone(),
     ));
     readiness.set_running(true);
-    let term = tokio::spawn(term::run(context.clone(), readiness.clone()));
-    let abort = term.abort_handle();
+    let run = tokio::spawn(replica::run(context.clone(), readiness.clone()));
+    let abort = run.abort_handle();
     let shutdown = shutdown_signal();
     let outcome = tokio::select! {
-        ended = term => {
+        ended = run => {
             match ended {
-                Ok(Ok(())) => tracing::error!("the term ended on its own"),
-                Ok(Err(error)) => tracing::error!(error = format!("{error:#}"), "the term failed"),
-                Err(error) => tracing::error!(%error, "the term panicked"),
+                Ok(Ok(())) => tracing::error!("the replica's run ended on its own"),
+                Ok(Err(error)) => tracing::error!(error = format!("{error:#}"), "the replica's run failed"),
+                Err(error) => tracing::error!(%error, "the replica's run panicked"),
             }
-            Err(anyhow::anyhow!("the term ended unexpectedly; exiting so the Pod restarts"))
+            Err(anyhow::anyhow!("the replica's run ended unexpectedly; exiting so the Pod restarts"))
         }
         () = shutdown => Ok(()),
     };

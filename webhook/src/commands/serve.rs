@@ -1,5 +1,5 @@
 //! `providers-webhook serve`: the admission webhooks' process. It loads the sealing keys,
-//! follows Recipes and Edges in watch caches, and serves `/mutate` and `/validate` over
+//! keeps Recipes and Edges in watch caches, and serves `/mutate` and `/validate` over
 //! HTTPS to the API server only; probes and metrics go to the admin port.
 
 use std::{
@@ -47,8 +47,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         },
         Duration::from_secs(60),
     );
-    let (recipes, recipes_listed) = follow(Api::<Recipe>::all(client.clone()));
-    let (edges, edges_listed) = follow(Api::<Edge>::all(client.clone()));
+    let (recipes, recipes_listed) = watch_kind(Api::<Recipe>::all(client.clone()));
+    let (edges, edges_listed) = watch_kind(Api::<Edge>::all(client.clone()));
     let readiness = Arc::new(ServingReadiness {
         recipes: recipes_listed,
         edges: edges_listed,
@@ -115,9 +115,9 @@ fn client_auth(args: &ServeArgs) -> anyhow::Result<Option<ClientAuth>> {
     }
 }
 
-/// A watch cache of every object of a kind, followed until the process ends, and the mark
+/// A watch cache of every object of a kind, kept until the process ends, and the mark
 /// of its first list.
-fn follow<K>(api: Api<K>) -> (Store<K>, Arc<Synced>)
+fn watch_kind<K>(api: Api<K>) -> (Store<K>, Arc<Synced>)
 where
     K: kube::Resource<DynamicType = ()>
         + Clone
@@ -134,7 +134,7 @@ where
         .default_backoff()
         .for_each(move |event| {
             if let Ok(event) = event {
-                listed.observe(&event);
+                listed.on_event(&event);
             }
             async {}
         });

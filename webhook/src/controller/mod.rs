@@ -1,7 +1,8 @@
 //! The installer controller: a thin shell around `providers_shared::installer`, in layers
 //! that show in the folders:
 //!
-//! - `process`: what a replica runs — its term, the edges' Leases it takes, readiness;
+//! - `process`: what a replica runs — the Workspace controller, the edges' Leases it takes,
+//!   readiness;
 //! - `duties`: what one replica does for the whole hub — the orphan and PlanValues sweeps;
 //! - `reconcile`: one Workspace's pass — observe, decide (in the core), execute;
 //! - `edge`: talking to one edge — its registry and probe, Helm's records, the provider's
@@ -12,10 +13,10 @@
 //! - `support`: what every layer uses — configuration, metrics, Events, errors, tasks, the
 //!   edges this replica holds.
 //!
-//! Every replica runs a term: the Workspace controller, a probe and watches per Edge whose
+//! Every replica runs the Workspace controller, a probe and watches per Edge whose
 //! fencing Lease it holds (ADR 40), and a watch of the published sealing keys; the one
-//! holding the leader Lease also runs the hub-wide duties. When the term ends, all of it is
-//! dropped. Every decision is taken by
+//! holding the leader Lease also runs the hub-wide duties for its term. When the
+//! replica's run ends, all of it is dropped. Every decision is taken by
 //! `providers_shared::installer::decide` from a fresh read of the Workspace and its edge objects.
 
 // The layers, top to bottom (webhook/src/controller/LAYERS, checked by

@@ -24,13 +24,13 @@ impl Synced {
     }
 
     /// Sets the mark when `event` ends a list.
-    pub fn observe<K>(&self, event: &watcher::Event<K>) {
+    pub fn on_event<K>(&self, event: &watcher::Event<K>) {
         if matches!(event, watcher::Event::InitDone) {
             self.set();
         }
     }
 
-    /// A new watch starts in its place (a leader's next term): not listed yet.
+    /// A new watch starts in its place (a new run of the replica): not listed yet.
     pub fn clear(&self) {
         self.set.store(false, Ordering::Release);
     }
@@ -70,9 +70,9 @@ mod tests {
             })
             .collect();
         tokio::task::yield_now().await;
-        synced.observe(&watcher::Event::<()>::Init);
+        synced.on_event(&watcher::Event::<()>::Init);
         assert!(!synced.is_set(), "only the end of a list sets it");
-        synced.observe(&watcher::Event::<()>::InitDone);
+        synced.on_event(&watcher::Event::<()>::InitDone);
         assert!(synced.is_set());
         for waiter in waiters {
             tokio::time::timeout(Duration::from_secs(1), waiter)

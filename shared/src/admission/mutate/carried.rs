@@ -3,8 +3,9 @@
 //!
 //! The carried plan is untrusted input from whoever applies it: it is never verified into
 //! trust, signed again or run. A create seals attempt 1 from the Workspace's intent
-//! (recipe, edge, version, values) under today's Recipe and Edge, authorized for the
-//! requesting user, exactly as a create without a plan; the carried plan is replaced.
+//! (recipe, edge, version, values) under today's Recipe and Edge, as the requesting user
+//! may (`install` onto the edge, `use` the Recipe), exactly as a create without a plan; the
+//! carried plan is replaced.
 //! The requester is told so in a warning.
 
 use crate::api::Workspace;

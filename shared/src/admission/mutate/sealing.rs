@@ -23,9 +23,9 @@ pub struct Lookups<'a> {
     /// The Edge [`Start::edge`], if it exists.
     pub edge: Option<&'a EdgeSpec>,
     /// The SubjectAccessReview's answer for `install` on the edge, or why there is none.
-    pub authorized: Result<bool, String>,
+    pub may_install: Result<bool, String>,
     /// The SubjectAccessReview's answer for `use` on the Recipe, or why there is none.
-    pub entitled: Result<bool, String>,
+    pub may_use: Result<bool, String>,
     /// For an automatic repair: whether the requester may ask for one (`autorepair` on the
     /// Workspace), or why there is no answer. Not asked, and not read, for other attempts.
     pub automatic_repairer: Result<bool, String>,
@@ -170,7 +170,7 @@ fn authorize(lookups: &Lookups<'_>, user: &str, start: &Start) -> Result<(), Den
     // like every other name a denial repeats.
     let user = quoted(user);
     let edge = &start.edge;
-    match &lookups.authorized {
+    match &lookups.may_install {
         Ok(true) => {}
         Ok(false) => {
             return Err(Denial::EdgeNotAuthorized {
@@ -187,7 +187,7 @@ fn authorize(lookups: &Lookups<'_>, user: &str, start: &Start) -> Result<(), Den
         }
     }
     let recipe = &start.recipe;
-    match &lookups.entitled {
+    match &lookups.may_use {
         Ok(true) => Ok(()),
         Ok(false) => Err(Denial::RecipeNotEntitled {
             user: user.clone(),

@@ -72,8 +72,8 @@ fn lookups<'a>(
     Lookups {
         recipe: Some(recipe),
         edge: Some(edge),
-        authorized: Ok(true),
-        entitled: Ok(true),
+        may_install: Ok(true),
+        may_use: Ok(true),
         automatic_repairer: repairer,
     }
 }

@@ -114,7 +114,7 @@ pub(super) fn workspace(values: serde_json::Value) -> Workspace {
 }
 
 /// Runs the mutating decision end to end, as the webhook does, with every lookup found
-/// and the user authorized. Returns the object as the API server would store it.
+/// and the user granted `install` and `use`. Returns the object as the API server would store it.
 pub(super) fn admit(
     operation: Operation,
     object: &Workspace,
@@ -141,8 +141,8 @@ pub(super) fn admit_with(
             let lookups = Lookups {
                 recipe: Some(recipe),
                 edge: Some(&edge),
-                authorized: Ok(true),
-                entitled: Ok(true),
+                may_install: Ok(true),
+                may_use: Ok(true),
                 automatic_repairer: Ok(false),
             };
             result.spec.plan = Some(seal_with(&request, &start, lookups, &allow())?);
@@ -430,8 +430,8 @@ fn a_retry_after_failure_reuses_the_original_plan() {
     let lookups = Lookups {
         recipe: Some(&changed),
         edge: Some(&edge),
-        authorized: Ok(true),
-        entitled: Ok(true),
+        may_install: Ok(true),
+        may_use: Ok(true),
         automatic_repairer: Ok(false),
     };
     let sealed = seal_with(&request, &start, lookups, &allow()).unwrap();
@@ -552,8 +552,8 @@ fn lookups_and_authorization_are_denied_by_name() {
             Lookups {
                 recipe: None,
                 edge: Some(&e),
-                authorized: Ok(true),
-                entitled: Ok(true),
+                may_install: Ok(true),
+                may_use: Ok(true),
                 automatic_repairer: Ok(false),
             },
             "UnknownRecipe",
@@ -563,8 +563,8 @@ fn lookups_and_authorization_are_denied_by_name() {
             Lookups {
                 recipe: Some(&r),
                 edge: None,
-                authorized: Ok(true),
-                entitled: Ok(true),
+                may_install: Ok(true),
+                may_use: Ok(true),
                 automatic_repairer: Ok(false),
             },
             "UnknownEdge",
@@ -574,8 +574,8 @@ fn lookups_and_authorization_are_denied_by_name() {
             Lookups {
                 recipe: Some(&r),
                 edge: Some(&e),
-                authorized: Ok(false),
-                entitled: Ok(true),
+                may_install: Ok(false),
+                may_use: Ok(true),
                 automatic_repairer: Ok(false),
             },
             "EdgeNotAuthorized",
@@ -585,8 +585,8 @@ fn lookups_and_authorization_are_denied_by_name() {
             Lookups {
                 recipe: Some(&r),
                 edge: Some(&e),
-                authorized: Err("timeout".into()),
-                entitled: Ok(true),
+                may_install: Err("timeout".into()),
+                may_use: Ok(true),
                 automatic_repairer: Ok(false),
             },
             "AuthorizationUnavailable",
@@ -596,8 +596,8 @@ fn lookups_and_authorization_are_denied_by_name() {
             Lookups {
                 recipe: Some(&r),
                 edge: Some(&e),
-                authorized: Ok(true),
-                entitled: Ok(false),
+                may_install: Ok(true),
+                may_use: Ok(false),
                 automatic_repairer: Ok(false),
             },
             "RecipeNotEntitled",
@@ -607,8 +607,8 @@ fn lookups_and_authorization_are_denied_by_name() {
             Lookups {
                 recipe: Some(&r),
                 edge: Some(&e),
-                authorized: Ok(true),
-                entitled: Err("timeout".into()),
+                may_install: Ok(true),
+                may_use: Err("timeout".into()),
                 automatic_repairer: Ok(false),
             },
             "RecipeAuthorizationUnavailable",
@@ -618,8 +618,8 @@ fn lookups_and_authorization_are_denied_by_name() {
             Lookups {
                 recipe: Some(&r),
                 edge: Some(&e),
-                authorized: Ok(true),
-                entitled: Ok(true),
+                may_install: Ok(true),
+                may_use: Ok(true),
                 automatic_repairer: Ok(false),
             },
             "RecipeInvalid",
@@ -649,8 +649,8 @@ fn a_denial_quotes_the_requesters_name_bounded() {
     let lookups = Lookups {
         recipe: Some(&r),
         edge: Some(&e),
-        authorized: Ok(false),
-        entitled: Ok(true),
+        may_install: Ok(false),
+        may_use: Ok(true),
         automatic_repairer: Ok(false),
     };
     let message = seal_with(&request, &start, lookups, &allow())
@@ -831,8 +831,8 @@ fn a_retry_of_what_the_platform_withdrew_is_denied_with_the_reason() {
     let lookups = Lookups {
         recipe: Some(&r),
         edge: Some(&e),
-        authorized: Ok(true),
-        entitled: Ok(true),
+        may_install: Ok(true),
+        may_use: Ok(true),
         automatic_repairer: Ok(false),
     };
     let denial = seal_with(
@@ -875,8 +875,8 @@ fn a_plan_records_who_when_and_whether_for_a_dry_run() {
     let lookups = Lookups {
         recipe: Some(&r),
         edge: Some(&e),
-        authorized: Ok(true),
-        entitled: Ok(true),
+        may_install: Ok(true),
+        may_use: Ok(true),
         automatic_repairer: Ok(false),
     };
     let sealed = seal_with(&dry, &start, lookups, &allow()).unwrap();

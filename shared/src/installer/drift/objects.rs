@@ -11,7 +11,7 @@ use super::{
 };
 use crate::installer::{
     decision_draft::DecisionDraft,
-    observed::ObjectSeen,
+    observation::ObjectSeen,
     release_objects::{MAX_FIELDS, ReleaseObject},
 };
 
@@ -22,7 +22,7 @@ impl DecisionDraft<'_> {
     /// The drift of the installed revision's objects (the one recorded with `record_uid`),
     /// when their watches show one.
     pub(super) fn object_drift(&self, plan: &Plan, record_uid: &str) -> Option<Drift> {
-        let followed = self.observed().remote.as_ref()?.objects.as_ref()?;
+        let followed = self.observation().edge_objects.as_ref()?.objects.as_ref()?;
         if followed.record_uid != record_uid {
             return None;
         }

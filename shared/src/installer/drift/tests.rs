@@ -7,7 +7,7 @@ use super::{ReleaseContent, first_difference, reason};
 use crate::{
     api::{InstalledRelease, JobResult, Workspace, WorkspaceStatus},
     installer::{
-        Next, ReleaseRevision, Remote,
+        EdgeObjects, Next, ReleaseRevision,
         conditions::{DRIFTED, FAILED, READY, STALLED},
         tests::{Case, bound, condition, events, last_status, now, plan, workspace},
     },
@@ -48,10 +48,10 @@ fn check(
     content: Option<ReleaseContent>,
 ) -> (WorkspaceStatus, Vec<&'static str>, Next) {
     let mut case = Case::new(ws);
-    case.remote = Some(Remote {
+    case.edge_objects = Some(EdgeObjects {
         release: newest,
         release_content: content,
-        ..Remote::default()
+        ..EdgeObjects::default()
     });
     let decision = case.decide();
     let status = if decision.actions.iter().any(|a| a.name() == "write-status") {
@@ -83,9 +83,9 @@ fn the_revision_an_attempt_left_is_recorded_once_and_then_in_sync() {
         ..ws
     };
     let mut case = Case::new(&settled);
-    case.remote = Some(Remote {
+    case.edge_objects = Some(EdgeObjects {
         release: Some(revision(1, "r1", "deployed")),
-        ..Remote::default()
+        ..EdgeObjects::default()
     });
     assert!(
         case.decide().actions.is_empty(),
@@ -163,9 +163,9 @@ fn drift_already_reported_is_not_reported_again() {
         ..ws
     };
     let mut case = Case::new(&again);
-    case.remote = Some(Remote {
+    case.edge_objects = Some(EdgeObjects {
         release: Some(revision(2, "r2", "deployed")),
-        ..Remote::default()
+        ..EdgeObjects::default()
     });
     let decision = case.decide();
     assert!(decision.actions.is_empty(), "{:?}", decision.actions);
@@ -225,7 +225,7 @@ fn an_edge_that_cannot_be_read_is_not_judged() {
         ..ws
     };
     let mut case = Case::new(&settled);
-    case.remote = None;
+    case.edge_objects = None;
     case.edge = crate::installer::EdgeState::Unreachable("down".into());
     let decision = case.decide();
     assert!(decision.actions.is_empty(), "{:?}", decision.actions);
@@ -295,13 +295,13 @@ mod objects {
 
     fn check_objects(ws: &Workspace, seen: ObjectSeen) -> (WorkspaceStatus, Vec<&'static str>) {
         let mut case = Case::new(ws);
-        case.remote = Some(Remote {
+        case.edge_objects = Some(EdgeObjects {
             release: Some(revision(1, "r1", "deployed")),
             objects: Some(ReleaseObjects {
                 record_uid: "r1".into(),
                 objects: vec![(greeting(), seen)],
             }),
-            ..Remote::default()
+            ..EdgeObjects::default()
         });
         let decision = case.decide();
         let status = if decision.actions.iter().any(|a| a.name() == "write-status") {
@@ -428,13 +428,13 @@ mod objects {
     fn objects_of_another_revision_are_not_judged() {
         let ws = installed(left(1, "r1"));
         let mut case = Case::new(&ws);
-        case.remote = Some(Remote {
+        case.edge_objects = Some(EdgeObjects {
             release: Some(revision(1, "r1", "deployed")),
             objects: Some(ReleaseObjects {
                 record_uid: "r0".into(),
                 objects: vec![(greeting(), ObjectSeen::Missing)],
             }),
-            ..Remote::default()
+            ..EdgeObjects::default()
         });
         let decision = case.decide();
         assert!(events(&decision).is_empty());
@@ -510,13 +510,13 @@ mod objects {
 
         fn decide(ws: &Workspace) -> Decision {
             let mut case = Case::new(ws);
-            case.remote = Some(Remote {
+            case.edge_objects = Some(EdgeObjects {
                 release: Some(revision(1, "r1", "deployed")),
                 objects: Some(ReleaseObjects {
                     record_uid: "r1".into(),
                     objects: vec![(greeting(), edited("kubectl-edit", 1))],
                 }),
-                ..Remote::default()
+                ..EdgeObjects::default()
             });
             case.decide()
         }

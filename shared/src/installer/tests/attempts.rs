@@ -24,7 +24,7 @@ fn retry_starts_exactly_one_new_attempt() {
     let ws = workspace(Some(plan(2)), Some(done));
     let mut case = Case::new(&ws);
     // The namespace stays from attempt 1; attempt 2's objects do not exist yet.
-    case.remote = Some(Remote {
+    case.edge_objects = Some(EdgeObjects {
         namespace: Some(namespace_of(UID)),
         ..Default::default()
     });
@@ -53,9 +53,9 @@ fn older_attempt_finishes_first() {
     old.job_result = Some(JobResult::Failed);
     let ws = workspace(Some(plan(2)), Some(old));
     let mut case = Case::new(&ws);
-    let mut remote = prepared(1);
-    remote.job = Some(job(1, failed(), true));
-    case.remote = Some(remote);
+    let mut edge_objects = prepared(1);
+    edge_objects.job = Some(job(1, failed(), true));
+    case.edge_objects = Some(edge_objects);
     let decision = case.decide();
     assert!(!events(&decision).contains(&"AttemptStarted"));
     assert!(!steps(&decision).contains(&"create-job"));
@@ -64,9 +64,9 @@ fn older_attempt_finishes_first() {
     let running = bound(1, Some("job-uid"));
     let ws = workspace(Some(plan(2)), Some(running));
     let mut case = Case::new(&ws);
-    let mut remote = prepared(1);
-    remote.job = Some(job(1, JobOutcome::Running, true));
-    case.remote = Some(remote);
+    let mut edge_objects = prepared(1);
+    edge_objects.job = Some(job(1, JobOutcome::Running, true));
+    case.edge_objects = Some(edge_objects);
     let decision = case.decide();
     assert_eq!(edge_actions(&decision), 0);
     assert_eq!(
@@ -79,7 +79,7 @@ fn older_attempt_finishes_first() {
 fn unstarted_attempt_is_superseded() {
     let ws = workspace(Some(plan(2)), Some(bound(1, None)));
     let mut case = Case::new(&ws);
-    case.remote = Some(prepared(1));
+    case.edge_objects = Some(prepared(1));
     let decision = case.decide();
     let status = last_status(&decision);
     assert_eq!(status.attempt, Some(1));
@@ -92,8 +92,8 @@ fn unstarted_attempt_is_superseded() {
 fn pending_release_is_recovered() {
     let ws = workspace(Some(plan(2)), Some(bound(2, None)));
     let mut case = Case::new(&ws);
-    let mut remote = prepared(2);
-    remote.release = Some(ReleaseRevision {
+    let mut edge_objects = prepared(2);
+    edge_objects.release = Some(ReleaseRevision {
         modified: None,
         secret: "sh.helm.release.v1.hello.v1".into(),
         uid: "rel-uid".into(),
@@ -101,12 +101,12 @@ fn pending_release_is_recovered() {
         status: "pending-install".into(),
         created: None,
     });
-    case.remote = Some(remote.clone());
+    case.edge_objects = Some(edge_objects.clone());
     let decision = case.decide();
     assert_eq!(edge_steps(&decision), ["mark-release-failed", "create-job"]);
     assert!(events(&decision).contains(&"ReleaseRecovered"));
-    remote.release.as_mut().unwrap().status = "failed".into();
-    case.remote = Some(remote);
+    edge_objects.release.as_mut().unwrap().status = "failed".into();
+    case.edge_objects = Some(edge_objects);
     assert_eq!(
         edge_steps(&case.decide()),
         ["create-job"],

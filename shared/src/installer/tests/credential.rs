@@ -12,7 +12,7 @@ fn runtime_credential_is_minted_once() {
     });
     let ws = workspace(Some(with_credential), Some(bound(1, None)));
     let mut case = Case::new(&ws);
-    case.remote = Some(prepared(1));
+    case.edge_objects = Some(prepared(1));
     case.hub = Some(HubObjects::default());
     let decision = case.decide();
     assert_eq!(
@@ -36,9 +36,9 @@ fn runtime_credential_is_minted_once() {
         role_binding: Some(mine.clone()),
         role_binding_role: Some("provider-runtime".into()),
     });
-    let mut remote = prepared(1);
-    remote.runtime_credential = Some(mine);
-    case.remote = Some(remote.clone());
+    let mut edge_objects = prepared(1);
+    edge_objects.runtime_credential = Some(mine);
+    case.edge_objects = Some(edge_objects.clone());
     assert_eq!(
         edge_steps(&case.decide()),
         ["create-job"],
@@ -105,9 +105,9 @@ fn runtime_credential_is_owned_by_uid() {
     ];
     for (what, hub, secret, expected) in cases {
         let mut case = Case::new(&ws);
-        let mut remote = prepared(1);
-        remote.runtime_credential = secret;
-        case.remote = Some(remote);
+        let mut edge_objects = prepared(1);
+        edge_objects.runtime_credential = secret;
+        case.edge_objects = Some(edge_objects);
         case.hub = Some(hub);
         let decision = case.decide();
         assert_eq!(edge_steps(&decision), expected, "{what}");
@@ -119,7 +119,7 @@ fn runtime_credential_is_owned_by_uid() {
     }
     // Once replaced, ours are created and minted.
     let mut case = Case::new(&ws);
-    case.remote = Some(prepared(1));
+    case.edge_objects = Some(prepared(1));
     case.hub = Some(HubObjects::default());
     let created = case.decide();
     let hub_objects: Vec<&Action> = created

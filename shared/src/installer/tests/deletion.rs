@@ -8,10 +8,10 @@ fn deletion_revokes_only_the_identity() {
     let mut ws = workspace(Some(plan(1)), Some(bound(1, Some("job-uid"))));
     ws.metadata.deletion_timestamp = Some(Time(now()));
     let mut case = Case::new(&ws);
-    let mut remote = prepared(1);
-    remote.job = Some(job(1, JobOutcome::Running, true));
-    remote.runtime_credential = Some(object("cred", UID, "", ""));
-    case.remote = Some(remote);
+    let mut edge_objects = prepared(1);
+    edge_objects.job = Some(job(1, JobOutcome::Running, true));
+    edge_objects.runtime_credential = Some(object("cred", UID, "", ""));
+    case.edge_objects = Some(edge_objects);
     let decision = case.decide();
     assert_eq!(
         steps(&decision),
@@ -40,11 +40,11 @@ fn deletion_removes_the_jobs_of_earlier_attempts_and_only_its_own() {
     let mut ws = workspace(Some(plan(3)), Some(bound(3, Some("job-uid"))));
     ws.metadata.deletion_timestamp = Some(Time(now()));
     let mut case = Case::new(&ws);
-    let mut remote = prepared(3);
-    remote.job = Some(job(3, JobOutcome::Succeeded, true));
+    let mut edge_objects = prepared(3);
+    edge_objects.job = Some(job(3, JobOutcome::Succeeded, true));
     let mut earlier = object("job-1-uid", UID, "attempt-1", "");
     earlier.finalizers = vec![names::FINALIZER.into()];
-    remote.earlier_jobs = vec![
+    edge_objects.earlier_jobs = vec![
         ("demo-job-1".into(), earlier),
         (
             "demo-job-2".into(),
@@ -55,7 +55,7 @@ fn deletion_removes_the_jobs_of_earlier_attempts_and_only_its_own() {
             object("their-job-uid", "uid-someone-else", "their-attempt", ""),
         ),
     ];
-    case.remote = Some(remote);
+    case.edge_objects = Some(edge_objects);
     let decision = case.decide();
     let deleted = deleted_jobs(&decision);
     assert!(
@@ -81,7 +81,7 @@ fn deletion_waits_for_a_reachable_edge() {
     ws.metadata.deletion_timestamp = Some(Time(now()));
     let mut case = Case::new(&ws);
     case.edge = EdgeState::Unreachable("connection refused".into());
-    case.remote = None;
+    case.edge_objects = None;
     let decision = case.decide();
     assert_eq!(steps(&decision), ["write-status"]);
     assert_eq!(decision.next, Next::Backoff);
@@ -102,7 +102,7 @@ fn deletion_with_nothing_prepared_finishes_without_the_edge() {
     );
     let mut case = Case::new(&ws);
     case.edge = EdgeState::Unreachable("connection refused".into());
-    case.remote = None;
+    case.edge_objects = None;
     let decision = case.decide();
     assert_eq!(steps(&decision), ["write-status", "remove-finalizer"]);
     assert!(events(&decision).contains(&"NothingToClean"));
@@ -122,7 +122,7 @@ fn deletion_abandoned_by_the_platform_finishes_without_the_edge() {
     );
     let mut case = Case::new(&ws);
     case.edge = EdgeState::Unreachable("connection refused".into());
-    case.remote = None;
+    case.edge_objects = None;
     let decision = case.decide();
     assert_eq!(steps(&decision), ["write-status", "remove-finalizer"]);
     let note = decision
@@ -142,7 +142,7 @@ fn deletion_of_an_unregistered_edge_goes_on() {
     ws.metadata.deletion_timestamp = Some(Time(now()));
     let mut case = Case::new(&ws);
     case.edge = EdgeState::Missing;
-    case.remote = None;
+    case.edge_objects = None;
     let decision = case.decide();
     assert_eq!(steps(&decision), ["write-status", "remove-finalizer"]);
     assert!(events(&decision).contains(&"EdgeGone"));
@@ -159,7 +159,7 @@ fn deletion_without_our_finalizer_writes_nothing() {
 #[test]
 fn another_workspaces_objects_are_never_touched() {
     // A same-name replacement (UID_1) sees what its deleted predecessor (UID_0) left.
-    let theirs = Remote {
+    let theirs = EdgeObjects {
         namespace: Some(namespace_of(OTHER_UID)),
         service_account: Some(object("sa", OTHER_UID, "a1", "p1")),
         role: Some(object("role", OTHER_UID, "a1", "p1")),
@@ -176,7 +176,7 @@ fn another_workspaces_objects_are_never_touched() {
     let mut ws = workspace(Some(plan(1)), Some(bound(1, Some("job-uid"))));
     ws.metadata.deletion_timestamp = Some(Time(now()));
     let mut case = Case::new(&ws);
-    case.remote = Some(theirs.clone());
+    case.edge_objects = Some(theirs.clone());
     let decision = case.decide();
     assert_eq!(steps(&decision), ["write-status", "remove-finalizer"]);
 
@@ -184,7 +184,7 @@ fn another_workspaces_objects_are_never_touched() {
     result.job_result = Some(JobResult::Succeeded);
     let ws = workspace(Some(plan(1)), Some(result));
     let mut case = Case::new(&ws);
-    case.remote = Some(theirs);
+    case.edge_objects = Some(theirs);
     let decision = case.decide();
     assert_eq!(
         edge_actions(&decision),
@@ -198,11 +198,11 @@ fn another_workspaces_objects_are_never_touched() {
 /// this Workspace's.
 #[test]
 fn released_says_whose_namespace_it_was() {
-    let released = |remote: Remote| {
+    let released = |edge_objects: EdgeObjects| {
         let mut ws = workspace(Some(plan(1)), Some(bound(1, Some("job-uid"))));
         ws.metadata.deletion_timestamp = Some(Time(now()));
         let mut case = Case::new(&ws);
-        case.remote = Some(remote);
+        case.edge_objects = Some(edge_objects);
         case.decide()
             .actions
             .iter()
@@ -214,7 +214,7 @@ fn released_says_whose_namespace_it_was() {
     };
     let own = released(prepared(1));
     assert!(own.contains("left in place for a later Workspace"), "{own}");
-    let theirs = released(Remote {
+    let theirs = released(EdgeObjects {
         namespace: Some(namespace_of(OTHER_UID)),
         ..Default::default()
     });

@@ -16,7 +16,7 @@ fn edge_not_ready_blocks_creation(
     let ws = workspace(Some(plan(1)), None);
     let mut case = Case::new(&ws);
     case.edge = edge;
-    case.remote = None;
+    case.edge_objects = None;
     let decision = case.decide();
     assert_eq!(edge_actions(&decision), 0, "{reason}");
     assert_eq!(decision.next, next, "{reason}");
@@ -40,7 +40,7 @@ fn edge_unreachable_mid_attempt_keeps_the_record() {
     let ws = workspace(Some(plan(1)), Some(bound(1, Some("job-uid"))));
     let mut case = Case::new(&ws);
     case.edge = EdgeState::Unreachable("connection refused".into());
-    case.remote = None;
+    case.edge_objects = None;
     let decision = case.decide();
     assert_eq!(edge_actions(&decision), 0);
     assert_eq!(decision.next, Next::Backoff);

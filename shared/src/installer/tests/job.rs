@@ -7,7 +7,7 @@ use super::*;
 fn job_is_created_with_the_pinned_plan() {
     let ws = workspace(Some(plan(1)), Some(bound(1, None)));
     let mut case = Case::new(&ws);
-    case.remote = Some(prepared(1));
+    case.edge_objects = Some(prepared(1));
     let decision = case.decide();
     assert_eq!(edge_steps(&decision), ["create-job"]);
     assert!(events(&decision).is_empty());
@@ -67,9 +67,9 @@ fn created_job(decision: &Decision) -> Option<k8s_openapi::api::batch::v1::Job> 
 fn values_ride_in_the_job_and_in_a_secret_only_when_too_large() {
     let ws = workspace(Some(plan(1)), Some(bound(1, None)));
     let mut case = Case::new(&ws);
-    let mut remote = prepared(1);
-    remote.values = None;
-    case.remote = Some(remote.clone());
+    let mut edge_objects = prepared(1);
+    edge_objects.values = None;
+    case.edge_objects = Some(edge_objects.clone());
     let decision = case.decide();
     assert!(
         !steps(&decision).contains(&"create-values-secret"),
@@ -108,7 +108,7 @@ fn values_ride_in_the_job_and_in_a_secret_only_when_too_large() {
     large.values = Some(json!({"greeting": "x".repeat(names::VALUES_ANNOTATION_LIMIT)}));
     let ws = workspace(Some(large), Some(bound(1, None)));
     let mut case = Case::new(&ws);
-    case.remote = Some(remote);
+    case.edge_objects = Some(edge_objects);
     let decision = case.decide();
     let Some(Action::Create(object)) = decision
         .actions
@@ -137,9 +137,9 @@ fn values_ride_in_the_job_and_in_a_secret_only_when_too_large() {
 fn job_uid_is_recorded_while_it_runs() {
     let ws = workspace(Some(plan(1)), Some(bound(1, None)));
     let mut case = Case::new(&ws);
-    let mut remote = prepared(1);
-    remote.job = Some(job(1, JobOutcome::Running, true));
-    case.remote = Some(remote);
+    let mut edge_objects = prepared(1);
+    edge_objects.job = Some(job(1, JobOutcome::Running, true));
+    case.edge_objects = Some(edge_objects);
     let decision = case.decide();
     assert_eq!(steps(&decision), ["write-status"]);
     let status = last_status(&decision);
@@ -155,7 +155,7 @@ fn job_uid_is_recorded_while_it_runs() {
 fn a_failure_says_why_in_helms_words() {
     let ws = workspace(Some(plan(1)), Some(bound(1, Some("job-uid"))));
     let mut case = Case::new(&ws);
-    let mut remote = prepared(1);
+    let mut edge_objects = prepared(1);
     let mut failed_job = job(1, failed(), true);
     failed_job.runner = Some(RunnerPod {
         name: "hello-0a1b2c3d-1-x7k2p".into(),
@@ -163,8 +163,8 @@ fn a_failure_says_why_in_helms_words() {
             "\u{1b}[1mError:\u{1b}[0m INSTALLATION FAILED: chart \"hello\" version \"9.9.9\" not found in http://127.0.0.1:1 repository\n".into(),
         ),
     });
-    remote.job = Some(failed_job);
-    case.remote = Some(remote);
+    edge_objects.job = Some(failed_job);
+    case.edge_objects = Some(edge_objects);
     let decision = case.decide();
     let status = last_status(&decision);
     let (_, _, message) = {
@@ -194,14 +194,14 @@ fn a_failure_says_why_in_helms_words() {
         "the runner's log is kept"
     );
     // Bounded, whatever helm printed.
-    let mut remote = prepared(1);
+    let mut edge_objects = prepared(1);
     let mut noisy = job(1, failed(), true);
     noisy.runner = Some(RunnerPod {
         name: "p".into(),
         message: Some("x".repeat(100_000)),
     });
-    remote.job = Some(noisy);
-    case.remote = Some(remote);
+    edge_objects.job = Some(noisy);
+    case.edge_objects = Some(edge_objects);
     let status = last_status(&case.decide());
     let failed = status
         .conditions
@@ -215,7 +215,7 @@ fn a_failure_says_why_in_helms_words() {
 fn lost_job_fails_the_attempt() {
     let ws = workspace(Some(plan(1)), Some(bound(1, Some("job-uid"))));
     let mut case = Case::new(&ws);
-    case.remote = Some(prepared(1));
+    case.edge_objects = Some(prepared(1));
     let decision = case.decide();
     assert_eq!(steps(&decision)[0], "write-status");
     assert!(
@@ -231,15 +231,15 @@ fn lost_job_fails_the_attempt() {
 fn foreign_job_is_refused() {
     let ws = workspace(Some(plan(1)), Some(bound(1, None)));
     let mut case = Case::new(&ws);
-    let mut remote = prepared(1);
+    let mut edge_objects = prepared(1);
     let mut theirs = job(1, JobOutcome::Running, true);
     theirs.object = object("other-job", OTHER_UID, "a1", "p9");
     theirs
         .object
         .annotations
         .insert(names::ANNOTATION_WORKSPACE.into(), "org-b/demo".into());
-    remote.job = Some(theirs);
-    case.remote = Some(remote);
+    edge_objects.job = Some(theirs);
+    case.edge_objects = Some(edge_objects);
     let decision = case.decide();
     let status = last_status(&decision);
     assert_eq!(status.job_result, Some(JobResult::Rejected));

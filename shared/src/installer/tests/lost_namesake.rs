@@ -34,11 +34,11 @@ fn waits_for_the_sweep(decision: &Decision, row: &str) {
 fn a_lost_namesakes_namespace_job_or_identity_waits_for_the_sweep() {
     let mut ns = namespace_of(OTHER_UID);
     ns.uid = "old-ns".into();
-    let mut with_namespace = Remote {
+    let mut with_namespace = EdgeObjects {
         namespace: Some(ns),
         ..Default::default()
     };
-    let mut with_job = Remote {
+    let mut with_job = EdgeObjects {
         namespace: Some(namespace_of(UID)),
         ..Default::default()
     };
@@ -48,13 +48,13 @@ fn a_lost_namesakes_namespace_job_or_identity_waits_for_the_sweep() {
         finished_at: Some(Time(now())),
         runner: None,
     });
-    let mut with_identity = Remote {
+    let mut with_identity = EdgeObjects {
         namespace: Some(namespace_of(UID)),
         ..Default::default()
     };
     with_identity.service_account = Some(lost("old-sa", "a-old"));
     with_namespace.values = None;
-    for (row, remote) in [
+    for (row, edge_objects) in [
         ("namespace", with_namespace),
         ("Job", with_job),
         ("runner ServiceAccount", with_identity),
@@ -65,7 +65,7 @@ fn a_lost_namesakes_namespace_job_or_identity_waits_for_the_sweep() {
         status.namespace_uid = None;
         let ws = workspace(Some(plan(1)), Some(status));
         let mut case = Case::new(&ws);
-        case.remote = Some(remote);
+        case.edge_objects = Some(edge_objects);
         waits_for_the_sweep(&case.decide(), row);
     }
 }
@@ -84,7 +84,7 @@ fn the_same_marks_without_the_installers_label_or_of_another_name_are_refused() 
     ] {
         let ws = workspace(Some(plan(1)), Some(bound(1, None)));
         let mut case = Case::new(&ws);
-        case.remote = Some(Remote {
+        case.edge_objects = Some(EdgeObjects {
             namespace: Some(ns),
             ..Default::default()
         });
@@ -104,11 +104,11 @@ fn a_job_with_the_marks_of_this_name_but_no_attempt_is_refused_as_before() {
     // installer made) would never go, so it is refused instead of waited for.
     let mut planted = lost("planted-job", "");
     planted.labels.remove(names::LABEL_ATTEMPT_ID);
-    let mut remote = Remote {
+    let mut edge_objects = EdgeObjects {
         namespace: Some(namespace_of(UID)),
         ..Default::default()
     };
-    remote.job = Some(JobState {
+    edge_objects.job = Some(JobState {
         object: planted,
         outcome: JobOutcome::Running,
         finished_at: None,
@@ -116,7 +116,7 @@ fn a_job_with_the_marks_of_this_name_but_no_attempt_is_refused_as_before() {
     });
     let ws = workspace(Some(plan(1)), Some(bound(1, None)));
     let mut case = Case::new(&ws);
-    case.remote = Some(remote);
+    case.edge_objects = Some(edge_objects);
     let status = last_status(&case.decide());
     assert_eq!(status.job_result, Some(JobResult::Rejected));
     assert_eq!(condition(&status, "Failed").1, "JobConflict");
@@ -129,7 +129,7 @@ fn once_released_by_the_sweep_the_namespace_is_adopted_by_the_restored_workspace
         .insert(names::LABEL_RELEASED.into(), "true".into());
     let ws = workspace(Some(plan(1)), Some(bound(1, None)));
     let mut case = Case::new(&ws);
-    case.remote = Some(Remote {
+    case.edge_objects = Some(EdgeObjects {
         namespace: Some(ns),
         ..Default::default()
     });
@@ -150,18 +150,18 @@ fn a_lost_namesakes_object_held_in_deletion_is_refused_not_waited_for() {
     let mut held = lost("old-sa", "a-old");
     held.deleting = true;
     held.finalizers = vec!["example.com/keep".into()];
-    let mut remote = Remote {
+    let mut edge_objects = EdgeObjects {
         namespace: Some(namespace_of(UID)),
         ..Default::default()
     };
-    remote.service_account = Some(held);
+    edge_objects.service_account = Some(held);
     let mut status = bound(1, None);
     status.namespace_admission_known = false;
     status.namespace_admitted = false;
     status.namespace_uid = None;
     let ws = workspace(Some(plan(1)), Some(status));
     let mut case = Case::new(&ws);
-    case.remote = Some(remote);
+    case.edge_objects = Some(edge_objects);
     let decision = case.decide();
     let status = last_status(&decision);
     assert_ne!(

@@ -170,9 +170,9 @@ fn namespace_of(owner: &str) -> NamespaceState {
 }
 
 /// Everything of attempt `attempt` present on the edge, prepared as `p1`.
-fn prepared(attempt: i64) -> Remote {
+fn prepared(attempt: i64) -> EdgeObjects {
     let id = format!("a{attempt}");
-    Remote {
+    EdgeObjects {
         namespace: Some(namespace_of(UID)),
         service_account: Some(object("sa", UID, &id, "p1")),
         role: Some(object("role", UID, &id, "p1")),
@@ -206,7 +206,7 @@ pub(super) struct Case<'a> {
     pub ws: &'a Workspace,
     pub seal: SealCheck,
     pub edge: EdgeState,
-    pub remote: Option<Remote>,
+    pub edge_objects: Option<EdgeObjects>,
     pub hub: Option<HubObjects>,
     pub authorization: Authorization,
     pub values: ValuesCheck,
@@ -218,7 +218,7 @@ impl<'a> Case<'a> {
             ws,
             seal: SealCheck::Verified,
             edge: ready(),
-            remote: Some(Remote::default()),
+            edge_objects: Some(EdgeObjects::default()),
             hub: None,
             authorization: Authorization::Allowed,
             values: ValuesCheck::NotRead,
@@ -226,11 +226,11 @@ impl<'a> Case<'a> {
     }
     pub(super) fn decide(&self) -> Decision {
         decide(
-            &Observed {
+            &Observation {
                 workspace: self.ws,
                 seal: self.seal.clone(),
                 edge: self.edge.clone(),
-                remote: self.remote.clone(),
+                edge_objects: self.edge_objects.clone(),
                 hub: self.hub.clone(),
                 authorization: self.authorization.clone(),
                 values: self.values.clone(),

@@ -11,7 +11,7 @@ fn namespace_is_created_and_recorded() {
     status.namespace_uid = None;
     let ws = workspace(Some(plan(1)), Some(status));
     let mut case = Case::new(&ws);
-    case.remote = Some(Remote {
+    case.edge_objects = Some(EdgeObjects {
         namespace: Some(namespace_of(UID)),
         ..Default::default()
     });
@@ -58,7 +58,7 @@ fn namespace_of_someone_else_is_refused() {
     for (row, ns) in rows {
         let ws = workspace(Some(plan(1)), Some(bound(1, None)));
         let mut case = Case::new(&ws);
-        case.remote = Some(Remote {
+        case.edge_objects = Some(EdgeObjects {
             namespace: Some(ns),
             ..Default::default()
         });
@@ -90,7 +90,7 @@ fn released_namespace_is_adopted() {
         .insert(names::LABEL_RELEASED.into(), "true".into());
     let ws = workspace(Some(plan(1)), Some(bound(1, None)));
     let mut case = Case::new(&ws);
-    case.remote = Some(Remote {
+    case.edge_objects = Some(EdgeObjects {
         namespace: Some(ns),
         ..Default::default()
     });
@@ -116,9 +116,9 @@ fn expired_preparation_is_redone() {
     });
     let ws = workspace(Some(plan(1)), Some(status));
     let mut case = Case::new(&ws);
-    let mut remote = prepared(1);
-    remote.role = None;
-    case.remote = Some(remote);
+    let mut edge_objects = prepared(1);
+    edge_objects.role = None;
+    case.edge_objects = Some(edge_objects);
     let decision = case.decide();
     assert_eq!(
         steps(&decision),

@@ -18,7 +18,7 @@ fn settled_workspace_needs_only_its_release_from_the_edge_cache() {
         "a failed attempt needs nothing"
     );
     let mut case = Case::new(&ws);
-    case.remote = None;
+    case.edge_objects = None;
     case.edge = EdgeState::Unreachable("down".into());
     let first = case.decide();
     let settled = Workspace {
@@ -26,7 +26,7 @@ fn settled_workspace_needs_only_its_release_from_the_edge_cache() {
         ..ws.clone()
     };
     let mut case = Case::new(&settled);
-    case.remote = None;
+    case.edge_objects = None;
     assert!(
         case.decide().actions.is_empty(),
         "a settled Workspace writes nothing"
@@ -65,7 +65,7 @@ fn running_job_needs_nothing_else() {
     // The shell reads only the Job while it runs; the decision must not need more.
     let ws = workspace(Some(plan(1)), Some(bound(1, Some("job-uid"))));
     let mut case = Case::new(&ws);
-    case.remote = Some(Remote {
+    case.edge_objects = Some(EdgeObjects {
         job: Some(job(1, JobOutcome::Running, true)),
         ..Default::default()
     });

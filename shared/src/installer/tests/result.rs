@@ -13,9 +13,9 @@ fn job_result_is_recorded_before_revocation(
 ) {
     let ws = workspace(Some(plan(1)), Some(bound(1, Some("job-uid"))));
     let mut case = Case::new(&ws);
-    let mut remote = prepared(1);
-    remote.job = Some(job(1, outcome, true));
-    case.remote = Some(remote);
+    let mut edge_objects = prepared(1);
+    edge_objects.job = Some(job(1, outcome, true));
+    case.edge_objects = Some(edge_objects);
     let decision = case.decide();
     assert_eq!(
         steps(&decision),
@@ -67,10 +67,10 @@ fn revocation_is_decided_again_from_the_answer_to_the_result_write(
     #[case] event: &str,
 ) {
     let ws = workspace(Some(plan(1)), Some(bound(1, Some("job-uid"))));
-    let mut remote = prepared(1);
-    remote.job = Some(job(1, outcome, true));
+    let mut edge_objects = prepared(1);
+    edge_objects.job = Some(job(1, outcome, true));
     let mut case = Case::new(&ws);
-    case.remote = Some(remote.clone());
+    case.edge_objects = Some(edge_objects.clone());
     let whole = case.decide();
     let decision = whole
         .cut_at_live_read()
@@ -93,7 +93,7 @@ fn revocation_is_decided_again_from_the_answer_to_the_result_write(
         ..ws.clone()
     };
     let mut case = Case::new(&written);
-    case.remote = Some(remote);
+    case.edge_objects = Some(edge_objects);
     let again = case.decide();
     assert_eq!(
         steps(&again),
@@ -125,7 +125,7 @@ fn cleanup_is_recorded_last() {
     status.finished_at = Some(Time(now()));
     let ws = workspace(Some(plan(1)), Some(status));
     let mut case = Case::new(&ws);
-    case.remote = Some(Remote {
+    case.edge_objects = Some(EdgeObjects {
         namespace: Some(namespace_of(UID)),
         job: Some(job(1, JobOutcome::Succeeded, false)),
         ..Default::default()
@@ -160,7 +160,7 @@ fn cleanup_removes_the_jobs_of_earlier_attempts() {
     let mut case = Case::new(&ws);
     let mut earlier = object("job-1-uid", UID, "attempt-1", "");
     earlier.finalizers = vec![names::FINALIZER.into()];
-    case.remote = Some(Remote {
+    case.edge_objects = Some(EdgeObjects {
         namespace: Some(namespace_of(UID)),
         job: Some(job(3, JobOutcome::Succeeded, false)),
         earlier_jobs: vec![
@@ -207,12 +207,12 @@ fn crash_between_cleanup_steps_repeats_nothing_harmful() {
     partly_revoked.service_account = None;
     partly_revoked.role = None;
     partly_revoked.job = Some(job(1, JobOutcome::Succeeded, true));
-    let mut revoked = Remote {
+    let mut revoked = EdgeObjects {
         namespace: Some(namespace_of(UID)),
         ..Default::default()
     };
     revoked.job = Some(job(1, JobOutcome::Succeeded, true));
-    let rows: [(&str, Remote, &[&str]); 2] = [
+    let rows: [(&str, EdgeObjects, &[&str]); 2] = [
         (
             "after the result, mid-revocation",
             partly_revoked,
@@ -220,10 +220,10 @@ fn crash_between_cleanup_steps_repeats_nothing_harmful() {
         ),
         ("after revocation", revoked, &["release-job"]),
     ];
-    for (row, remote, expected) in rows {
+    for (row, edge_objects, expected) in rows {
         let ws = workspace(Some(plan(1)), Some(recorded.clone()));
         let mut case = Case::new(&ws);
-        case.remote = Some(remote);
+        case.edge_objects = Some(edge_objects);
         let decision = case.decide();
         let got: Vec<_> = steps(&decision)
             .into_iter()
@@ -247,9 +247,9 @@ fn each_attempt_has_its_own_events() {
     let actions_of = |attempt: i64| {
         let ws = workspace(Some(plan(attempt)), Some(bound(attempt, Some("job-uid"))));
         let mut case = Case::new(&ws);
-        let mut remote = prepared(attempt);
-        remote.job = Some(job(attempt, JobOutcome::Succeeded, true));
-        case.remote = Some(remote);
+        let mut edge_objects = prepared(attempt);
+        edge_objects.job = Some(job(attempt, JobOutcome::Succeeded, true));
+        case.edge_objects = Some(edge_objects);
         case.decide()
             .actions
             .into_iter()
@@ -303,9 +303,9 @@ fn kept_plans_are_bounded_in_count_and_bytes(#[case] groups_bytes: usize, #[case
     status.attempts.splice(0..0, earlier);
     let ws = workspace(Some(plan(12)), Some(status));
     let mut case = Case::new(&ws);
-    let mut remote = prepared(12);
-    remote.job = Some(job(12, JobOutcome::Succeeded, true));
-    case.remote = Some(remote);
+    let mut edge_objects = prepared(12);
+    edge_objects.job = Some(job(12, JobOutcome::Succeeded, true));
+    case.edge_objects = Some(edge_objects);
     let status = last_status(&case.decide());
     let kept: Vec<i64> = status
         .attempts

@@ -149,7 +149,7 @@ fn seal_is_checked_before_creating() {
     let ws = workspace(Some(plan(1)), Some(bound(1, None)));
     let mut case = Case::new(&ws);
     case.seal = SealCheck::Invalid("signature mismatch".into());
-    case.remote = Some(prepared(1));
+    case.edge_objects = Some(prepared(1));
     let decision = case.decide();
     assert!(!steps(&decision).contains(&"create-job"));
     assert!(
@@ -168,7 +168,7 @@ fn target_mismatch_is_refused() {
         workspace_uuid: "ews-1".into(),
         server: "https://edge".into(),
     });
-    case.remote = Some(prepared(1));
+    case.edge_objects = Some(prepared(1));
     let decision = case.decide();
     assert!(!steps(&decision).contains(&"create-job"));
     assert_eq!(

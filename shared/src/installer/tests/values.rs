@@ -48,7 +48,7 @@ fn the_job_runs_the_values_the_digest_names_and_takes_them_into_ownership() {
     let (plan, values) = stored_plan();
     let ws = workspace(Some(plan), Some(bound(1, None)));
     let mut case = Case::new(&ws);
-    case.remote = Some(prepared(1));
+    case.edge_objects = Some(prepared(1));
     case.values = verified(&values, &[]);
     let decision = case.decide();
     assert_eq!(edge_steps(&decision), ["own-plan-values", "create-job"]);
@@ -117,7 +117,7 @@ fn values_restored_with_a_lost_workspaces_owner_become_this_workspaces_alone() {
     let (plan, values) = stored_plan();
     let ws = workspace(Some(plan), Some(bound(1, None)));
     let mut case = Case::new(&ws);
-    case.remote = Some(prepared(1));
+    case.edge_objects = Some(prepared(1));
     case.values = verified(&values, &[OTHER_UID]);
     let decision = case.decide();
     let own = decision

@@ -1,6 +1,6 @@
-//! The orphan sweep of a leader's term: on every Ready edge, soon after the term starts and
-//! then every `--orphan-sweep-interval`, the installer's labelled objects whose Workspace is
-//! gone from the hub are removed as PrepareDelete would have (`providers_shared::installer::sweep`).
+//! The orphan sweep of every replica: on every Ready edge it holds, soon after its run
+//! starts and then every `--orphan-sweep-interval`, the installer's labelled objects whose
+//! Workspace is gone from the hub are removed as PrepareDelete would have (`providers_shared::installer::sweep`).
 //! What it removed is recorded in Events on the Edge and in a metric.
 
 use std::{
@@ -47,7 +47,7 @@ use crate::controller::{
 const TICK: Duration = Duration::from_secs(5);
 
 /// What the orphan sweep reads and writes with: the hub (which Workspaces live), the edges
-/// known in this term, the metrics and Events it reports to, and how often it sweeps an
+/// known to this replica, the metrics and Events it reports to, and how often it sweeps an
 /// edge.
 pub struct SweepHandles<'a> {
     pub hub: &'a Client,
@@ -60,7 +60,7 @@ pub struct SweepHandles<'a> {
 }
 
 impl<'a> SweepHandles<'a> {
-    /// The handles of a term's context.
+    /// The handles of the replica's context.
     pub fn of(ctx: &'a Context) -> Self {
         Self {
             hub: &ctx.hub,

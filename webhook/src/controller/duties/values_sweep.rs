@@ -33,7 +33,7 @@ pub struct ValuesSweepHandles<'a> {
 }
 
 impl<'a> ValuesSweepHandles<'a> {
-    /// The handles of a term's context; `workspaces_listed` says when its Workspace cache
+    /// The handles of the replica's context; `workspaces_listed` says when its Workspace cache
     /// has its first list.
     pub fn of(ctx: &'a Context, workspaces_listed: &'a Synced) -> Self {
         Self {
@@ -87,8 +87,8 @@ async fn sweep(
                 .and_then(|at| at.parse().ok())
                 .or(meta.creation_timestamp.as_ref().map(|t| t.0)),
         };
-        let followed = workspaces.get(&ObjectRef::new(&stored.workspace).within(&namespace));
-        let delete = match verdict(&stored, followed.as_deref(), now, ctx.grace) {
+        let cached = workspaces.get(&ObjectRef::new(&stored.workspace).within(&namespace));
+        let delete = match verdict(&stored, cached.as_deref(), now, ctx.grace) {
             Verdict::Keep => false,
             Verdict::Delete => true,
             Verdict::DeleteUnlessOwnerExists => {

@@ -1,5 +1,5 @@
-//! What the Edge watch and each edge's probe work with: the hub, the edges known in this
-//! term, the metrics, which edges this replica holds, its name, and the probe's settings.
+//! What the Edge watch and each edge's probe work with: the hub, the edges known to this
+//! replica, the metrics, which edges this replica holds, its name, and the probe's settings.
 
 use std::sync::Arc;
 

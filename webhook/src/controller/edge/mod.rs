@@ -34,7 +34,7 @@ use probe::probe_loop;
 use reconcile_trigger::ReconcileTrigger;
 pub use registry::{EdgeView, Edges};
 
-/// Follows the Edges until the term ends. Only the edges whose Lease this replica holds
+/// Watches the Edges until the replica's run ends. Only the edges whose Lease this replica holds
 /// are worked; others start and stop as their Leases come and go.
 pub async fn run(
     ctx: Arc<EdgeHandles>,
@@ -58,7 +58,7 @@ pub async fn run(
             },
             changed = held_changes.changed() => {
                 if changed.is_ok() {
-                    follow_held(&ctx, &wake, &mut workers, &known);
+                    work_held(&ctx, &wake, &mut workers, &known);
                 }
                 continue;
             }
@@ -127,7 +127,7 @@ fn start_if_held(
 
 /// The edges held changed: start the workers of those taken, stop those of those lost,
 /// and wake the Workspaces of both (a taken edge's pending attempts resume now).
-fn follow_held(
+fn work_held(
     ctx: &Arc<EdgeHandles>,
     wake: &ReconcileTrigger,
     workers: &mut HashMap<String, (EdgeSpec, Task)>,

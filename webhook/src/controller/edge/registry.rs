@@ -1,4 +1,4 @@
-//! The edges known in a leader's term, as decisions and `/readyz` see them.
+//! The edges known to this replica, as decisions and `/readyz` see them.
 
 use std::{
     collections::{HashMap, HashSet},
@@ -30,7 +30,7 @@ pub struct EdgeView {
     pub cache: Option<EdgeCache>,
 }
 
-/// The edges known in this term.
+/// The edges known to this replica.
 #[derive(Clone, Default)]
 pub struct Edges {
     inner: Arc<RwLock<Registry>>,
@@ -42,7 +42,7 @@ pub struct Edges {
 struct Registry {
     entries: HashMap<String, EdgeEntry>,
     /// The Edges that have a worker, probed or not.
-    followed: HashSet<String>,
+    worked: HashSet<String>,
 }
 
 impl Edges {
@@ -76,13 +76,13 @@ impl Edges {
             .collect()
     }
 
-    /// Forgets everything: a new term probes afresh.
+    /// Forgets everything: a new run probes afresh.
     pub fn reset(&self) {
         self.listed.clear();
         *self.inner.write_locked() = Registry::default();
     }
 
-    /// How many Edges are probed, once the Edge list is in and every Edge followed has
+    /// How many Edges are probed, once the Edge list is in and every Edge with a worker has
     /// been probed at least once; otherwise what is still awaited.
     pub fn probed(&self) -> Result<usize, String> {
         let registry = self.inner.read_locked();
@@ -90,7 +90,7 @@ impl Edges {
             return Err("the Edge list is not in yet".into());
         }
         let awaited = registry
-            .followed
+            .worked
             .iter()
             .filter(|name| !registry.entries.contains_key(*name))
             .count();
@@ -104,7 +104,7 @@ impl Edges {
     /// An Edge gets a worker: it counts as awaited until its first probe.
     pub(crate) fn expect(&self, name: &str) {
         let mut registry = self.inner.write_locked();
-        registry.followed.insert(name.to_owned());
+        registry.worked.insert(name.to_owned());
     }
 
     /// The first list of Edges is in.
@@ -142,7 +142,7 @@ impl Edges {
     pub(crate) fn remove(&self, name: &str) {
         let mut registry = self.inner.write_locked();
         registry.entries.remove(name);
-        registry.followed.remove(name);
+        registry.worked.remove(name);
     }
 
     #[cfg(test)]

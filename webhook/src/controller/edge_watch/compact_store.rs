@@ -1,7 +1,7 @@
 //! A watch cache that keeps a compact form of each object instead of the object: what
 //! kube's reflector `Store` does, for the edge caches (`compact_meta`).
 //!
-//! It follows a watcher's events as the reflector does: applies and deletions change the
+//! It takes a watcher's events as the reflector does: applies and deletions change the
 //! store at once; a (re)list is gathered aside from `Init` and replaces the store whole at
 //! `InitDone`, so a reader never sees half a list.
 

@@ -80,7 +80,7 @@ impl FedCache {
             )),
             jobs: jobs_store,
             own: OwnEdgeWrites::new(),
-            followed: Arc::new(Mutex::new(HashMap::new())),
+            release_workspaces: Arc::new(Mutex::new(HashMap::new())),
             unreachable: Reachability::default(),
             listed,
             releases: ReleaseObjects::default(),

@@ -16,6 +16,8 @@
 //! A kind RBAC does not let the installer list there (the ClusterRole
 //! `providers-edge-namespace` names the kinds followed) stays unknown: its objects are not
 //! judged, and the installer says so in its log.
+//!
+//! What a follow does with its watch's events is `follower`.
 
 use std::{
     collections::HashMap,
@@ -26,40 +28,23 @@ use std::{
     time::Duration,
 };
 
-use futures::StreamExt;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::{
     Resource,
     api::{ApiResource, DynamicObject},
-    core::PartialObjectMeta,
-    runtime::{WatchStreamExt, watcher},
+    runtime::WatchStreamExt,
 };
 use providers_shared::installer::{
     ObjectSeen,
-    drift::edit_order::trace_after,
     release_objects::{ObjectTrace, ReleaseObject},
 };
 
 use super::{
+    follower::{Follower, HELM_MANAGED, InstallerNamespaces, Selected, Target, drive},
     metadata_watch::{Collection, Lists, metadata_watch},
     stream_pool::Leased,
-    wake::{ReleaseFollowers, WakeWorkspace, wake_release},
+    wake::{ReleaseWorkspaces, WakeWorkspace},
 };
-use crate::{
-    controller::{edge_watch::grants as edge_grants, support::task::Task},
-    locks::Locked,
-    runtime::Synced,
-};
-
-/// The label Helm puts on every object it makes, as a selector and as key and value.
-const HELM_MANAGED: &str = "app.kubernetes.io/managed-by=Helm";
-const HELM_MANAGED_KEY: &str = "app.kubernetes.io/managed-by";
-const HELM_MANAGED_VALUE: &str = "Helm";
-/// The annotation Helm puts on every object it makes: the release's name.
-const HELM_RELEASE: &str = "meta.helm.sh/release-name";
-/// The longest release name Helm accepts: a longer annotation is no release's, and is
-/// neither kept nor woken.
-const MAX_RELEASE_NAME: usize = 53;
+use crate::{controller::support::task::Task, locks::Locked, runtime::Synced};
 
 /// The kinds followed by one watch across the edge, as `(apiVersion, kind)`: those the
 /// installer lists and watches in every namespace already (the ClusterRole
@@ -71,10 +56,6 @@ pub(super) const CLUSTER_FOLLOWED: [(&str, &str); 3] = [
     ("rbac.authorization.k8s.io/v1", "Role"),
     ("rbac.authorization.k8s.io/v1", "RoleBinding"),
 ];
-
-/// Whether a namespace is one of the installer's (in the edge's label-selected namespace
-/// cache).
-pub(super) type InstallerNamespaces = Arc<dyn Fn(&str) -> bool + Send + Sync>;
 
 /// Where a follow watches.
 pub(super) enum Scope<'a> {
@@ -130,13 +111,18 @@ impl FollowWatch {
         lists: Lists,
         scope: Scope,
         resource: &ApiResource,
-        followed: ReleaseFollowers,
+        release_workspaces: ReleaseWorkspaces,
         wake: WakeWorkspace,
     ) -> Self {
         let client = stream.client.clone();
         let url = DynamicObject::url_path(resource, scope.namespace());
-        let (mut watch, mut follower) =
-            Self::fed(scope, &resource.kind, Selected::ByHelmLabel, followed, wake);
+        let (mut watch, mut follower) = Self::fed(
+            scope,
+            &resource.kind,
+            Selected::ByHelmLabel,
+            release_workspaces,
+            wake,
+        );
         let task = Task::spawn(async move {
             loop {
                 let collection = Collection {
@@ -162,7 +148,7 @@ impl FollowWatch {
         scope: Scope,
         kind: &str,
         selected: Selected,
-        followed: ReleaseFollowers,
+        release_workspaces: ReleaseWorkspaces,
         wake: WakeWorkspace,
     ) -> (Self, Follower) {
         let watch = Self {
@@ -172,24 +158,20 @@ impl FollowWatch {
             refused: Arc::default(),
             _watch: None,
         };
-        let follower = Follower {
-            target: Target {
-                namespace: scope.namespace().map(str::to_owned),
-                kind: kind.to_owned(),
-                traces: watch.traces.clone(),
-                listed: watch.listed.clone(),
-                refused: watch.refused.clone(),
-                followed,
-                wake,
-            },
-            selected,
-            installer_namespaces: match scope {
-                Scope::Namespace(_) => None,
-                Scope::AcrossTheEdge(installer_namespaces) => Some(installer_namespaces),
-            },
-            listing: HashMap::new(),
-            releases: HashMap::new(),
+        let target = Target {
+            namespace: scope.namespace().map(str::to_owned),
+            kind: kind.to_owned(),
+            traces: watch.traces.clone(),
+            listed: watch.listed.clone(),
+            refused: watch.refused.clone(),
+            release_workspaces,
+            wake,
         };
+        let installer_namespaces = match scope {
+            Scope::Namespace(_) => None,
+            Scope::AcrossTheEdge(installer_namespaces) => Some(installer_namespaces),
+        };
+        let follower = Follower::new(target, selected, installer_namespaces);
         (watch, follower)
     }
 
@@ -225,203 +207,6 @@ impl FollowWatch {
     }
 }
 
-/// Which objects a followed watch brings.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Selected {
-    /// Only objects with Helm's label (the API server selects them).
-    ByHelmLabel,
-    /// Every object of the kind: those without Helm's label are passed over here.
-    All,
-}
-
-struct Target {
-    /// `None` for a watch across the edge.
-    namespace: Option<String>,
-    kind: String,
-    traces: Arc<Mutex<HashMap<String, ObjectTrace>>>,
-    listed: Arc<Synced>,
-    refused: Arc<AtomicBool>,
-    followed: ReleaseFollowers,
-    wake: WakeWorkspace,
-}
-
-impl Target {
-    /// Wakes the Workspace of `release` in `namespace`, if one follows it.
-    fn wake_release(&self, namespace: &str, release: &str) {
-        wake_release(&self.followed, &self.wake, namespace, release);
-    }
-
-    /// Wakes every followed release the watch sees (after a relist: anything may have
-    /// changed while the watch was away).
-    fn wake_all(&self) {
-        let owners: Vec<String> = self
-            .followed
-            .locked()
-            .iter()
-            .filter(|((namespace, _), _)| {
-                self.namespace.as_ref().is_none_or(|mine| mine == namespace)
-            })
-            .map(|(_, workspace)| workspace.clone())
-            .collect();
-        for workspace in owners {
-            (self.wake)(&workspace);
-        }
-    }
-}
-
-/// Keeps what a watch's events say of the followed objects: a trace of each (by name),
-/// replaced whole at every (re)list.
-pub(super) struct Follower {
-    target: Target,
-    selected: Selected,
-    /// Across the edge: the namespaces whose objects are kept.
-    installer_namespaces: Option<InstallerNamespaces>,
-    listing: HashMap<String, ObjectTrace>,
-    /// The release each traced object named when last seen (Helm's annotation), so that
-    /// an edit that strips or changes the annotation, or the label, still wakes the
-    /// release the object belonged to.
-    releases: HashMap<String, String>,
-}
-
-impl Follower {
-    pub(super) fn on_event<K>(&mut self, event: &watcher::Event<PartialObjectMeta<K>>) {
-        match event {
-            watcher::Event::Init => self.listing.clear(),
-            watcher::Event::InitApply(object) => {
-                if self.is_release_object(&object.metadata) {
-                    let name = self.key_of(&object.metadata);
-                    // Bounded by the version seen before the relist, when there was one.
-                    let trace =
-                        trace_after(&object.metadata, self.target.traces.locked().get(&name));
-                    self.listing.insert(name.clone(), trace);
-                    self.remember_release(name, &object.metadata);
-                }
-            }
-            watcher::Event::InitDone => {
-                let listing = &self.listing;
-                self.releases.retain(|name, _| listing.contains_key(name));
-                *self.target.traces.locked() = std::mem::take(&mut self.listing);
-                self.target.refused.store(false, Ordering::Release);
-                self.target.listed.set();
-                self.target.wake_all();
-            }
-            watcher::Event::Apply(object) => {
-                let name = self.key_of(&object.metadata);
-                let before = self.releases.remove(&name);
-                if self.is_release_object(&object.metadata) {
-                    let mut traces = self.target.traces.locked();
-                    let trace = trace_after(&object.metadata, traces.get(&name));
-                    traces.insert(name.clone(), trace);
-                    drop(traces);
-                    self.remember_release(name, &object.metadata);
-                } else if self.target.traces.locked().remove(&name).is_none() {
-                    // Not an object of a release, and never was: nothing to wake.
-                    return;
-                }
-                self.wake(before, &object.metadata);
-            }
-            watcher::Event::Delete(object) => {
-                let name = self.key_of(&object.metadata);
-                self.target.traces.locked().remove(&name);
-                let before = self.releases.remove(&name);
-                self.wake(before, &object.metadata);
-            }
-        }
-    }
-
-    fn remember_release(&mut self, name: String, object: &ObjectMeta) {
-        if let Some(release) = release_of(object) {
-            self.releases.insert(name, release.to_owned());
-        }
-    }
-
-    /// Wakes the release the object named before this event, and the one it names now.
-    fn wake(&self, before: Option<String>, object: &ObjectMeta) {
-        let namespace = object.namespace.as_deref().unwrap_or_default();
-        if let Some(before) = &before {
-            self.target.wake_release(namespace, before);
-        }
-        if let Some(now) = release_of(object).filter(|now| before.as_deref() != Some(*now)) {
-            self.target.wake_release(namespace, now);
-        }
-    }
-
-    /// What the traces are keyed by: the name, or across the edge `namespace/name`.
-    fn key_of(&self, object: &ObjectMeta) -> String {
-        let name = object.name.as_deref().unwrap_or_default();
-        match &self.target.namespace {
-            Some(_) => name.to_owned(),
-            None => format!("{}/{name}", object.namespace.as_deref().unwrap_or_default()),
-        }
-    }
-
-    /// RBAC refused the watch: its objects are no longer known.
-    fn refused(&self) {
-        self.target.refused.store(true, Ordering::Release);
-        match &self.target.namespace {
-            Some(namespace) => tracing::warn!(
-                %namespace,
-                kind = %self.target.kind,
-                "the installer may not list this kind in the release namespace, so its objects are not followed for drift: add it to the ClusterRole providers-edge-namespace on the edge"
-            ),
-            None => tracing::warn!(
-                kind = %self.target.kind,
-                "the installer may not list this kind across the edge, so its objects are not followed for drift: apply the ClusterRole providers-edge-installer of manifests/edge as shipped"
-            ),
-        }
-    }
-
-    /// Whether Helm made `object` (its label; an object that loses it leaves the follow,
-    /// as it leaves a label-selected watch), in a namespace this follow keeps.
-    fn is_release_object(&self, object: &ObjectMeta) -> bool {
-        let helm_made = self.selected == Selected::ByHelmLabel
-            || object
-                .labels
-                .as_ref()
-                .and_then(|labels| labels.get(HELM_MANAGED_KEY))
-                .is_some_and(|value| value == HELM_MANAGED_VALUE);
-        helm_made
-            && self
-                .installer_namespaces
-                .as_ref()
-                .is_none_or(|ours| ours(object.namespace.as_deref().unwrap_or_default()))
-    }
-}
-
-/// The release that made `object`, by Helm's annotation.
-fn release_of(object: &ObjectMeta) -> Option<&str> {
-    object
-        .annotations
-        .as_ref()
-        .and_then(|annotations| annotations.get(HELM_RELEASE))
-        .map(String::as_str)
-        .filter(|release| release.len() <= MAX_RELEASE_NAME)
-}
-
-/// Follows the watch's events until RBAC refuses it (then it pauses: a refused list is
-/// not retried every few seconds for good).
-async fn drive<S>(mut stream: S, follower: &mut Follower)
-where
-    S: futures::Stream<
-            Item = Result<watcher::Event<PartialObjectMeta<DynamicObject>>, watcher::Error>,
-        > + Unpin,
-{
-    while let Some(event) = stream.next().await {
-        match event {
-            Ok(event) => follower.on_event(&event),
-            Err(
-                watcher::Error::InitialListFailed(error) | watcher::Error::WatchStartFailed(error),
-            ) if edge_grants::is_forbidden(&error) => {
-                follower.refused();
-                return;
-            }
-            Err(error) => {
-                tracing::debug!(namespace = ?follower.target.namespace, kind = %follower.target.kind, %error, "following objects")
-            }
-        }
-    }
-}
-
 /// What each of `objects` shows, from the watches `watch_of` finds for its kind.
 pub(super) fn seen_all(
     objects: &[ReleaseObject],
@@ -443,8 +228,12 @@ mod tests {
     use std::sync::atomic::AtomicUsize;
 
     use k8s_openapi::api::core::v1::Secret;
+    use kube::{core::PartialObjectMeta, runtime::watcher};
 
     use super::*;
+    use crate::controller::edge_watch::follower::{
+        HELM_MANAGED_KEY, HELM_MANAGED_VALUE, HELM_RELEASE,
+    };
 
     fn secret(name: &str, helm: bool) -> PartialObjectMeta<Secret> {
         let labels = if helm {
@@ -472,8 +261,8 @@ mod tests {
 
     fn fed() -> (FollowWatch, Follower, Arc<AtomicUsize>) {
         let woken = Arc::new(AtomicUsize::new(0));
-        let followed: ReleaseFollowers = Arc::default();
-        followed
+        let release_workspaces: ReleaseWorkspaces = Arc::default();
+        release_workspaces
             .locked()
             .insert(("team-a".into(), "hello".into()), "team-a/hello".into());
         let counter = woken.clone();
@@ -484,7 +273,7 @@ mod tests {
             Scope::Namespace("team-a"),
             "Secret",
             Selected::All,
-            followed,
+            release_workspaces,
             wake,
         );
         (watch, follower, woken)
@@ -512,11 +301,11 @@ mod tests {
     #[test]
     fn a_kind_followed_across_the_edge_shows_each_namespace_its_own_objects() {
         let woken: Arc<Mutex<Vec<String>>> = Arc::default();
-        let followed: ReleaseFollowers = Arc::default();
-        followed
+        let release_workspaces: ReleaseWorkspaces = Arc::default();
+        release_workspaces
             .locked()
             .insert(("team-a".into(), "hello".into()), "org/a".into());
-        followed
+        release_workspaces
             .locked()
             .insert(("team-b".into(), "hello".into()), "org/b".into());
         let seen_wakes = woken.clone();
@@ -528,7 +317,7 @@ mod tests {
             Scope::AcrossTheEdge(ours),
             "ServiceAccount",
             Selected::ByHelmLabel,
-            followed,
+            release_workspaces,
             wake,
         );
         let (a, b) = (across.view("team-a"), across.view("team-b"));
@@ -564,7 +353,7 @@ mod tests {
         assert_eq!(
             after_list,
             ["org/a", "org/b"],
-            "a list wakes every followed release"
+            "a list wakes every installed release's Workspace"
         );
 
         woken.locked().clear();
@@ -623,32 +412,6 @@ mod tests {
                 );
             }
         }
-    }
-
-    #[test]
-    fn a_release_name_longer_than_helm_allows_is_no_release() {
-        let woken: Arc<Mutex<Vec<String>>> = Arc::default();
-        let followed: ReleaseFollowers = Arc::default();
-        let long = "r".repeat(MAX_RELEASE_NAME + 1);
-        followed
-            .locked()
-            .insert(("team-a".into(), long.clone()), "org/a".into());
-        let seen_wakes = woken.clone();
-        let wake: WakeWorkspace = Arc::new(move |key: &str| {
-            seen_wakes.locked().push(key.to_owned());
-        });
-        let (_watch, mut follower) = FollowWatch::fed(
-            Scope::Namespace("team-a"),
-            "ServiceAccount",
-            Selected::ByHelmLabel,
-            followed,
-            wake,
-        );
-        follower.on_event(&watcher::Event::Apply(service_account(
-            "team-a", "sa", &long,
-        )));
-        assert!(follower.releases.is_empty(), "its name is not kept");
-        assert!(woken.locked().is_empty(), "and nothing is woken for it");
     }
 
     #[test]

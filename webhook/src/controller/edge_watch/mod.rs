@@ -24,13 +24,16 @@ mod compact_store;
 #[cfg(test)]
 pub mod fed;
 mod follow;
+mod follower;
 pub mod grants;
 mod metadata_decode;
+mod metadata_events;
 mod metadata_watch;
 mod namespaced;
 mod own_edge_writes;
 mod packed_pairs;
 mod release_objects;
+mod secret_watch;
 mod stream_pool;
 mod sync;
 mod wake;
@@ -41,12 +44,13 @@ pub use stream_pool::{DEFAULT_STREAMS_PER_CONNECTION, StreamPool};
 
 use compact_meta::{CompactJob, CompactMeta};
 use compact_store::CompactStore;
-use namespaced::{NamespaceWatches, is_helm_record};
+use namespaced::NamespaceWatches;
 use own_edge_writes::{OwnEdgeWrites, OwnWriteSays, WrittenObject};
 use release_objects::ReleaseObjects;
+use secret_watch::is_helm_record;
 pub use sync::SYNC_TIMEOUT;
 use sync::WatchesListed;
-use wake::ReleaseFollowers;
+use wake::ReleaseWorkspaces;
 
 use crate::controller::support::unreachable::Reachability;
 use crate::locks::Locked;
@@ -64,7 +68,7 @@ pub struct EdgeCache {
     own: OwnEdgeWrites,
     /// The installed releases watched for drift: `(namespace, release)` → the Workspace
     /// (`<org>/<name>`) a change of their records wakes.
-    followed: ReleaseFollowers,
+    release_workspaces: ReleaseWorkspaces,
     /// Why the edge's API is thought unreachable: a watch failed or a write got no
     /// answer, and nothing has answered since. The caches then hold what was last seen,
     /// which no decision should act on.
@@ -318,11 +322,11 @@ impl EdgeCache {
     }
 
     /// Wakes `workspace` when the records of `release` in `namespace` change.
-    pub fn follow_release(&self, namespace: &str, release: &str, workspace: &str) {
-        let mut followed = self.followed.locked();
+    pub fn wake_on_release(&self, namespace: &str, release: &str, workspace: &str) {
+        let mut release_workspaces = self.release_workspaces.locked();
         let key = (namespace.to_owned(), release.to_owned());
-        if followed.get(&key).map(String::as_str) != Some(workspace) {
-            followed.insert(key, workspace.to_owned());
+        if release_workspaces.get(&key).map(String::as_str) != Some(workspace) {
+            release_workspaces.insert(key, workspace.to_owned());
         }
     }
 }

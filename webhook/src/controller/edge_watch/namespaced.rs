@@ -6,46 +6,33 @@
 //! release records, the attempts' values Secrets and the runtime credentials are watched
 //! namespace by namespace: a watch starts when the namespace watch brings a namespace of
 //! the installer's, and stops when it goes. A watch refused by RBAC (a namespace an older
-//! installer prepared) binds the grant and lists again.
+//! installer prepared) binds the grant and lists again (`secret_watch`).
 
 use std::{
     collections::{HashMap, HashSet},
     sync::{Arc, Mutex},
-    time::Duration,
 };
 
-use futures::{Stream, StreamExt};
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
-use kube::{
-    Client, Resource, ResourceExt,
-    api::ApiResource,
-    core::PartialObjectMeta,
-    runtime::{WatchStreamExt, watcher},
-};
+use kube::{Resource, api::ApiResource, core::PartialObjectMeta, runtime::WatchStreamExt};
 
 use super::{
     compact_meta::CompactMeta,
     compact_store::{CompactStore, CompactWriter, compact_store},
-    follow::{
-        FollowWatch, Follower, InstallerNamespaces, Scope, Selected, followed_across_the_edge,
-    },
+    follow::{FollowWatch, Scope, followed_across_the_edge},
+    follower::{Follower, InstallerNamespaces, Selected},
     metadata_watch::{Collection, Lists, metadata_watch},
+    secret_watch::{self, Refused, wake_on_records},
     stream_pool::{Leased, StreamPool},
     sync::SYNC_TIMEOUT,
-    wake::{ReleaseFollowers, WakeWorkspace, wake_release},
+    wake::{ReleaseWorkspaces, WakeWorkspace},
 };
-use crate::{
-    controller::{edge_watch::grants as edge_grants, support::task::Task},
-    locks::Locked,
-    runtime::Synced,
-};
+use crate::{controller::support::task::Task, locks::Locked, runtime::Synced};
 
 /// The most kinds followed in one namespace (a runner's rules name at most 16 rules of
 /// 16 resources; charts make a handful).
 const MAX_FOLLOWED_KINDS: usize = 32;
-
-/// How often a watch refused by RBAC binds the grant again.
-const BIND_AGAIN: Duration = Duration::from_secs(10);
 
 /// The per-namespace Secret watches of one edge.
 pub(super) struct NamespaceWatches {
@@ -53,7 +40,7 @@ pub(super) struct NamespaceWatches {
     streams: Option<StreamPool>,
     /// The permits for this edge's initial lists, shared by every watch of it.
     lists: Lists,
-    followed: ReleaseFollowers,
+    release_workspaces: ReleaseWorkspaces,
     wake: WakeWorkspace,
     entries: Mutex<HashMap<String, Arc<NamespaceEntry>>>,
     /// The follows of the kinds watched across the edge (`follow::CLUSTER_FOLLOWED`), by
@@ -79,12 +66,6 @@ pub(super) struct NamespaceEntry {
     _stream: Option<Leased>,
 }
 
-/// Whether a Secret with the label `owner` is one of Helm's release records (Helm labels
-/// them `owner=helm`).
-pub(super) fn is_helm_record(owner: Option<&str>) -> bool {
-    owner == Some("helm")
-}
-
 /// A namespace's Secret store and its writer, keeping what a decision reads of each (its
 /// metadata compacted: `compact_meta`).
 fn secret_store() -> (
@@ -97,14 +78,14 @@ fn secret_store() -> (
 impl NamespaceWatches {
     pub(super) fn new(
         streams: Option<StreamPool>,
-        followed: ReleaseFollowers,
+        release_workspaces: ReleaseWorkspaces,
         wake: WakeWorkspace,
         installer_namespaces: InstallerNamespaces,
     ) -> Self {
         Self {
             streams,
             lists: Lists::default(),
-            followed,
+            release_workspaces,
             wake,
             entries: Mutex::new(HashMap::new()),
             across: Mutex::new(HashMap::new()),
@@ -139,14 +120,14 @@ impl NamespaceWatches {
                 });
             // The stream is boxed: moved in inline, an async fn holds it twice (argument and
             // pinned local), and every idle watch's task would be kilobytes larger.
-            Task::spawn(drive(
+            Task::spawn(secret_watch::drive(
                 Box::pin(stream),
                 Refused {
                     client: client.clone(),
                     namespace: namespace.to_owned(),
                 },
                 listed.clone(),
-                wake_follower(self.followed.clone(), self.wake.clone()),
+                wake_on_records(self.release_workspaces.clone(), self.wake.clone()),
             ))
         });
         entries.insert(
@@ -168,7 +149,7 @@ impl NamespaceWatches {
             Scope::Namespace(namespace),
             "Secret",
             Selected::All,
-            self.followed.clone(),
+            self.release_workspaces.clone(),
             self.wake.clone(),
         )
     }
@@ -244,7 +225,7 @@ impl NamespaceWatches {
                 self.lists.clone(),
                 Scope::Namespace(namespace),
                 resource,
-                self.followed.clone(),
+                self.release_workspaces.clone(),
                 self.wake.clone(),
             ))
         };
@@ -274,7 +255,7 @@ impl NamespaceWatches {
             self.lists.clone(),
             Scope::AcrossTheEdge(self.installer_namespaces.clone()),
             resource,
-            self.followed.clone(),
+            self.release_workspaces.clone(),
             self.wake.clone(),
         ));
         across.insert(kind.clone(), watch.clone());
@@ -352,80 +333,5 @@ impl NamespaceWatches {
             }),
         );
         writer
-    }
-}
-
-/// What a watch refused by RBAC does: bind the installer's grant in its namespace.
-struct Refused {
-    client: Client,
-    namespace: String,
-}
-
-async fn drive<S>(
-    mut stream: S,
-    refused: Refused,
-    listed: Arc<Synced>,
-    mut on_event: impl FnMut(&watcher::Event<PartialObjectMeta<Secret>>),
-) where
-    S: Stream<Item = Result<watcher::Event<PartialObjectMeta<Secret>>, watcher::Error>> + Unpin,
-{
-    let mut bound_at: Option<tokio::time::Instant> = None;
-    while let Some(event) = stream.next().await {
-        match event {
-            Ok(event) => {
-                listed.observe(&event);
-                on_event(&event);
-            }
-            Err(
-                watcher::Error::InitialListFailed(error) | watcher::Error::WatchStartFailed(error),
-            ) if edge_grants::is_forbidden(&error)
-                && bound_at.is_none_or(|at| at.elapsed() >= BIND_AGAIN) =>
-            {
-                bound_at = Some(tokio::time::Instant::now());
-                let namespace = refused.namespace.as_str();
-                // Boxed: inline, this request's future would size the task of every watch.
-                if let Err(error) = Box::pin(edge_grants::bind(
-                    &refused.client,
-                    namespace,
-                    edge_grants::NAMESPACE_RIGHTS,
-                ))
-                .await
-                {
-                    tracing::warn!(%namespace, %error, "cannot grant the installer its rights in its namespace");
-                }
-            }
-            // Connection trouble shows in the edge's cluster-wide watches, which judge
-            // whether the edge is reachable; this one retries with backoff.
-            Err(error) => {
-                tracing::debug!(namespace = %refused.namespace, %error, "watching Secrets")
-            }
-        }
-    }
-}
-
-/// A change of an installed release's records (an upgrade, rollback or uninstall made
-/// outside the installer) wakes its Workspace, which checks it for drift at once.
-fn wake_follower(
-    followed: ReleaseFollowers,
-    wake: WakeWorkspace,
-) -> impl FnMut(&watcher::Event<PartialObjectMeta<Secret>>) + Send + 'static {
-    move |event| {
-        let record = match event {
-            watcher::Event::Apply(record) | watcher::Event::Delete(record) => record,
-            _ => return,
-        };
-        if !is_helm_record(record.labels().get("owner").map(String::as_str)) {
-            return;
-        }
-        wake_release(
-            &followed,
-            &wake,
-            record.metadata.namespace.as_deref().unwrap_or_default(),
-            record
-                .labels()
-                .get("name")
-                .map(String::as_str)
-                .unwrap_or_default(),
-        );
     }
 }

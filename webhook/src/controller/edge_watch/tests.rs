@@ -51,7 +51,7 @@ fn cache() -> (
         )),
         jobs: CompactStore::default(),
         own: OwnEdgeWrites::new(),
-        followed: Arc::new(Mutex::new(HashMap::new())),
+        release_workspaces: Arc::new(Mutex::new(HashMap::new())),
         unreachable: Reachability::default(),
         listed: Arc::default(),
         releases: ReleaseObjects::default(),

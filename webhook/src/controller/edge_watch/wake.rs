@@ -1,5 +1,5 @@
 //! Whom an event on an edge wakes: the Workspace an object's annotation names, or the one
-//! following a Helm release.
+//! a Helm release belongs to.
 
 use crate::locks::Locked;
 use std::{
@@ -11,16 +11,16 @@ use std::{
 pub type WakeWorkspace = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// Installed releases by `(namespace, release)`, and the Workspace each belongs to.
-pub(super) type ReleaseFollowers = Arc<Mutex<HashMap<(String, String), String>>>;
+pub(super) type ReleaseWorkspaces = Arc<Mutex<HashMap<(String, String), String>>>;
 
-/// Wakes the Workspace following `release` in `namespace`, if one does.
+/// Wakes the Workspace `release` in `namespace` belongs to, if it belongs to one.
 pub(super) fn wake_release(
-    followed: &ReleaseFollowers,
+    release_workspaces: &ReleaseWorkspaces,
     wake: &WakeWorkspace,
     namespace: &str,
     release: &str,
 ) {
-    let owner = followed
+    let owner = release_workspaces
         .locked()
         .get(&(namespace.to_owned(), release.to_owned()))
         .cloned();

@@ -1,5 +1,5 @@
 //! The watches that fill an edge's caches, and whom their events wake: the Workspace an
-//! object's annotation names, or the one following a Helm release.
+//! object's annotation names, or the one a Helm release belongs to.
 
 use std::{
     collections::{HashMap, HashSet},
@@ -31,7 +31,7 @@ use super::{
     own_edge_writes::OwnEdgeWrites,
     release_objects::ReleaseObjects,
     stream_pool::StreamPool,
-    wake::{ReleaseFollowers, WakeWorkspace},
+    wake::{ReleaseWorkspaces, WakeWorkspace},
 };
 use crate::controller::support::{task::Task, unreachable::Reachability};
 
@@ -54,14 +54,14 @@ impl Watches {
         let reachability = Reachability::default();
         let listed = Arc::new(WatchesListed::default());
         let own = OwnEdgeWrites::new();
-        let followed: ReleaseFollowers = Arc::new(Mutex::new(HashMap::new()));
+        let release_workspaces: ReleaseWorkspaces = Arc::new(Mutex::new(HashMap::new()));
         // The namespace cache first: the follows across the edge keep the objects of the
         // namespaces it holds.
         let (namespaces, namespace_writer) = compact_store(CompactMeta::of_partial::<Namespace>);
         let installer_namespaces = namespaces.clone();
         let namespaced = Arc::new(NamespaceWatches::new(
             Some(streams),
-            followed.clone(),
+            release_workspaces.clone(),
             wake.clone(),
             Arc::new(move |namespace: &str| {
                 installer_namespaces.get(None, namespace, |_| ()).is_some()
@@ -103,7 +103,7 @@ impl Watches {
                 namespaced,
                 jobs,
                 own,
-                followed,
+                release_workspaces,
                 unreachable: reachability,
                 listed,
                 releases: ReleaseObjects::default(),

@@ -1,6 +1,6 @@
-//! What `/readyz` means for the installer: ready once the term runs, its Workspace cache
+//! What `/readyz` means for the installer: ready once the replica runs, its Workspace cache
 //! is synced, the Edge list is in and every Edge it holds has been probed (and, if Ready,
-//! its watches started). Before the term starts and after it stops, not ready; nor while
+//! its watches started). Before its run starts and after it stops, not ready; nor while
 //! an installer of the removed leader-standby mode leads (ADR 44).
 
 use std::sync::{
@@ -13,7 +13,7 @@ use crate::runtime::{Synced, admin::Readiness};
 
 pub struct ControllerReadiness {
     running: AtomicBool,
-    /// The term's Workspace watch has its first list.
+    /// The replica's Workspace watch has its first list.
     workspaces: Synced,
     edges: Edges,
     shards: Arc<Shards>,
@@ -29,13 +29,13 @@ impl ControllerReadiness {
         }
     }
 
-    /// A term starts (`true`) or ends (`false`): its caches start empty.
+    /// The replica's run starts (`true`) or ends (`false`): its caches start empty.
     pub fn set_running(&self, running: bool) {
         self.workspaces.clear();
         self.running.store(running, Ordering::Release);
     }
 
-    /// Whether the term's Workspace cache has its first list: set by the term's watch,
+    /// Whether the replica's Workspace cache has its first list: set by its watch,
     /// waited for by the PlanValues sweep.
     pub fn workspaces(&self) -> &Synced {
         &self.workspaces
@@ -45,7 +45,7 @@ impl ControllerReadiness {
 impl Readiness for ControllerReadiness {
     fn check(&self) -> Result<String, String> {
         if !self.running.load(Ordering::Acquire) {
-            return Err("the term is not running (starting or stopping)".into());
+            return Err("the replica is not running (starting or stopping)".into());
         }
         if let Some(leader) = self.shards.old_mode_leader() {
             // Not ready, so that a rolling update from that mode stalls with the old
@@ -72,7 +72,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ready_once_the_term_runs_with_its_caches_in() {
+    fn ready_once_the_replica_runs_with_its_caches_in() {
         let edges = Edges::default();
         let shards = Arc::new(Shards::new(
             crate::controller::support::ownership::ShardConfig {
@@ -124,8 +124,8 @@ mod tests {
         shards.set_old_mode_leader(None);
         assert!(readiness.check().is_ok());
         readiness.set_running(false);
-        assert!(readiness.check().is_err(), "a stopped term is not ready");
+        assert!(readiness.check().is_err(), "a stopped run is not ready");
         readiness.set_running(true);
-        assert!(readiness.check().is_err(), "a new term syncs again");
+        assert!(readiness.check().is_err(), "a new run syncs again");
     }
 }

@@ -1,6 +1,6 @@
 //! What every part of the controller shares: its typed configuration and the handles of a
-//! term (clients, metrics, caches, shards). What it remembers of each Workspace between
-//! reconciles is `workspace_memory`, the reconciles' own.
+//! replica's run (clients, metrics, caches, shards). What is kept of each Workspace between
+//! reconciles is `between_reconciles`, the reconciles' own.
 
 use std::sync::Arc;
 

@@ -1,14 +1,14 @@
 //! The reconcile layer: one pass over one Workspace. Observe what the hub and the edge
 //! show, let the core decide, execute the decision; what a pass shares with the others
-//! (the context, the memory of each Workspace, the published keys).
+//! (the context, what is kept of each Workspace between reconciles, the published keys).
 
+pub mod between_reconciles;
 pub mod context;
 pub mod execute;
 pub mod observe;
 pub mod pass_end;
 pub mod published_keys;
 pub mod workspace;
-pub mod workspace_memory;
 
 // Whole passes against in-memory API servers (`support::api_double`).
 #[cfg(test)]

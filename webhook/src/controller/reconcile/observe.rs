@@ -14,8 +14,8 @@ use kube::{Api, Client, api::ListParams};
 use providers_shared::{
     api::{Plan, PlanValues, Workspace},
     installer::{
-        self, AttemptReads, Authorization, EdgeState, HubObjects, JobOutcome, Kind, Observed,
-        Remote, SealCheck, ValuesCheck, drift, names::CredentialNames, state_of,
+        self, AttemptReads, Authorization, EdgeObjects, EdgeState, HubObjects, JobOutcome, Kind,
+        Observation, SealCheck, ValuesCheck, drift, names::CredentialNames, state_of,
     },
     plan_values::{self, Source},
 };
@@ -32,26 +32,26 @@ use crate::controller::{
     support::stop::{self, Stop},
 };
 
-/// One observation of a Workspace.
-pub struct Observation {
+/// One pass's observation of a Workspace, owned: the core's [`Observation`], and the edge's name.
+pub struct OwnedObservation {
     pub workspace: Workspace,
     pub seal: SealCheck,
     pub edge_name: String,
     pub edge: EdgeState,
-    pub remote: Option<Remote>,
+    pub edge_objects: Option<EdgeObjects>,
     pub hub: Option<HubObjects>,
     pub authorization: Authorization,
     pub values: ValuesCheck,
     pub now: Timestamp,
 }
 
-impl Observation {
-    pub fn observed(&self) -> Observed<'_> {
-        Observed {
+impl OwnedObservation {
+    pub fn as_observation(&self) -> Observation<'_> {
+        Observation {
             workspace: &self.workspace,
             seal: self.seal.clone(),
             edge: self.edge.clone(),
-            remote: self.remote.clone(),
+            edge_objects: self.edge_objects.clone(),
             hub: self.hub.clone(),
             authorization: self.authorization.clone(),
             values: self.values.clone(),
@@ -89,13 +89,13 @@ pub async fn observe(
     ctx: &ObserveHandles<'_>,
     view: &EdgeView,
     workspace: Workspace,
-) -> Result<Observation, Stop> {
+) -> Result<OwnedObservation, Stop> {
     let seal = ctx.keys.check_seal(&workspace);
     let attempt_reads = installer::attempt_reads(&workspace);
     let edge_name = edge_of(&workspace);
     let mut edge = view.state.clone();
     let (client, cache) = (view.client.as_ref(), view.cache.as_ref());
-    let mut remote = None;
+    let mut edge_objects = None;
     if let (Some(attempt_reads), EdgeState::Ready(_), Some(client), Some(cache)) =
         (&attempt_reads, &edge, client, cache)
     {
@@ -107,8 +107,8 @@ pub async fn observe(
                 client,
                 cache,
             };
-            match read_remote(&reads, attempt_reads, &workspace).await {
-                Ok(objects) => remote = Some(objects),
+            match read_edge_objects(&reads, attempt_reads, &workspace).await {
+                Ok(objects) => edge_objects = Some(objects),
                 Err(Stop::EdgeDown { message, .. }) => edge = EdgeState::Unreachable(message),
                 Err(other) => return Err(other),
             }
@@ -127,19 +127,21 @@ pub async fn observe(
     };
     // Read while the attempt prepares, and to name what a release made outside the
     // installer changed in them.
-    let described = remote.as_ref().is_some_and(|r| r.release_content.is_some());
+    let described = edge_objects
+        .as_ref()
+        .is_some_and(|r| r.release_content.is_some());
     let values = match workspace.spec.plan.as_ref() {
         Some(sealed) if attempt_reads.as_ref().is_some_and(|f| f.values.is_some()) || described => {
             read_values(ctx.hub, &workspace, &sealed.plan).await
         }
         _ => ValuesCheck::NotRead,
     };
-    Ok(Observation {
+    Ok(OwnedObservation {
         workspace,
         seal,
         edge_name,
         edge,
-        remote,
+        edge_objects,
         hub,
         authorization,
         values,
@@ -182,11 +184,11 @@ async fn read_values(hub: &Client, workspace: &Workspace, plan: &Plan) -> Values
 /// of its Recipe, both still granted now.
 async fn authorize(hub: &Client, plan: &Plan) -> Authorization {
     let user = authz::user_of(&plan.owner);
-    let (install, entitled) = tokio::join!(
+    let (may_install, may_use) = tokio::join!(
         authz::can_install(hub, &user, &plan.edge_name),
         authz::can_use_recipe(hub, &user, &plan.provider),
     );
-    Authorization::of_owner(plan, authz::reason(install), authz::reason(entitled))
+    Authorization::of_owner(plan, authz::reason(may_install), authz::reason(may_use))
 }
 
 /// One edge's client and caches, for one reconcile's reads.
@@ -199,11 +201,11 @@ struct EdgeReads<'a> {
 
 /// The attempt's objects on the edge, from the caches; only a failed Job's runner Pod is
 /// read live (its termination message is helm's own words, needed once).
-async fn read_remote(
+async fn read_edge_objects(
     reads: &EdgeReads<'_>,
     attempt_reads: &AttemptReads,
     workspace: &Workspace,
-) -> Result<Remote, Stop> {
+) -> Result<EdgeObjects, Stop> {
     let EdgeReads {
         edge,
         client,
@@ -234,9 +236,9 @@ async fn read_remote(
             .as_ref()
             .is_some_and(|j| j.outcome == JobOutcome::Running && !j.object.deleting)
     {
-        return Ok(Remote {
+        return Ok(EdgeObjects {
             job,
-            ..Remote::default()
+            ..EdgeObjects::default()
         });
     }
     if let Some(job) = job.as_mut()
@@ -245,7 +247,7 @@ async fn read_remote(
         // Helm's own words are in the runner Pod's termination message.
         job.runner = runner_of(edge, client, ns, &names.job).await?;
     }
-    Ok(Remote {
+    Ok(EdgeObjects {
         namespace: cache.object(Cached::Namespace, "", ns),
         service_account: object(Kind::ServiceAccount, &names.runner),
         role: object(Kind::Role, &names.runner),
@@ -280,13 +282,13 @@ async fn read_installed(
     reads: &EdgeReads<'_>,
     attempt_reads: &AttemptReads,
     workspace: &Workspace,
-) -> Result<Remote, Stop> {
+) -> Result<EdgeObjects, Stop> {
     let ns = attempt_reads.namespace.as_str();
     let Some(release) = attempt_reads.release.as_deref() else {
-        return Ok(Remote::default());
+        return Ok(EdgeObjects::default());
     };
     let status = workspace.status.clone().unwrap_or_default();
-    reads.cache.follow_release(
+    reads.cache.wake_on_release(
         ns,
         release,
         &installer::names::workspace_key(
@@ -315,11 +317,11 @@ async fn read_installed(
         }
         _ => None,
     };
-    Ok(Remote {
+    Ok(EdgeObjects {
         release: newest,
         release_content,
         objects,
-        ..Remote::default()
+        ..EdgeObjects::default()
     })
 }
 

@@ -79,7 +79,7 @@ impl Keys {
         self.set(self.keyring_of(config_map));
     }
 
-    /// Follows the ConfigMap until the term ends; says so on `changed` after every change.
+    /// Watches the ConfigMap until the replica's run ends; says so on `changed` after every change.
     pub async fn watch(self, api: Api<ConfigMap>, name: String, changed: UnboundedSender<()>) {
         let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
         let mut events = watcher(api, config).default_backoff().boxed();

@@ -12,11 +12,11 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use crate::controller::{
+    reconcile::between_reconciles::BetweenReconciles,
     reconcile::context::Context,
     reconcile::execute::execute,
     reconcile::observe::{edge_of, observe},
     reconcile::pass_end::{PassEnd, Wait, end_of},
-    reconcile::workspace_memory::WorkspaceMemory,
     support::error::{Error, Result},
     support::metrics::ReasonLabels,
     support::stop::Stop,
@@ -30,14 +30,14 @@ const PASSES: usize = 8;
 /// Workspace.
 pub struct Reconciler {
     pub ctx: Arc<Context>,
-    pub memory: WorkspaceMemory,
+    pub between_reconciles: BetweenReconciles,
 }
 
 impl Reconciler {
     pub fn new(ctx: Arc<Context>) -> Self {
         Self {
             ctx,
-            memory: WorkspaceMemory::default(),
+            between_reconciles: BetweenReconciles::default(),
         }
     }
 }
@@ -58,9 +58,9 @@ pub async fn reconcile(cached: Arc<Workspace>, reconciler: Arc<Reconciler>) -> R
         let ctx = &reconciler.ctx;
         let started = Instant::now();
         let result = {
-            // Counted down when the reconcile ends or is dropped with its term.
+            // Counted down when the reconcile ends or is dropped with the replica's run.
             let _in_flight = InFlight::new(&ctx.metrics.reconciles_in_flight);
-            passes(&cached, ctx, &reconciler.memory).await
+            passes(&cached, ctx, &reconciler.between_reconciles).await
         };
         ctx.metrics
             .reconcile_duration
@@ -87,7 +87,7 @@ impl Drop for InFlight<'_> {
     }
 }
 
-async fn passes(cached: &Workspace, ctx: &Context, memory: &WorkspaceMemory) -> Result<Requeue> {
+async fn passes(cached: &Workspace, ctx: &Context, kept: &BetweenReconciles) -> Result<Requeue> {
     let namespace = cached.namespace().unwrap_or_default();
     let name = cached.name_any();
     let key = providers_shared::text::object_key(&namespace, &name);
@@ -103,10 +103,10 @@ async fn passes(cached: &Workspace, ctx: &Context, memory: &WorkspaceMemory) -> 
         ctx,
     };
     // The watch cache's copy, unless it has not yet seen the installer's own last write.
-    let current = if memory.cache_behind(&key, cached.resource_version().as_deref()) {
+    let current = if kept.cache_behind(&key, cached.resource_version().as_deref()) {
         match live.read().await? {
             Some(workspace) => workspace,
-            None => return Ok(gone(memory, &key)),
+            None => return Ok(gone(kept, &key)),
         }
     } else {
         cached.clone()
@@ -125,15 +125,15 @@ async fn passes(cached: &Workspace, ctx: &Context, memory: &WorkspaceMemory) -> 
     }
     // Noted also when the reconcile ends in an error.
     if pass.wrote {
-        memory.remember_written_version(&key, pass.current.resource_version().as_deref());
+        kept.remember_written_version(&key, pass.current.resource_version().as_deref());
     }
     match end? {
         // Passes left over: the queue takes it up again shortly.
         PassEnd::Again | PassEnd::AgainFromLive | PassEnd::AgainEdgeDown(_) => {
             Ok(Requeue::requeue(Duration::from_millis(500)))
         }
-        PassEnd::Gone => Ok(gone(memory, &key)),
-        PassEnd::Wait(wait) => Ok(requeue(wait, ctx, memory, &key)),
+        PassEnd::Gone => Ok(gone(kept, &key)),
+        PassEnd::Wait(wait) => Ok(requeue(wait, ctx, kept, &key)),
     }
 }
 
@@ -169,7 +169,7 @@ async fn one_pass(ctx: &Context, live: &Live<'_>, pass: &mut Pass) -> Result<Pas
         Ok(observation) => observation,
         Err(stop) => return end_of(Err(stop), Next::Idle),
     };
-    let mut decision = installer::decide(&observation.observed(), &ctx.settings);
+    let mut decision = installer::decide(&observation.as_observation(), &ctx.settings);
     // Revoking and deleting are decided from the Workspace itself, never from a watch
     // cache alone: from the API server's answer to a write of it that comes first (the
     // decision is cut there and taken again), or else from a live read.
@@ -185,7 +185,7 @@ async fn one_pass(ctx: &Context, live: &Live<'_>, pass: &mut Pass) -> Result<Pas
                     Ok(observation) => observation,
                     Err(stop) => return end_of(Err(stop), Next::Idle),
                 };
-                decision = installer::decide(&observation.observed(), &ctx.settings);
+                decision = installer::decide(&observation.as_observation(), &ctx.settings);
             }
         }
     }
@@ -237,19 +237,19 @@ async fn one_pass(ctx: &Context, live: &Live<'_>, pass: &mut Pass) -> Result<Pas
 
 /// What the queue is told once a reconcile is over; what a Workspace remembers of its
 /// backoff is kept here.
-fn requeue(wait: Wait, ctx: &Context, memory: &WorkspaceMemory, key: &str) -> Requeue {
+fn requeue(wait: Wait, ctx: &Context, kept: &BetweenReconciles, key: &str) -> Requeue {
     match wait {
         Wait::Change => Requeue::await_change(),
         Wait::Resync => {
-            memory.reset_backoff(key);
+            kept.reset_backoff(key);
             Requeue::requeue(ctx.config.resync)
         }
         Wait::After(delay) => {
-            memory.reset_backoff(key);
+            kept.reset_backoff(key);
             Requeue::requeue(delay.min(ctx.config.resync))
         }
         Wait::Backoff => {
-            let delay = memory.backoff(key);
+            let delay = kept.backoff(key);
             tracing::info!(retry_in = ?delay, "waiting for the edge; backing off");
             Requeue::requeue(delay)
         }
@@ -257,9 +257,9 @@ fn requeue(wait: Wait, ctx: &Context, memory: &WorkspaceMemory, key: &str) -> Re
 }
 
 /// The Workspace is gone from the hub: nothing more to do for it.
-fn gone(memory: &WorkspaceMemory, key: &str) -> Requeue {
-    memory.reset_backoff(key);
-    memory.remember_written_version(key, None);
+fn gone(kept: &BetweenReconciles, key: &str) -> Requeue {
+    kept.reset_backoff(key);
+    kept.remember_written_version(key, None);
     Requeue::await_change()
 }
 
@@ -275,7 +275,7 @@ pub fn error_policy(cached: Arc<Workspace>, error: &Error, reconciler: Arc<Recon
             reason: error.kind().to_owned(),
         })
         .inc();
-    let delay = reconciler.memory.backoff(&key);
+    let delay = reconciler.between_reconciles.backoff(&key);
     tracing::warn!(workspace = %key, error = %error, retry_in = ?delay, "reconcile failed");
     Requeue::requeue(delay)
 }

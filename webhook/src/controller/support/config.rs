@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use k8s_openapi::jiff::SignedDuration;
 
-/// Everything a term and its reconciles are configured with.
+/// Everything a replica's run and its reconciles are configured with.
 #[derive(Clone, Debug)]
 pub struct InstallerConfig {
     /// The installer's namespace on the hub: its Leases and the sealing keys ConfigMap.

@@ -1,9 +1,9 @@
-//! A task that ends with whoever holds it: a term's watches, workers and sweeps are
-//! dropped with the term.
+//! A task that ends with whoever holds it: a replica's watches, workers and sweeps are
+//! dropped when its run ends.
 
 use tokio::task::JoinHandle;
 
-/// A spawned task that is aborted when dropped, so a term's tasks end with the term.
+/// A spawned task that is aborted when dropped, so a run's tasks end with the run.
 pub struct Task(JoinHandle<()>);
 
 impl Task {

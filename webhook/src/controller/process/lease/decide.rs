@@ -108,7 +108,7 @@ pub fn decide(
     };
     let spec = lease.spec.clone().unwrap_or_default();
     let holder = spec.holder_identity.clone().unwrap_or_default();
-    let observation = match seen {
+    let holder_seen = match seen {
         Some(seen) if seen.holder == holder && seen.renew_time == spec.renew_time => seen.clone(),
         _ => HolderSeen {
             holder: holder.clone(),
@@ -123,8 +123,8 @@ pub fn decide(
         .map(Duration::from_secs)
         .unwrap_or(config.duration);
     let mine = holder == config.identity;
-    if !mine && !holder.is_empty() && now.saturating_duration_since(observation.since) < duration {
-        return (Decision::Wait, Some(observation));
+    if !mine && !holder.is_empty() && now.saturating_duration_since(holder_seen.since) < duration {
+        return (Decision::Wait, Some(holder_seen));
     }
     let transitions = spec.lease_transitions.unwrap_or(0);
     let written = Lease {
@@ -150,7 +150,7 @@ pub fn decide(
             previous: holder,
         }
     };
-    (decision, Some(observation))
+    (decision, Some(holder_seen))
 }
 
 /// What this replica has seen once the API server accepted its write of the Lease.

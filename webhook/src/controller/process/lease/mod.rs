@@ -1,7 +1,7 @@
 //! Leader election with a coordination.k8s.io/v1 Lease, the way client-go does it.
 //!
 //! A candidate takes the Lease when it is free, or when its holder has not renewed it for
-//! a whole lease duration *as observed locally* (the time since this replica last saw the
+//! a whole lease duration *as seen locally* (the time since this replica last saw the
 //! holder or renew time change), so clock skew between replicas does not matter. Every
 //! write carries the resourceVersion read, so two candidates never both win. A leader that
 //! cannot renew within the renew deadline steps down before its Lease can expire.
@@ -29,7 +29,7 @@ pub struct Elector {
     api: Api<Lease>,
     config: LeaseConfig,
     /// The holder and renew time last seen, and when they were first seen.
-    observed: Option<HolderSeen>,
+    holder_seen: Option<HolderSeen>,
     /// The lease duration the holder last read wrote.
     holder_duration: Option<Duration>,
     /// When this replica last took or renewed the Lease: a term's renew deadline counts
@@ -39,21 +39,21 @@ pub struct Elector {
 
 impl Elector {
     pub fn new(client: Client, config: LeaseConfig) -> Self {
-        Self::with_observed(client, config, None)
+        Self::with_holder_seen(client, config, None)
     }
 
-    /// An elector that has already watched the Lease: `observed` says since when (on this
+    /// An elector that has already watched the Lease: `holder_seen` says since when (on this
     /// replica's clock) it has looked as it does, so an expired Lease is taken at once
     /// rather than after a further lease duration of watching it.
-    pub fn with_observed(
+    pub fn with_holder_seen(
         client: Client,
         config: LeaseConfig,
-        observed: Option<HolderSeen>,
+        holder_seen: Option<HolderSeen>,
     ) -> Self {
         Self {
             api: Api::namespaced(client, &config.namespace),
             config,
-            observed,
+            holder_seen,
             holder_duration: None,
             renewed: None,
         }
@@ -74,7 +74,7 @@ impl Elector {
                 }
                 Ok(Ok(false)) => {
                     sleep(decide::acquire_wait(
-                        self.observed.as_ref(),
+                        self.holder_seen.as_ref(),
                         self.holder_duration.unwrap_or(self.config.duration),
                         self.config.retry_period,
                         Instant::now(),
@@ -169,14 +169,14 @@ impl Elector {
             .and_then(|lease| lease.spec.as_ref()?.lease_duration_seconds)
             .and_then(|seconds| u64::try_from(seconds).ok())
             .map(Duration::from_secs);
-        let (decision, observed) = decide::decide(
+        let (decision, holder_seen) = decide::decide(
             read.as_ref(),
-            self.observed.as_ref(),
+            self.holder_seen.as_ref(),
             &self.config,
             Instant::now(),
             &wall,
         );
-        self.observed = observed;
+        self.holder_seen = holder_seen;
         let (lease, previous) = match decision {
             Decision::Wait => return Ok(false),
             Decision::Create(lease) => {
@@ -195,7 +195,7 @@ impl Elector {
             .await
         {
             Ok(lease) => {
-                self.observed = Some(decide::written(&lease, Instant::now()));
+                self.holder_seen = Some(decide::written(&lease, Instant::now()));
                 if let Some(previous) = previous {
                     tracing::info!(%previous, "took the Lease");
                 }

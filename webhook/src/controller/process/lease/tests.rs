@@ -103,7 +103,7 @@ fn a_missing_lease_is_created_held_by_us() {
             ..Default::default()
         })
     );
-    assert_eq!(seen, None, "nothing was read, so nothing is observed");
+    assert_eq!(seen, None, "nothing was read, so nothing is seen");
 }
 
 #[test]
@@ -316,7 +316,7 @@ fn our_lease_is_renewed_before_the_deadline() {
 }
 
 #[test]
-fn what_was_written_is_what_is_observed() {
+fn what_was_written_is_what_is_seen() {
     let now = Instant::now();
     let ours = lease(Some(ME), 1002, Some(15));
     assert_eq!(

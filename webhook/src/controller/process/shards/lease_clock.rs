@@ -1,6 +1,6 @@
 //! The installer's Leases as this replica has seen them, on its own clock: for each Lease,
 //! its holder, renew time and lease duration as last listed, and since when it looked so.
-//! A holder is live while its Lease changed within its lease duration as observed here
+//! A holder is live while its Lease changed within its lease duration as seen here
 //! (the leader election's rule, so clock skew between replicas does not matter). One clock
 //! answers every "is it live" of sharding: the members, the edges' holders (to take an
 //! expired one at once, and to count edges without an owner) and the leader.
@@ -30,7 +30,7 @@ impl LeaseClock {
     /// Takes in one listing of the Leases at `now`: a Lease whose holder and renew time
     /// are as before keeps its time; a changed or new one starts at `now`; one no longer
     /// listed is forgotten.
-    pub fn observe<'a>(&mut self, leases: impl IntoIterator<Item = &'a Lease>, now: Instant) {
+    pub fn see<'a>(&mut self, leases: impl IntoIterator<Item = &'a Lease>, now: Instant) {
         let mut next = HashMap::with_capacity(self.seen.len());
         for lease in leases {
             let name = lease.name_any();
@@ -81,7 +81,7 @@ impl LeaseClock {
 
     /// What the leader election needs to take the Lease `name` as soon as it has expired
     /// here, rather than after a further lease duration of watching it.
-    pub fn observation(&self, name: &str) -> Option<HolderSeen> {
+    pub fn holder_seen(&self, name: &str) -> Option<HolderSeen> {
         self.seen.get(name).map(|seen| HolderSeen {
             holder: seen.holder.clone().unwrap_or_default(),
             renew_time: seen.renew_time.clone(),
@@ -145,10 +145,10 @@ mod tests {
     }
 
     #[test]
-    fn a_holder_is_live_while_its_lease_changes_on_the_observers_clock() {
+    fn a_holder_is_live_while_its_lease_changes_on_the_watching_replicas_clock() {
         let mut clock = LeaseClock::default();
         let start = Instant::now();
-        clock.observe(
+        clock.see(
             &[
                 lease("base-edge-a", Some("x"), 100),
                 lease("base-edge-b", None, 100),
@@ -166,12 +166,12 @@ mod tests {
         assert_eq!(clock.live_holder("base-edge-c", start), None);
         // Not renewed for its whole duration (15 s) on this clock, whatever its times say.
         let later = start + Duration::from_secs(15);
-        clock.observe(&[lease("base-edge-a", Some("x"), 100)], later);
+        clock.see(&[lease("base-edge-a", Some("x"), 100)], later);
         assert_eq!(clock.live_holder("base-edge-a", later), None);
-        let seen = clock.observation("base-edge-a").expect("seen");
+        let seen = clock.holder_seen("base-edge-a").expect("seen");
         assert_eq!((seen.holder.as_str(), seen.since), ("x", start));
         // Renewed: live again at once.
-        clock.observe(&[lease("base-edge-a", Some("x"), 115)], later);
+        clock.see(&[lease("base-edge-a", Some("x"), 115)], later);
         assert_eq!(clock.live_holder("base-edge-a", later), Some("x"));
     }
 
@@ -179,7 +179,7 @@ mod tests {
     fn the_members_are_the_live_membership_leases_of_the_base() {
         let mut clock = LeaseClock::default();
         let start = Instant::now();
-        clock.observe(
+        clock.see(
             &[
                 lease("base-member-a", Some("a"), 100),
                 lease("base-member-b", Some("b"), 100),
@@ -194,7 +194,7 @@ mod tests {
         assert_eq!(clock.with_membership("base"), ["a", "b", "c"]);
         // b renews, a does not: 16 s later only b is live.
         let later = start + Duration::from_secs(16);
-        clock.observe(
+        clock.see(
             &[
                 lease("base-member-a", Some("a"), 100),
                 lease("base-member-b", Some("b"), 101),
@@ -202,7 +202,7 @@ mod tests {
             later,
         );
         assert_eq!(clock.live_members("base", later), ["b"]);
-        clock.observe(
+        clock.see(
             &[
                 lease("base-member-a", Some("a"), 999),
                 lease("base-member-b", Some("b"), 101),

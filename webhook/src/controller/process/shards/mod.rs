@@ -71,11 +71,11 @@ pub async fn run(hub: Client, shards: Arc<Shards>, metrics: Arc<Metrics>) {
     let lease_changes = watcher(leases, watcher::Config::default())
         .default_backoff()
         .reflect(lease_writer)
-        .map(|event| event.map(|event| leases_listed.observe(&event)));
+        .map(|event| event.map(|event| leases_listed.on_event(&event)));
     let edge_changes = watcher(edges, watcher::Config::default())
         .default_backoff()
         .reflect(edge_writer)
-        .map(|event| event.map(|event| edges_listed.observe(&event)));
+        .map(|event| event.map(|event| edges_listed.on_event(&event)));
     let mut changes = std::pin::pin!(futures::stream::select(lease_changes, edge_changes));
     // Every Lease as last seen, and since when it looked so: members are live, and an
     // edge taken over from a replica that died is taken, as soon as its Lease has expired
@@ -104,7 +104,7 @@ pub async fn run(hub: Client, shards: Arc<Shards>, metrics: Arc<Metrics>) {
         }
         let now = Instant::now();
         let listed_leases = lease_store.state();
-        clock.observe(listed_leases.iter().map(|lease| lease.as_ref()), now);
+        clock.see(listed_leases.iter().map(|lease| lease.as_ref()), now);
         wake = clock
             .next_silence(now)
             .map_or(config.leader.retry_period, |at| {
@@ -176,10 +176,10 @@ pub async fn run(hub: Client, shards: Arc<Shards>, metrics: Arc<Metrics>) {
                     fences.insert(
                         edge.clone(),
                         Task::spawn(fence(
-                            Elector::with_observed(
+                            Elector::with_holder_seen(
                                 hub.clone(),
                                 config.lease_config(lease.clone()),
-                                clock.observation(&lease),
+                                clock.holder_seen(&lease),
                             ),
                             shards.clone(),
                             edge.clone(),

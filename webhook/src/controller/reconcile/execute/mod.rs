@@ -30,7 +30,7 @@ use crate::controller::{
     edge::runner_log,
     edge_watch::Cached,
     edge_watch::grants as edge_grants,
-    reconcile::observe::Observation,
+    reconcile::observe::OwnedObservation,
     support::error::{Error, Result},
     support::event_recorder::EventRecorder,
     support::fault,
@@ -66,7 +66,7 @@ pub struct ExecuteHandles<'a> {
 pub async fn execute(
     ctx: &ExecuteHandles<'_>,
     edge: &EdgeView,
-    observation: &Observation,
+    observation: &OwnedObservation,
     actions: &[Action],
 ) -> Executed {
     let mut status = observation.workspace.status.clone().unwrap_or_default();
@@ -111,7 +111,7 @@ pub async fn execute(
 async fn run(
     ctx: &ExecuteHandles<'_>,
     target: &EdgeView,
-    observation: &Observation,
+    observation: &OwnedObservation,
     action: &Action,
     status: &mut WorkspaceStatus,
 ) -> Result<Option<Workspace>, Stop> {

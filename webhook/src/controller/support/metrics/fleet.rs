@@ -250,7 +250,7 @@ impl Fleet {
     }
 
     /// Counts one watch event; `store` still holds what the event replaces.
-    pub fn observe(&self, store: &Store<Workspace>, event: &watcher::Event<Workspace>) {
+    pub fn on_event(&self, store: &Store<Workspace>, event: &watcher::Event<Workspace>) {
         let mut state = self.state.locked();
         match event {
             watcher::Event::Init => state.relisting = Some(Tally::default()),

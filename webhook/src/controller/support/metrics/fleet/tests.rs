@@ -1,4 +1,4 @@
-//! The fleet's gauges follow watch events, a relist replaces them, and the oldest attempt
+//! The fleet's gauges track watch events, a relist replaces them, and the oldest attempt
 //! without a result moves on when it gets one.
 
 use kube::runtime::{reflector, watcher::Event};
@@ -46,12 +46,12 @@ fn gauge(text: &str, series: &str) -> Option<i64> {
 }
 
 #[test]
-fn gauges_follow_the_watch_and_a_relist_replaces_them() {
+fn gauges_track_the_watch_and_a_relist_replaces_them() {
     let metrics = Arc::new(Metrics::new());
     let fleet = Fleet::new(metrics.clone());
     let (store, mut writer) = reflector::store::<Workspace>();
     let mut feed = |event: Event<Workspace>| {
-        fleet.observe(&store, &event);
+        fleet.on_event(&store, &event);
         writer.apply_watcher_event(&event);
     };
     let running = workspace(

@@ -18,7 +18,7 @@ use crate::locks::Locked;
 /// the process's life, and ten minutes keeps it far from any lag the hub's watch has.
 const WRITTEN_TTL: Duration = Duration::from_secs(600);
 
-pub struct WorkspaceMemory {
+pub struct BetweenReconciles {
     /// Consecutive backoffs per Workspace (`namespace/name`).
     backoff: Mutex<HashMap<String, u32>>,
     /// The resourceVersion of each Workspace as the installer's last write of it left it,
@@ -26,7 +26,7 @@ pub struct WorkspaceMemory {
     written: Mutex<OwnWrites<String, String>>,
 }
 
-impl Default for WorkspaceMemory {
+impl Default for BetweenReconciles {
     fn default() -> Self {
         Self {
             backoff: Mutex::default(),
@@ -35,7 +35,7 @@ impl Default for WorkspaceMemory {
     }
 }
 
-impl WorkspaceMemory {
+impl BetweenReconciles {
     /// Whether the watch cache's copy of a Workspace may be older than the installer's own
     /// last write of it; forgets the write once the cache has it.
     pub fn cache_behind(&self, key: &str, cached_version: Option<&str>) -> bool {

@@ -1,6 +1,6 @@
-//! What a replica's term runs: the Workspace controller with its watches (the sealing
-//! keys, the edges), and the hub-wide duties while it holds the leader Lease. Everything
-//! it starts is dropped with the term.
+//! What a replica runs: the Workspace controller with its watches (the sealing keys, the
+//! edges), and the hub-wide duties during each term of the leader Lease. Everything it
+//! starts is dropped when the run ends.
 
 use std::sync::Arc;
 
@@ -51,11 +51,11 @@ pub async fn run(ctx: Arc<Context>, readiness: Arc<ControllerReadiness>) -> anyh
     let changes = watcher(workspaces, config)
         .default_backoff()
         .modify(trim_for_cache)
-        .inspect_ok(move |event| fleet.observe(&counted, event))
+        .inspect_ok(move |event| fleet.on_event(&counted, event))
         .reflect(writer)
         // Said from the stream itself: the store's wait_until_ready wakes only its last
         // waiter, and the controller is one already.
-        .inspect_ok(move |event| listed.workspaces().observe(event))
+        .inspect_ok(move |event| listed.workspaces().on_event(event))
         .applied_objects()
         .predicate_filter(predicates::generation, PredicateConfig::default());
     let controller = Controller::for_stream(changes, reader)
@@ -92,9 +92,10 @@ pub async fn run(ctx: Arc<Context>, readiness: Arc<ControllerReadiness>) -> anyh
     Ok(())
 }
 
-/// Every replica runs a term, and the leader Lease only elects who runs the hub-wide
-/// duties (the PlanValues sweep, the Workspaces of edges that do not exist, and the count
-/// of edges without an owner, which `shards::run` takes while this replica leads).
+/// Every replica runs the Workspace controller; the leader Lease only elects who runs the
+/// hub-wide duties, one term at a time (the PlanValues sweep, the Workspaces of edges that
+/// do not exist, and the count of edges without an owner, which `shards::run` takes while
+/// this replica leads).
 async fn lead_hub_duties(
     ctx: Arc<Context>,
     readiness: Arc<ControllerReadiness>,

@@ -16,7 +16,7 @@ use super::{action::Kind, names::AttemptNames};
 
 /// Everything one decision is taken from.
 #[derive(Clone, Debug)]
-pub struct Observed<'a> {
+pub struct Observation<'a> {
     /// The Workspace, read fresh from the hub (never from a watch cache alone).
     pub workspace: &'a Workspace,
     /// The signature check of `spec.plan`, by the published keys.
@@ -25,7 +25,7 @@ pub struct Observed<'a> {
     pub edge: EdgeState,
     /// The attempt's objects on the edge; `None` when they were not read (the edge is not
     /// Ready, or nothing on it is needed).
-    pub remote: Option<Remote>,
+    pub edge_objects: Option<EdgeObjects>,
     /// The provider's runtime credential objects on the hub; `None` when not read.
     pub hub: Option<HubObjects>,
     /// RBAC's answer for the plan's owner on the plan's edge, asked again before the
@@ -61,10 +61,10 @@ impl Authorization {
     /// asked). A definite no decides; a question that could not be answered waits.
     pub fn of_owner(
         plan: &crate::api::Plan,
-        install: Result<bool, String>,
-        entitled: Result<bool, String>,
+        may_install: Result<bool, String>,
+        may_use: Result<bool, String>,
     ) -> Self {
-        match (install, entitled) {
+        match (may_install, may_use) {
             (Ok(false), _) => Authorization::Denied(format!(
                 "user {:?} may no longer install onto edge {:?}; the platform team grants the `install` verb on edges/{}",
                 plan.owner.username, plan.edge_name, plan.edge_name
@@ -168,7 +168,7 @@ pub struct EdgeRoute {
 
 /// The attempt's objects on the edge, each `None` when absent.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Remote {
+pub struct EdgeObjects {
     pub namespace: Option<NamespaceState>,
     pub service_account: Option<ObjectState>,
     pub role: Option<ObjectState>,
@@ -210,7 +210,7 @@ pub enum ObjectSeen {
     Present(super::release_objects::ObjectTrace),
 }
 
-impl Remote {
+impl EdgeObjects {
     /// The runner's ServiceAccount, Role and RoleBinding and the values Secret of the
     /// attempt `names` are derived for: their kinds, what was observed of them, and names.
     pub fn runner_objects<'a>(
