@@ -660,6 +660,84 @@ async fn an_edit_in_the_second_an_attempt_ends_is_drift_every_round() -> anyhow:
     Ok(())
 }
 
+/// A kind of the release that the edge does not let the installer list (a LimitRange: the
+/// ClusterRole providers-edge-namespace does not name it) is said on the Workspace, with
+/// why and what to do, instead of reading as in sync; the kinds it follows still are.
+#[tokio::test]
+async fn a_kind_the_installer_may_not_list_is_named_on_the_workspace() -> anyhow::Result<()> {
+    let System { env, .. } = system().await?;
+    publish_with_defaults(
+        env,
+        "limits-hello",
+        "hello",
+        &["0.1.0"],
+        json!({"hub": {"credentialSecret": ""}, "limits": {"enabled": true}}),
+    )
+    .await?;
+    let hub = env.hub_admin().await?;
+    Api::<Recipe>::all(hub.clone())
+        .patch(
+            "limits-hello",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"execution": [
+                installer::rule("", "configmaps"),
+                installer::rule("", "limitranges"),
+            ]}})),
+        )
+        .await?;
+    let alice = env.hub.kubeconfig(User::Alice);
+    install_with_greeting(alice, "limited", "limits-hello", "sealed")?;
+    system::installed(&hub, "limited", 1).await?;
+    let ws = wait_workspace(
+        &hub,
+        "org-a",
+        "limited",
+        "the LimitRange named as not followed",
+        |ws| {
+            status_of(ws)
+                .unfollowed
+                .iter()
+                .any(|k| k.kind == "LimitRange" && k.reason == "ListRefused")
+        },
+    )
+    .await?;
+    let status = status_of(&ws);
+    ensure!(
+        status.unfollowed.len() == 1 && status.unfollowed[0].objects == 1,
+        "only the LimitRange, one object: {:?}",
+        status.unfollowed
+    );
+    ensure!(
+        status.unfollowed[0]
+            .message
+            .contains("ClusterRole providers-edge-namespace"),
+        "it says what to do: {}",
+        status.unfollowed[0].message
+    );
+    let reasons = installer::event_reasons(&hub, &ws).await?;
+    ensure!(
+        reasons.iter().any(|r| r == "KindsNotFollowed"),
+        "{reasons:?}"
+    );
+    // The ConfigMap beside it is followed: its edit is drift.
+    let edge_admin = env.edge.kubeconfig(User::Admin);
+    providers_tests::kubectl::ok(
+        edge_admin,
+        &[
+            "-n",
+            "org-a-limits-hello",
+            "patch",
+            "configmap",
+            "limits-hello-greeting",
+            "--type=merge",
+            "-p",
+            r#"{"data":{"greeting":"by-hand"}}"#,
+        ],
+    )?;
+    drifted(&hub, "limited", "ObjectChanged").await?;
+    Ok(())
+}
+
 /// A chart's ServiceAccount is followed from the one watch of ServiceAccounts across the
 /// edge (ADR 43): a hand edit of it and its deletion are drift, named with the object,
 /// the field manager and the field; a Helm-made ServiceAccount of the same release name

@@ -299,6 +299,10 @@ pub struct WorkspaceStatus {
     /// How the release on the edge has drifted from it, while it has.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drift: Option<Drift>,
+    /// The kinds of the installed release's objects whose drift is not seen, and why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16))]
+    pub unfollowed: Vec<super::UnfollowedKind>,
 }
 
 impl WorkspaceStatus {

@@ -86,3 +86,20 @@ pub struct DriftedObject {
     #[schemars(length(max = 8))]
     pub fields: Vec<String>,
 }
+
+/// A kind of the installed release's objects that drift cannot be read for on the edge,
+/// and why: an edit of those objects is not seen.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UnfollowedKind {
+    pub api_version: String,
+    pub kind: String,
+    /// How many of the release's objects are of that kind.
+    pub objects: i64,
+    /// `ListRefused` (the edge's RBAC does not let the installer list the kind),
+    /// `NotServed` (the edge serves no namespaced kind of that name) or
+    /// `NotRunnerWritable` (the plan's execution rules do not let the runner write it).
+    pub reason: String,
+    /// What it means and what to do, in a sentence.
+    pub message: String,
+}

@@ -25,6 +25,8 @@ pub use super::observation::ReleaseContent;
 pub mod edit_order;
 /// Drift reasons: the Drifted condition's reason.
 pub mod reason;
+/// The kinds of a release's objects drift cannot be read for, named.
+pub mod unfollowed;
 
 /// How long after a Job's completion a revision may have been made and still count as the
 /// attempt's own: helm writes its record before it exits, the job controller notes the
@@ -97,6 +99,20 @@ impl DecisionDraft<'_> {
             (Some(known), Some(record))
                 if record.uid == known.record_uid && record.status == "deployed" =>
             {
+                if let Some(followed) = edge_objects
+                    .objects
+                    .as_ref()
+                    .filter(|f| f.record_uid == known.record_uid)
+                {
+                    let unfollowed =
+                        unfollowed::unfollowed_kinds(&followed.objects, &plan.edge_name);
+                    if !unfollowed.is_empty() && unfollowed != self.status.unfollowed {
+                        let said: Vec<&str> =
+                            unfollowed.iter().map(|k| k.message.as_str()).collect();
+                        self.event(Note::warning("KindsNotFollowed", said.join("; ")));
+                    }
+                    self.status.unfollowed = unfollowed;
+                }
                 self.object_drift(plan, &known.record_uid)
             }
             (baseline, None) => Some(Drift {

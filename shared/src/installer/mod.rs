@@ -60,6 +60,7 @@ pub use decide::decide;
 pub use observation::{
     Authorization, EdgeObjects, EdgeRoute, EdgeState, HubObjects, JobOutcome, JobState,
     NamespaceState, ObjectSeen, ObjectState, Observation, ReleaseObjects, ReleaseRevision,
-    RunnerPod, SealCheck, ValuesCheck, job_state, newest_revision, runner_pod, state_of,
+    RunnerPod, SealCheck, Unfollowed, ValuesCheck, job_state, newest_revision, runner_pod,
+    state_of,
 };
 pub use settings::{DEFAULT_HELM_IMAGE, KEPT_PLANS_BYTES, Settings};

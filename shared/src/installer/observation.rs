@@ -202,12 +202,24 @@ pub struct ReleaseObjects {
 /// What the edge shows of one object of a release.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ObjectSeen {
-    /// Its kind is not followed (its watch has not listed yet, was refused by RBAC, or the
-    /// kind is not served): not judged.
+    /// Its kind's watch has not listed yet: not judged now.
     Unknown,
+    /// Its kind is not followed on the edge, for that reason: not judged, and said so.
+    Unfollowed(Unfollowed),
     /// Its kind's watch has listed and it is not there.
     Missing,
     Present(super::release_objects::ObjectTrace),
+}
+
+/// Why a kind of a release's objects is not followed on the edge.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unfollowed {
+    /// The edge's RBAC refuses the installer a list of the kind there.
+    ListRefused,
+    /// The edge serves no namespaced kind of that apiVersion and name.
+    NotServed,
+    /// The plan's execution rules do not let the runner write the kind.
+    NotRunnerWritable,
 }
 
 impl EdgeObjects {

@@ -44,7 +44,7 @@ impl DecisionDraft<'_> {
         let mut more = 0;
         for (object, seen) in &followed.objects {
             let drifted = match seen {
-                ObjectSeen::Unknown => None,
+                ObjectSeen::Unknown | ObjectSeen::Unfollowed(_) => None,
                 ObjectSeen::Missing => Some(drifted(object, "Deleted")),
                 ObjectSeen::Present(trace) if trace.opted_out => None,
                 ObjectSeen::Present(trace) => {

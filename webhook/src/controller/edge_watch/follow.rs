@@ -34,7 +34,7 @@ use kube::{
     runtime::WatchStreamExt,
 };
 use providers_shared::installer::{
-    ObjectSeen,
+    ObjectSeen, Unfollowed,
     release_objects::{ObjectTrace, ReleaseObject},
 };
 
@@ -193,7 +193,10 @@ impl FollowWatch {
 
     /// What the watch shows of `name`.
     pub(super) fn seen(&self, name: &str) -> ObjectSeen {
-        if !self.listed.is_set() || self.refused.load(Ordering::Acquire) {
+        if self.refused.load(Ordering::Acquire) {
+            return ObjectSeen::Unfollowed(Unfollowed::ListRefused);
+        }
+        if !self.listed.is_set() {
             return ObjectSeen::Unknown;
         }
         let key = match &self.within {
@@ -207,17 +210,20 @@ impl FollowWatch {
     }
 }
 
-/// What each of `objects` shows, from the watches `watch_of` finds for its kind.
+/// What each of `objects` shows, from the watches `watch_of` finds for its kind (or why
+/// its kind is not followed).
 pub(super) fn seen_all(
     objects: &[ReleaseObject],
-    watch_of: impl Fn(&ReleaseObject) -> Option<Arc<FollowWatch>>,
+    watch_of: impl Fn(&ReleaseObject) -> Result<Arc<FollowWatch>, Option<Unfollowed>>,
 ) -> Vec<(ReleaseObject, ObjectSeen)> {
     objects
         .iter()
         .map(|object| {
-            let seen = watch_of(object)
-                .map(|watch| watch.seen(&object.name))
-                .unwrap_or(ObjectSeen::Unknown);
+            let seen = match watch_of(object) {
+                Ok(watch) => watch.seen(&object.name),
+                Err(Some(why)) => ObjectSeen::Unfollowed(why),
+                Err(None) => ObjectSeen::Unknown,
+            };
             (object.clone(), seen)
         })
         .collect()

@@ -183,7 +183,11 @@ impl Follower {
 
     /// RBAC refused the watch: its objects are no longer known.
     fn refused(&self) {
-        self.target.refused.store(true, Ordering::Release);
+        let newly = !self.target.refused.swap(true, Ordering::AcqRel);
+        if newly {
+            // Its releases say so on their Workspaces (status.unfollowed) at once.
+            self.target.wake_all();
+        }
         match &self.target.namespace {
             Some(namespace) => tracing::warn!(
                 %namespace,

@@ -8,12 +8,12 @@
 //! and a create that finds the object already there reads it once, live, to learn whose
 //! it is (`learned`).
 
-use std::sync::Arc;
+use std::{collections::HashMap, sync::Arc};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::{Client, api::ApiResource};
 use providers_shared::installer::{
-    JobState, Kind, ObjectSeen, ObjectState, ReleaseRevision, newest_revision,
+    JobState, Kind, ObjectSeen, ObjectState, ReleaseRevision, Unfollowed, newest_revision,
     release_objects::ReleaseObject,
 };
 
@@ -280,23 +280,26 @@ impl EdgeCache {
             .collect();
         kinds.sort();
         kinds.dedup();
-        for kind in &kinds {
-            if self.namespaced.follow_watch(namespace, kind).is_some() {
+        let mut unfollowed: HashMap<(String, String), Unfollowed> = HashMap::new();
+        for kind in kinds {
+            if self.namespaced.follow_watch(namespace, &kind).is_some() {
                 continue;
             }
-            let Some(resource) = self.releases.resource_of(client, kind).await else {
+            let Some(resource) = self.releases.resource_of(client, &kind).await else {
+                unfollowed.insert(kind, Unfollowed::NotServed);
                 continue;
             };
             if !may_follow(&resource) {
+                unfollowed.insert(kind, Unfollowed::NotRunnerWritable);
                 continue;
             }
-            self.namespaced.follow(namespace, kind, &resource);
+            self.namespaced.follow(namespace, &kind, &resource);
         }
         follow::seen_all(objects, |object| {
-            self.namespaced.follow_watch(
-                namespace,
-                &(object.api_version.clone(), object.kind.clone()),
-            )
+            let kind = (object.api_version.clone(), object.kind.clone());
+            self.namespaced
+                .follow_watch(namespace, &kind)
+                .ok_or_else(|| unfollowed.get(&kind).copied())
         })
     }
 

@@ -129,6 +129,8 @@ pub struct Metrics {
     pub workspaces: Family<PhaseLabels, Gauge>,
     /// Workspaces whose installed release has drifted, by edge.
     pub workspaces_drifted: Family<EdgeLabels, Gauge>,
+    /// Workspaces whose installed release has objects of kinds not followed, by edge.
+    pub workspaces_unfollowed: Family<EdgeLabels, Gauge>,
     /// Workspaces whose cleanup is outstanding, by edge: an attempt with a result whose
     /// runner identity is not revoked yet, or a Workspace being deleted.
     pub cleanup_backlog: Family<EdgeLabels, Gauge>,
@@ -270,6 +272,12 @@ impl Metrics {
             "Workspaces whose installed release has drifted, by edge",
             workspaces_drifted.clone(),
         );
+        let workspaces_unfollowed = Family::<EdgeLabels, Gauge>::default();
+        registry.register(
+            "workspaces_unfollowed",
+            "Workspaces whose installed release has objects of kinds whose drift is not seen (status.unfollowed), by edge",
+            workspaces_unfollowed.clone(),
+        );
         let cleanup_backlog = Family::<EdgeLabels, Gauge>::default();
         registry.register(
             "cleanup_backlog",
@@ -320,6 +328,7 @@ impl Metrics {
             seal_to_result,
             workspaces,
             workspaces_drifted,
+            workspaces_unfollowed,
             cleanup_backlog,
             active_attempts,
             oldest_active_attempt_sealed,

@@ -32,6 +32,8 @@ struct Summary {
     edge: String,
     phase: &'static str,
     drifted: bool,
+    /// Its installed release has objects of kinds not followed for drift.
+    unfollowed: bool,
     cleanup: bool,
     /// When its attempt without a result was sealed (Unix seconds, 0 if unknown).
     active_since: Option<i64>,
@@ -81,6 +83,7 @@ fn summary(workspace: &Workspace) -> Summary {
         edge: workspace.spec.edge.clone(),
         phase: phase_name(workspace),
         drifted: status.is_some_and(|s| s.drift.is_some()),
+        unfollowed: status.is_some_and(|s| !s.unfollowed.is_empty()),
         cleanup: deleting || status.is_some_and(|s| s.job_result.is_some() && !s.cleaned_up),
         active_since,
         plans,
@@ -92,6 +95,7 @@ fn summary(workspace: &Workspace) -> Summary {
 struct Tally {
     workspaces: HashMap<(String, &'static str), i64>,
     drifted: HashMap<String, i64>,
+    unfollowed: HashMap<String, i64>,
     cleanup: HashMap<String, i64>,
     /// Per edge, the seal times of attempts without a result, with their multiplicity.
     active: HashMap<String, BTreeMap<i64, i64>>,
@@ -108,6 +112,9 @@ impl Tally {
         bump(&mut self.workspaces, (s.edge.clone(), s.phase), by);
         if s.drifted {
             bump(&mut self.drifted, s.edge.clone(), by);
+        }
+        if s.unfollowed {
+            bump(&mut self.unfollowed, s.edge.clone(), by);
         }
         if s.cleanup {
             bump(&mut self.cleanup, s.edge.clone(), by);
@@ -146,6 +153,10 @@ impl Tally {
             .workspaces_drifted
             .get_or_create(&edge)
             .set(self.drifted.get(&s.edge).copied().unwrap_or(0));
+        metrics
+            .workspaces_unfollowed
+            .get_or_create(&edge)
+            .set(self.unfollowed.get(&s.edge).copied().unwrap_or(0));
         metrics
             .cleanup_backlog
             .get_or_create(&edge)
@@ -191,6 +202,7 @@ impl Tally {
     fn publish_all(&self, metrics: &Metrics) {
         metrics.workspaces.clear();
         metrics.workspaces_drifted.clear();
+        metrics.workspaces_unfollowed.clear();
         metrics.cleanup_backlog.clear();
         metrics.active_attempts.clear();
         metrics.oldest_active_attempt_sealed.clear();
@@ -209,6 +221,10 @@ impl Tally {
                 .workspaces_drifted
                 .get_or_create(&labels)
                 .set(self.drifted.get(edge).copied().unwrap_or(0));
+            metrics
+                .workspaces_unfollowed
+                .get_or_create(&labels)
+                .set(self.unfollowed.get(edge).copied().unwrap_or(0));
             metrics
                 .cleanup_backlog
                 .get_or_create(&labels)

@@ -1,0 +1,117 @@
+//! Rule `unfollowed_kinds_are_said`: a kind of the installed release's objects that the
+//! installer cannot follow on the edge is named on the Workspace with why and what to do,
+//! so that "in sync" is never read where drift cannot be seen.
+
+use std::collections::BTreeMap;
+
+use crate::{
+    api::UnfollowedKind,
+    installer::{ObjectSeen, Unfollowed, release_objects::ReleaseObject},
+};
+
+/// The most kinds named; a release with more names the first ones.
+pub const MAX_UNFOLLOWED: usize = 16;
+
+/// The kinds of `objects` that are not followed, by apiVersion and kind, with the count of
+/// their objects. `edge` names the edge in the messages.
+pub fn unfollowed_kinds(
+    objects: &[(ReleaseObject, ObjectSeen)],
+    edge: &str,
+) -> Vec<UnfollowedKind> {
+    let mut kinds: BTreeMap<(&str, &str), (Unfollowed, i64)> = BTreeMap::new();
+    for (object, seen) in objects {
+        if let ObjectSeen::Unfollowed(why) = seen {
+            kinds
+                .entry((object.api_version.as_str(), object.kind.as_str()))
+                .or_insert((*why, 0))
+                .1 += 1;
+        }
+    }
+    kinds
+        .into_iter()
+        .take(MAX_UNFOLLOWED)
+        .map(|((api_version, kind), (why, objects))| UnfollowedKind {
+            api_version: api_version.to_owned(),
+            kind: kind.to_owned(),
+            objects,
+            reason: reason(why).to_owned(),
+            message: message(why, api_version, kind, edge),
+        })
+        .collect()
+}
+
+fn reason(why: Unfollowed) -> &'static str {
+    match why {
+        Unfollowed::ListRefused => "ListRefused",
+        Unfollowed::NotServed => "NotServed",
+        Unfollowed::NotRunnerWritable => "NotRunnerWritable",
+    }
+}
+
+fn message(why: Unfollowed, api_version: &str, kind: &str, edge: &str) -> String {
+    match why {
+        Unfollowed::ListRefused => format!(
+            "edits of {kind} ({api_version}) objects are not seen: edge {edge} does not let the installer list them; the edge admin adds the kind to the ClusterRole providers-edge-namespace (list, watch)"
+        ),
+        Unfollowed::NotServed => format!(
+            "edits of {kind} ({api_version}) objects are not seen: edge {edge} serves no namespaced kind of that name (a cluster-scoped kind, or one not installed there)"
+        ),
+        Unfollowed::NotRunnerWritable => format!(
+            "edits of {kind} ({api_version}) objects are not seen: the plan's execution rules do not let the runner write them, so the installer does not follow them; the platform adds the kind to the Recipe's spec.execution if the chart makes them"
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn object(kind: &str, name: &str) -> ReleaseObject {
+        ReleaseObject {
+            api_version: "v1".into(),
+            kind: kind.into(),
+            namespace: "hello".into(),
+            name: name.into(),
+        }
+    }
+
+    #[test]
+    fn each_unfollowed_kind_is_named_once_with_its_count_and_what_to_do() {
+        let objects = vec![
+            (
+                object("LimitRange", "a"),
+                ObjectSeen::Unfollowed(Unfollowed::ListRefused),
+            ),
+            (
+                object("LimitRange", "b"),
+                ObjectSeen::Unfollowed(Unfollowed::ListRefused),
+            ),
+            (object("ConfigMap", "c"), ObjectSeen::Missing),
+            (object("Service", "d"), ObjectSeen::Unknown),
+        ];
+        let kinds = unfollowed_kinds(&objects, "edge-1");
+        assert_eq!(kinds.len(), 1, "{kinds:?}");
+        assert_eq!(kinds[0].kind, "LimitRange");
+        assert_eq!(kinds[0].objects, 2);
+        assert_eq!(kinds[0].reason, "ListRefused");
+        assert!(
+            kinds[0].message.contains("edge edge-1")
+                && kinds[0].message.contains("providers-edge-namespace"),
+            "{}",
+            kinds[0].message
+        );
+    }
+
+    #[test]
+    fn at_most_the_bound_of_kinds_is_named() {
+        let objects: Vec<_> = (0..40)
+            .map(|i| {
+                (
+                    object(&format!("Kind{i:02}"), "x"),
+                    ObjectSeen::Unfollowed(Unfollowed::NotServed),
+                )
+            })
+            .collect();
+        assert_eq!(unfollowed_kinds(&objects, "e").len(), MAX_UNFOLLOWED);
+    }
+}
