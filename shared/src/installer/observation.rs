@@ -216,10 +216,12 @@ pub enum ObjectSeen {
 pub enum Unfollowed {
     /// The edge's RBAC refuses the installer a list of the kind there.
     ListRefused,
-    /// The edge serves no namespaced kind of that apiVersion and name.
+    /// The edge's discovery did not find a namespaced kind of that apiVersion and name.
     NotServed,
     /// The plan's execution rules do not let the runner write the kind.
     NotRunnerWritable,
+    /// The release namespace follows as many kinds as it may already.
+    TooManyKinds,
 }
 
 impl EdgeObjects {

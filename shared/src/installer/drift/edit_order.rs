@@ -8,11 +8,11 @@
 //! the watches that follow a release see each version of an object in that order. So each
 //! edit carries the versions that bound it (written after the version last seen without
 //! it, at or before the first version seen with it), the Workspace records the version of
-//! its Job when the Job's end was seen, and the two compare. The seconds decide only what
-//! the versions cannot place: an edit the installer first saw in a list (after a restart,
-//! or when the kind's watch began after the attempt). An edit in the attempt's last second
-//! that nothing orders counts as after it: drift named is repaired or explained, while
-//! drift assumed away stays unseen for good.
+//! its Job when the Job's end was seen, and the two compare, within the attempt's last
+//! second only: the seconds still decide every other edit. What the versions cannot place
+//! in that second (an edit first seen in a list: after a restart, or when the kind's watch
+//! began after the attempt) counts as after it: drift named is repaired or explained,
+//! while drift assumed away stays unseen for good.
 
 use k8s_openapi::{apimachinery::pkg::apis::meta::v1::ObjectMeta, jiff::Timestamp};
 
@@ -28,8 +28,18 @@ pub struct AttemptEnd {
     pub version: Option<u64>,
 }
 
-/// Whether `edit` was written after the attempt ended.
+/// Whether `edit` was written after the attempt ended. The seconds decide what they can:
+/// a later second is after, an earlier one before. Only within the attempt's last second
+/// do the versions decide, so that neither a later write to the Job (which moves its
+/// version on) nor a kind stored apart from Jobs (whose versions count on their own, as
+/// with `--etcd-servers-overrides`) can place an edit of another second.
 pub fn written_after(edit: &FieldEdit, end: AttemptEnd) -> bool {
+    let (Some(ended_at), Some(at)) = (end.at, edit.time) else {
+        return true;
+    };
+    if at != ended_at {
+        return at > ended_at;
+    }
     if let Some(ended) = end.version {
         if edit.versions.first_seen.is_some_and(|v| v <= ended) {
             return false;
@@ -38,12 +48,8 @@ pub fn written_after(edit: &FieldEdit, end: AttemptEnd) -> bool {
             return true;
         }
     }
-    match (end.at, edit.time) {
-        // Nothing ordered it: a later second is after, an earlier one before, the same
-        // second is counted as after (see the module's note).
-        (Some(ended), Some(at)) => at >= ended,
-        _ => true,
-    }
+    // Nothing orders it within the second: counted as after (see the module's note).
+    true
 }
 
 /// The trace of an object's version from its metadata, each edit bounded by the versions
@@ -57,8 +63,11 @@ pub fn trace_after(meta: &ObjectMeta, previous: Option<&ObjectTrace>) -> ObjectT
 /// unchanged since keeps its bounds, a new or changed one is bounded by the two versions.
 pub fn ordered(mut now: ObjectTrace, previous: Option<&ObjectTrace>) -> ObjectTrace {
     let before = previous.and_then(|p| p.version);
+    // An object made again under the name (its deletion missed in a relist) keeps nothing
+    // of the old one's edits: every edit of it came after the old version.
+    let same_object = previous.filter(|p| p.uid == now.uid);
     for edit in &mut now.edits {
-        let kept = previous.and_then(|p| p.edits.iter().find(|old| same_write(old, edit)));
+        let kept = same_object.and_then(|p| p.edits.iter().find(|old| same_write(old, edit)));
         edit.versions = match kept {
             Some(old) => old.versions,
             None => EditVersions {
@@ -192,6 +201,37 @@ mod tests {
         assert!(!written_after(&listed(second() - one).edits[0], end(100)));
         assert!(written_after(&listed(second() + one).edits[0], end(100)));
         assert!(written_after(&listed(second()).edits[0], end(100)));
+    }
+
+    #[test]
+    fn versions_never_place_an_edit_of_another_second() {
+        let one = SignedDuration::from_secs(1);
+        // Seen first at or before the Job's recorded version, but a second later: the
+        // Job was written again after its end, or the kind counts its versions apart.
+        let later = ordered(trace(90, vec![edit("kubectl-patch", second() + one)]), None);
+        assert!(written_after(&later.edits[0], end(100)));
+        // Absent in a version past the Job's, a second earlier: before.
+        let listed = ordered(trace(200, vec![]), None);
+        let earlier = ordered(
+            trace(210, vec![edit("kube-controller-manager", second() - one)]),
+            Some(&listed),
+        );
+        assert!(!written_after(&earlier.edits[0], end(100)));
+    }
+
+    #[test]
+    fn an_object_made_again_under_its_name_keeps_none_of_the_old_bounds() {
+        let old = ordered(trace(50, vec![edit("kubectl-patch", second())]), None);
+        let mut again = trace(150, vec![edit("kubectl-patch", second())]);
+        again.uid = "cm2".into();
+        let again = ordered(again, Some(&old));
+        assert_eq!(
+            again.edits[0].versions,
+            EditVersions {
+                first_seen: Some(150),
+                absent_in: Some(50)
+            }
+        );
     }
 
     #[test]

@@ -45,6 +45,7 @@ fn reason(why: Unfollowed) -> &'static str {
         Unfollowed::ListRefused => "ListRefused",
         Unfollowed::NotServed => "NotServed",
         Unfollowed::NotRunnerWritable => "NotRunnerWritable",
+        Unfollowed::TooManyKinds => "TooManyKinds",
     }
 }
 
@@ -54,10 +55,13 @@ fn message(why: Unfollowed, api_version: &str, kind: &str, edge: &str) -> String
             "edits of {kind} ({api_version}) objects are not seen: edge {edge} does not let the installer list them; the edge admin adds the kind to the ClusterRole providers-edge-namespace (list, watch)"
         ),
         Unfollowed::NotServed => format!(
-            "edits of {kind} ({api_version}) objects are not seen: edge {edge} serves no namespaced kind of that name (a cluster-scoped kind, or one not installed there)"
+            "edits of {kind} ({api_version}) objects are not seen: edge {edge}'s discovery found no namespaced kind of that name (a cluster-scoped kind, one not installed there, or discovery failing: asked again within 10 minutes)"
         ),
         Unfollowed::NotRunnerWritable => format!(
-            "edits of {kind} ({api_version}) objects are not seen: the plan's execution rules do not let the runner write them, so the installer does not follow them; the platform adds the kind to the Recipe's spec.execution if the chart makes them"
+            "edits of {kind} ({api_version}) objects are not seen: the release's record on the edge names them, and the plan's execution rules do not let the runner write them, so the installer does not follow them; check that the chart renders them (anyone who may write Secrets in the release namespace can rewrite the record) before adding the kind to the Recipe's spec.execution"
+        ),
+        Unfollowed::TooManyKinds => format!(
+            "edits of {kind} ({api_version}) objects are not seen: the release namespace on edge {edge} follows as many kinds as the installer keeps per namespace"
         ),
     }
 }

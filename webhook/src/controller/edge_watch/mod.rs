@@ -293,7 +293,14 @@ impl EdgeCache {
                 unfollowed.insert(kind, Unfollowed::NotRunnerWritable);
                 continue;
             }
-            self.namespaced.follow(namespace, &kind, &resource);
+            if self
+                .namespaced
+                .follow(namespace, &kind, &resource)
+                .is_none()
+                && self.namespaced.follows_full(namespace)
+            {
+                unfollowed.insert(kind, Unfollowed::TooManyKinds);
+            }
         }
         follow::seen_all(objects, |object| {
             let kind = (object.api_version.clone(), object.kind.clone());

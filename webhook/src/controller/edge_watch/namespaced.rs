@@ -198,6 +198,14 @@ impl NamespaceWatches {
             .is_ok()
     }
 
+    /// Whether `namespace` follows as many kinds as it may ([`MAX_FOLLOWED_KINDS`]).
+    pub(super) fn follows_full(&self, namespace: &str) -> bool {
+        self.entries
+            .locked()
+            .get(namespace)
+            .is_some_and(|entry| entry.follows.locked().len() >= MAX_FOLLOWED_KINDS)
+    }
+
     /// The follow of `kind` (`(apiVersion, kind)`, served as `resource`) in `namespace`,
     /// started when there is none; `None` when the namespace is not watched, or no stream
     /// to the edge is had.
