@@ -5,14 +5,11 @@
 pub mod admission;
 pub mod api;
 pub mod canonical;
-pub mod crd;
 pub mod execution;
 pub mod installer;
 pub mod organization;
 pub mod plan;
 pub mod plan_values;
-pub mod policy;
-pub mod reference;
 mod schema;
 pub mod seal;
 pub mod tenant_values;

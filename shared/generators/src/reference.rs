@@ -11,7 +11,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
 pub fn markdown(crds: &[(&str, CustomResourceDefinition)]) -> String {
     let mut out = String::from(
         "# API reference: providers.platform.dev/v1alpha1\n\n\
-         Generated from the Rust types by `cargo run -p providers-shared --bin crdgen`; do not edit.\n",
+         Generated from the Rust types by `cargo run -p providers-generators --bin crdgen`; do not edit.\n",
     );
     for (_, crd) in crds {
         let names = &crd.spec.names;

@@ -11,9 +11,9 @@ const CHART_FILES: &str = "charts/providers/files";
 
 fn write_crds(dir: &std::path::Path) -> Result<(), String> {
     fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    for (file, crd) in providers_shared::crd::all() {
+    for (file, crd) in providers_generators::crd::all() {
         let path = dir.join(file);
-        providers_shared::crd::render(&crd)
+        providers_generators::crd::render(&crd)
             .map_err(|e| e.to_string())
             .and_then(|yaml| fs::write(&path, yaml).map_err(|e| e.to_string()))
             .map_err(|e| format!("{}: {e}", path.display()))?;
@@ -43,9 +43,9 @@ fn main() -> ExitCode {
         policy_folders.push(PathBuf::from(CHART_FILES));
     }
     for policies in policy_folders {
-        let policy = policies.join(providers_shared::policy::VALUES_BOUNDS_FILE);
+        let policy = policies.join(providers_generators::policy::VALUES_BOUNDS_FILE);
         let written = fs::create_dir_all(&policies)
-            .and_then(|()| fs::write(&policy, providers_shared::policy::values_bounds()));
+            .and_then(|()| fs::write(&policy, providers_generators::policy::values_bounds()));
         if let Err(error) = written {
             eprintln!("crdgen: {}: {error}", policy.display());
             return ExitCode::FAILURE;
@@ -59,7 +59,7 @@ fn main() -> ExitCode {
     );
     if let Err(error) = fs::write(
         &reference,
-        providers_shared::reference::markdown(&providers_shared::crd::all()),
+        providers_generators::reference::markdown(&providers_generators::crd::all()),
     ) {
         eprintln!("crdgen: {}: {error}", reference.display());
         return ExitCode::FAILURE;

@@ -2,10 +2,10 @@
 
 use std::path::Path;
 
-use providers_shared::crd;
+use providers_generators::crd;
 
 fn checked_in() -> &'static Path {
-    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../manifests/crds"))
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../manifests/crds"))
 }
 
 #[test]
@@ -18,7 +18,7 @@ fn checked_in_crds_match_the_types() {
 fn the_chart_carries_the_same_crds() {
     let chart = Path::new(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../charts/providers/crds"
+        "/../../charts/providers/crds"
     ));
     let drifted = crd::drift(chart);
     assert!(drifted.is_empty(), "{}", drifted.join("\n"));
@@ -60,12 +60,12 @@ fn a_changed_type_is_reported_as_drift() {
 fn the_api_reference_matches_the_types() {
     let path = Path::new(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../docs/api-reference.md"
+        "/../../docs/api-reference.md"
     ));
     let checked_in = std::fs::read_to_string(path).expect("docs/api-reference.md exists");
     assert!(
-        checked_in == providers_shared::reference::markdown(&crd::all()),
-        "docs/api-reference.md differs from the types: run `cargo run -p providers-shared --bin crdgen`"
+        checked_in == providers_generators::reference::markdown(&crd::all()),
+        "docs/api-reference.md differs from the types: run `cargo run -p providers-generators --bin crdgen`"
     );
 }
 
@@ -73,13 +73,13 @@ fn the_api_reference_matches_the_types() {
 fn the_values_bounds_policy_matches_the_limits() {
     let path = Path::new(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../manifests/policies"
+        "/../../manifests/policies"
     ))
-    .join(providers_shared::policy::VALUES_BOUNDS_FILE);
+    .join(providers_generators::policy::VALUES_BOUNDS_FILE);
     let checked_in = std::fs::read_to_string(&path).expect("the policy is checked in");
     assert!(
-        checked_in == providers_shared::policy::values_bounds(),
-        "{} differs from the limits: run `cargo run -p providers-shared --bin crdgen`",
+        checked_in == providers_generators::policy::values_bounds(),
+        "{} differs from the limits: run `cargo run -p providers-generators --bin crdgen`",
         path.display()
     );
 }
