@@ -100,6 +100,7 @@ impl DecisionDraft<'_> {
         status.job_uid = None;
         status.job_result = None;
         status.finished_at = None;
+        status.finished_resource_version = None;
         status.cleaned_up = false;
         status.preparation = None;
         status.namespace_admission_known = false;
@@ -120,6 +121,7 @@ impl DecisionDraft<'_> {
         // The next success records its own release; drift of the last one is moot.
         status.release = None;
         status.drift = None;
+        status.unfollowed.clear();
         if status.attempts.len() > keep {
             let drop = status.attempts.len() - keep;
             status.attempts.drain(..drop);

@@ -14,10 +14,10 @@
 //! began after the attempt) counts as after it: drift named is repaired or explained,
 //! while drift assumed away stays unseen for good.
 
-use k8s_openapi::{apimachinery::pkg::apis::meta::v1::ObjectMeta, jiff::Timestamp};
+use k8s_openapi::jiff::Timestamp;
 
 pub use crate::installer::release_objects::{EditVersions, version_number};
-use crate::installer::release_objects::{FieldEdit, ObjectTrace, trace_of};
+use crate::installer::release_objects::{FieldEdit, ObjectTrace};
 
 /// The end of an attempt, as its Workspace recorded it.
 #[derive(Clone, Copy, Debug, Default)]
@@ -50,12 +50,6 @@ pub fn written_after(edit: &FieldEdit, end: AttemptEnd) -> bool {
     }
     // Nothing orders it within the second: counted as after (see the module's note).
     true
-}
-
-/// The trace of an object's version from its metadata, each edit bounded by the versions
-/// of `previous` (the trace of the version seen before it, if any).
-pub fn trace_after(meta: &ObjectMeta, previous: Option<&ObjectTrace>) -> ObjectTrace {
-    ordered(trace_of(meta), previous)
 }
 
 /// `now`, the trace of an object's newest version, with the versions of each edit carried

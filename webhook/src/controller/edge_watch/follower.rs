@@ -14,7 +14,10 @@ use std::{
 use futures::StreamExt;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::{api::DynamicObject, core::PartialObjectMeta, runtime::watcher};
-use providers_shared::installer::{drift::edit_order::trace_after, release_objects::ObjectTrace};
+use providers_shared::installer::{
+    drift::edit_order::ordered,
+    release_objects::{ObjectTrace, trace_of},
+};
 
 use super::wake::{ReleaseWorkspaces, WakeWorkspace, wake_release};
 use crate::{controller::edge_watch::grants as edge_grants, locks::Locked, runtime::Synced};
@@ -116,9 +119,10 @@ impl Follower {
             watcher::Event::InitApply(object) => {
                 if self.is_release_object(&object.metadata) {
                     let name = self.key_of(&object.metadata);
-                    // Bounded by the version seen before the relist, when there was one.
-                    let trace =
-                        trace_after(&object.metadata, self.target.traces.locked().get(&name));
+                    // Bounded by the version seen before the relist, when there was one;
+                    // the trace is made before the shared traces are locked.
+                    let trace = trace_of(&object.metadata);
+                    let trace = ordered(trace, self.target.traces.locked().get(&name));
                     self.listing.insert(name.clone(), trace);
                     self.remember_release(name, &object.metadata);
                 }
@@ -135,8 +139,9 @@ impl Follower {
                 let name = self.key_of(&object.metadata);
                 let before = self.releases.remove(&name);
                 if self.is_release_object(&object.metadata) {
+                    let trace = trace_of(&object.metadata);
                     let mut traces = self.target.traces.locked();
-                    let trace = trace_after(&object.metadata, traces.get(&name));
+                    let trace = ordered(trace, traces.get(&name));
                     traces.insert(name.clone(), trace);
                     drop(traces);
                     self.remember_release(name, &object.metadata);
