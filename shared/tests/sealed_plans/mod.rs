@@ -481,10 +481,16 @@ fn reseal(sealer: &Sealer, sealed: &SealedPlan) -> SealedPlan {
         .expect("a plan that was sealed once seals again")
 }
 
+/// `wanted`, unless the field holds it already: then `instead`, so that a tamper always
+/// changes the plan (a scenario may have put the Workspace on `edge-2` itself).
+fn other_than(current: &str, wanted: &str, instead: &str) -> String {
+    if current == wanted { instead } else { wanted }.to_owned()
+}
+
 fn change(field: Field, sealed: &mut SealedPlan) {
     let plan = &mut sealed.plan;
     match field {
-        Field::Version => plan.version = "9.9.9".into(),
+        Field::Version => plan.version = other_than(&plan.version, "9.9.9", "9.9.8"),
         Field::ValuesDigest => {
             plan.values_digest = Some(match &plan.values_digest {
                 Some(digest) => digest.chars().rev().collect(),
@@ -493,10 +499,14 @@ fn change(field: Field, sealed: &mut SealedPlan) {
         }
         Field::AttemptId => plan.attempt_id.push('x'),
         Field::Attempt => plan.attempt += 1,
-        Field::WorkspaceName => plan.workspace.name = "other".into(),
-        Field::WorkspaceUid => plan.workspace.uid = "uid-ws-0".into(),
-        Field::Org => plan.org = "org-b".into(),
-        Field::Edge => plan.edge_name = "edge-2".into(),
+        Field::WorkspaceName => {
+            plan.workspace.name = other_than(&plan.workspace.name, "other", "another");
+        }
+        Field::WorkspaceUid => {
+            plan.workspace.uid = other_than(&plan.workspace.uid, "uid-ws-0", "uid-ws-00");
+        }
+        Field::Org => plan.org = other_than(&plan.org, "org-b", "org-c"),
+        Field::Edge => plan.edge_name = other_than(&plan.edge_name, "edge-2", "edge-3"),
         Field::Job => plan.job.push_str("-x"),
         Field::DryRun => plan.dry_run = !plan.dry_run,
         Field::SealedAt => {
@@ -506,8 +516,18 @@ fn change(field: Field, sealed: &mut SealedPlan) {
                     .expect("an hour earlier is a time"),
             ));
         }
-        Field::Namespace => plan.namespace = "kube-system".into(),
-        Field::Owner => plan.owner.username = "mallory".into(),
-        Field::Repository => plan.chart.repository = "https://evil.example".into(),
+        Field::Namespace => {
+            plan.namespace = other_than(&plan.namespace, "kube-system", "kube-public");
+        }
+        Field::Owner => {
+            plan.owner.username = other_than(&plan.owner.username, "mallory", "trudy");
+        }
+        Field::Repository => {
+            plan.chart.repository = other_than(
+                &plan.chart.repository,
+                "https://evil.example",
+                "https://evil.test",
+            );
+        }
     }
 }
