@@ -103,20 +103,7 @@ impl DecisionDraft<'_> {
             (Some(known), Some(record))
                 if record.uid == known.record_uid && record.status == "deployed" =>
             {
-                if let Some(followed) = edge_objects
-                    .objects
-                    .as_ref()
-                    .filter(|f| f.record_uid == known.record_uid)
-                {
-                    let unfollowed =
-                        unfollowed::unfollowed_kinds(&followed.objects, &plan.edge_name);
-                    if !unfollowed.is_empty() && unfollowed != self.status.unfollowed {
-                        let said: Vec<&str> =
-                            unfollowed.iter().map(|k| k.message.as_str()).collect();
-                        self.event(Note::warning("KindsNotFollowed", said.join("; ")));
-                    }
-                    self.status.unfollowed = unfollowed;
-                }
+                self.record_unfollowed(plan, &known.record_uid);
                 self.object_drift(plan, &known.record_uid)
             }
             (baseline, None) => Some(Drift {

@@ -5,12 +5,38 @@
 use std::collections::BTreeMap;
 
 use crate::{
-    api::UnfollowedKind,
-    installer::{ObjectSeen, Unfollowed, release_objects::ReleaseObject},
+    api::{Plan, UnfollowedKind},
+    installer::{
+        ObjectSeen, Unfollowed, action::Note, decision_draft::DecisionDraft,
+        release_objects::ReleaseObject,
+    },
 };
 
 /// The most kinds named; a release with more names the first ones.
 pub const MAX_UNFOLLOWED: usize = 16;
+
+impl DecisionDraft<'_> {
+    /// Names on the Workspace the kinds of the installed revision (recorded in
+    /// `record_uid`) that are not followed, with an Event when the list changes to a new
+    /// non-empty one.
+    pub(super) fn record_unfollowed(&mut self, plan: &Plan, record_uid: &str) {
+        let Some(found) = self
+            .observation()
+            .edge_objects
+            .as_ref()
+            .and_then(|edge| edge.objects.as_ref())
+            .filter(|followed| followed.record_uid == record_uid)
+            .map(|followed| unfollowed_kinds(&followed.objects, &plan.edge_name))
+        else {
+            return;
+        };
+        if !found.is_empty() && found != self.status.unfollowed {
+            let said: Vec<&str> = found.iter().map(|k| k.message.as_str()).collect();
+            self.event(Note::warning("KindsNotFollowed", said.join("; ")));
+        }
+        self.status.unfollowed = found;
+    }
+}
 
 /// The kinds of `objects` that are not followed, by apiVersion and kind, with the count of
 /// their objects. `edge` names the edge in the messages.
