@@ -40,11 +40,14 @@ mod wake;
 pub mod watches;
 
 pub use cached::Cached;
+
+/// The kinds (`(apiVersion, kind)`) of a release that are not followed, and why.
+pub type UnfollowedKinds = HashMap<(String, String), Unfollowed>;
 pub use stream_pool::{DEFAULT_STREAMS_PER_CONNECTION, StreamPool};
 
 use compact_meta::{CompactJob, CompactMeta};
 use compact_store::CompactStore;
-use namespaced::NamespaceWatches;
+use namespaced::{FollowRefused, NamespaceWatches};
 use own_edge_writes::{OwnEdgeWrites, OwnWriteSays, WrittenObject};
 use release_objects::ReleaseObjects;
 use secret_watch::is_helm_record;
@@ -265,22 +268,24 @@ impl EdgeCache {
         self.releases.keep_manifest(record_uid, objects);
     }
 
-    /// Follows `objects` of an installed release in `namespace` (a watch per kind, started
-    /// the first time a release there names it) and says what the edge shows of each.
-    pub async fn follow_objects(
+    /// Follows the kinds of `objects`, an installed release's in `namespace` (a watch per
+    /// kind, started the first time a release there names it), and says which kinds are
+    /// not followed and why. A pass does this before it observes; observing then only
+    /// reads what the watches show ([`Self::seen_objects`]).
+    pub async fn follow_kinds(
         &self,
         client: &Client,
         namespace: &str,
         objects: &[ReleaseObject],
         may_follow: impl Fn(&ApiResource) -> bool,
-    ) -> Vec<(ReleaseObject, ObjectSeen)> {
+    ) -> UnfollowedKinds {
         let mut kinds: Vec<(String, String)> = objects
             .iter()
             .map(|o| (o.api_version.clone(), o.kind.clone()))
             .collect();
         kinds.sort();
         kinds.dedup();
-        let mut unfollowed: HashMap<(String, String), Unfollowed> = HashMap::new();
+        let mut unfollowed = UnfollowedKinds::new();
         for kind in kinds {
             if self.namespaced.follow_watch(namespace, &kind).is_some() {
                 continue;
@@ -293,15 +298,26 @@ impl EdgeCache {
                 unfollowed.insert(kind, Unfollowed::NotRunnerWritable);
                 continue;
             }
-            if self
-                .namespaced
-                .follow(namespace, &kind, &resource)
-                .is_none()
-                && self.namespaced.follows_full(namespace)
-            {
-                unfollowed.insert(kind, Unfollowed::TooManyKinds);
+            match self.namespaced.follow(namespace, &kind, &resource) {
+                Ok(_) => {}
+                Err(FollowRefused::TooManyKinds) => {
+                    unfollowed.insert(kind, Unfollowed::TooManyKinds);
+                }
+                // Not known yet: the namespace's watches or a stream come later.
+                Err(FollowRefused::NamespaceNotWatched | FollowRefused::NoStream) => {}
             }
         }
+        unfollowed
+    }
+
+    /// What the edge shows of each of `objects` in `namespace`: a kind in `unfollowed` is
+    /// named with its reason, any other kind without a watch is unknown. Reads only.
+    pub fn seen_objects(
+        &self,
+        namespace: &str,
+        objects: &[ReleaseObject],
+        unfollowed: &UnfollowedKinds,
+    ) -> Vec<(ReleaseObject, ObjectSeen)> {
         follow::seen_all(objects, |object| {
             let kind = (object.api_version.clone(), object.kind.clone());
             self.namespaced

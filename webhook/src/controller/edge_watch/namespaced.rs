@@ -34,6 +34,17 @@ use crate::{controller::support::task::Task, locks::Locked, runtime::Synced};
 /// 16 resources; charts make a handful).
 const MAX_FOLLOWED_KINDS: usize = 32;
 
+/// Why a kind of a release is not followed in a namespace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum FollowRefused {
+    /// The namespace is not one the installer watches (yet).
+    NamespaceNotWatched,
+    /// The namespace follows as many kinds as it may ([`MAX_FOLLOWED_KINDS`]).
+    TooManyKinds,
+    /// No stream to the edge could be had for the watch.
+    NoStream,
+}
+
 /// The per-namespace Secret watches of one edge.
 pub(super) struct NamespaceWatches {
     /// `None` in unit tests: entries are then filled by hand.
@@ -198,38 +209,38 @@ impl NamespaceWatches {
             .is_ok()
     }
 
-    /// Whether `namespace` follows as many kinds as it may ([`MAX_FOLLOWED_KINDS`]).
-    pub(super) fn follows_full(&self, namespace: &str) -> bool {
-        self.entries
-            .locked()
-            .get(namespace)
-            .is_some_and(|entry| entry.follows.locked().len() >= MAX_FOLLOWED_KINDS)
-    }
-
     /// The follow of `kind` (`(apiVersion, kind)`, served as `resource`) in `namespace`,
-    /// started when there is none; `None` when the namespace is not watched, or no stream
-    /// to the edge is had.
+    /// started when there is none, or why there is none.
     pub(super) fn follow(
         &self,
         namespace: &str,
         kind: &(String, String),
         resource: &ApiResource,
-    ) -> Option<Arc<FollowWatch>> {
-        let entry = self.entries.locked().get(namespace).cloned()?;
+    ) -> Result<Arc<FollowWatch>, FollowRefused> {
+        let entry = self
+            .entries
+            .locked()
+            .get(namespace)
+            .cloned()
+            .ok_or(FollowRefused::NamespaceNotWatched)?;
         let mut follows = entry.follows.locked();
         if let Some(watch) = follows.get(kind) {
-            return Some(watch.clone());
+            return Ok(watch.clone());
         }
         if follows.len() >= MAX_FOLLOWED_KINDS {
-            return None;
+            return Err(FollowRefused::TooManyKinds);
         }
         let watch = if kind.0 == "v1" && kind.1 == "Secret" {
             entry.secret_follow.clone()
         } else if followed_across_the_edge(kind) {
-            Arc::new(self.across_the_edge(kind, resource)?.view(namespace))
+            Arc::new(
+                self.across_the_edge(kind, resource)
+                    .ok_or(FollowRefused::NoStream)?
+                    .view(namespace),
+            )
         } else {
             Arc::new(FollowWatch::start(
-                self.lease(namespace)?,
+                self.lease(namespace).ok_or(FollowRefused::NoStream)?,
                 self.lists.clone(),
                 Scope::Namespace(namespace),
                 resource,
@@ -238,7 +249,7 @@ impl NamespaceWatches {
             ))
         };
         follows.insert(kind.clone(), watch.clone());
-        Some(watch)
+        Ok(watch)
     }
 
     /// The follow of `kind` across the edge, started the first time a release names it.

@@ -1,5 +1,5 @@
-//! The reconcile layer: one pass over one Workspace. Observe what the hub and the edge
-//! show, let the core decide, execute the decision; what a pass shares with the others
+//! The reconcile layer: one pass over one Workspace. Ready the edge's caches for it,
+//! observe what the hub and the edge show, let the core decide, execute the decision; what a pass shares with the others
 //! (the context, what is kept of each Workspace between reconciles, the published keys).
 
 pub mod between_reconciles;
@@ -7,6 +7,7 @@ pub mod context;
 pub mod execute;
 pub mod observe;
 pub mod pass_end;
+pub mod prepare;
 pub mod published_keys;
 pub mod workspace;
 

@@ -1,11 +1,13 @@
 //! Reads what a decision needs: the seal check, the edge's state, and the attempt's
 //! objects on the edge (from the edge's watch caches and the installer's own writes) and on
-//! the hub (the provider credential, read live while an attempt prepares).
+//! the hub (the provider credential, read live while an attempt prepares). It only reads:
+//! what the caches must hold or follow first is readied by the pass's step before it
+//! (`reconcile::prepare`).
 
 use futures::try_join;
 use k8s_openapi::{
     api::{
-        core::v1::{Namespace, Pod, ServiceAccount},
+        core::v1::{Pod, ServiceAccount},
         rbac::v1::RoleBinding,
     },
     jiff::Timestamp,
@@ -27,6 +29,7 @@ use crate::controller::{
     edge::helm_release,
     edge_watch::grants as edge_grants,
     edge_watch::{Cached, EdgeCache},
+    reconcile::prepare::{InstalledRelease, Prepared},
     reconcile::published_keys::Keys,
     support::error::{Error, Result},
     support::stop::{self, Stop},
@@ -83,35 +86,38 @@ pub struct ObserveHandles<'a> {
 
 /// What the decision about `workspace` is taken from: the hub's objects, and `view`, the
 /// Workspace's edge as the pass found it in the registry (its caches, and its client for
-/// the few live reads). An edge that does not answer is observed unreachable; any other
-/// failure stops the pass.
+/// the few live reads), readied by the pass as `prepared` says. An edge that does not
+/// answer is observed unreachable; any other failure stops the pass.
 pub async fn observe(
     ctx: &ObserveHandles<'_>,
     view: &EdgeView,
+    prepared: Prepared,
     workspace: Workspace,
 ) -> Result<OwnedObservation, Stop> {
     let seal = ctx.keys.check_seal(&workspace);
     let attempt_reads = installer::attempt_reads(&workspace);
     let edge_name = edge_of(&workspace);
-    let mut edge = view.state.clone();
+    let mut edge = prepared.edge;
     let (client, cache) = (view.client.as_ref(), view.cache.as_ref());
     let mut edge_objects = None;
     if let (Some(attempt_reads), EdgeState::Ready(_), Some(client), Some(cache)) =
         (&attempt_reads, &edge, client, cache)
     {
-        if let Some(why) = cache.unreachable_for(&attempt_reads.namespace).await {
-            edge = EdgeState::Unreachable(why);
-        } else {
-            let reads = EdgeReads {
-                edge: &edge_name,
-                client,
-                cache,
-            };
-            match read_edge_objects(&reads, attempt_reads, &workspace).await {
-                Ok(objects) => edge_objects = Some(objects),
-                Err(Stop::EdgeDown { message, .. }) => edge = EdgeState::Unreachable(message),
-                Err(other) => return Err(other),
+        let reads = EdgeReads {
+            edge: &edge_name,
+            client,
+            cache,
+        };
+        let read = match prepared.installed {
+            Some(installed) if attempt_reads.installed => {
+                read_installed(&reads, attempt_reads, &workspace, installed).await
             }
+            _ => read_edge_objects(&reads, attempt_reads, &workspace).await,
+        };
+        match read {
+            Ok(objects) => edge_objects = Some(objects),
+            Err(Stop::EdgeDown { message, .. }) => edge = EdgeState::Unreachable(message),
+            Err(other) => return Err(other),
         }
     }
     let hub = match attempt_reads.as_ref().and_then(|f| f.credential.as_ref()) {
@@ -214,20 +220,8 @@ async fn read_edge_objects(
     let ns = attempt_reads.namespace.as_str();
     let names = &attempt_reads.names;
     if attempt_reads.installed {
-        return read_installed(reads, attempt_reads, workspace).await;
-    }
-    if attempt_reads.authorize {
-        // The first use of the edge for this attempt: one live read of its namespace, so
-        // that nothing is recorded as prepared for an edge that does not answer, and a
-        // namespace that is not the installer's (outside its caches) is seen at once.
-        let api: Api<Namespace> = Api::all(client.clone());
-        if let Some(found) = api
-            .get_opt(ns)
-            .await
-            .map_err(|e| stop::edge_failure(edge, e))?
-        {
-            cache.wrote_object(Cached::Namespace, &found);
-        }
+        // Prepared with no release to follow: nothing of it to read.
+        return Ok(EdgeObjects::default());
     }
     let object = |kind: Kind, name: &str| cache.object(Cached::Attempt(kind), ns, name);
     let mut job = cache.job(ns, &names.job);
@@ -275,97 +269,38 @@ async fn read_edge_objects(
     })
 }
 
-/// An installed attempt's release, for drift: its newest revision from the cache, and, for
-/// a revision the installer did not make and has not described yet, what it installs (one
-/// live read of its record).
+/// An installed attempt's release, for drift, as the pass prepared it: its newest
+/// revision, what the edge shows of the installed revision's objects, and, for a revision
+/// the installer did not make and has not described yet, what it installs (one live read
+/// of its record).
 async fn read_installed(
     reads: &EdgeReads<'_>,
     attempt_reads: &AttemptReads,
     workspace: &Workspace,
+    installed: InstalledRelease,
 ) -> Result<EdgeObjects, Stop> {
     let ns = attempt_reads.namespace.as_str();
-    let Some(release) = attempt_reads.release.as_deref() else {
-        return Ok(EdgeObjects::default());
-    };
     let status = workspace.status.clone().unwrap_or_default();
-    reads.cache.wake_on_release(
-        ns,
-        release,
-        &installer::names::workspace_key(
-            workspace.metadata.namespace.as_deref().unwrap_or_default(),
-            workspace.metadata.name.as_deref().unwrap_or_default(),
-        ),
-    );
-    let newest =
-        reads
-            .cache
-            .release_revision(ns, release, status.release.as_ref().map(|r| r.revision));
-    let release_content = match &newest {
+    let release_content = match &installed.newest {
         Some(revision) if drift::needs_content(&status, revision) => {
             helm_release::content(reads.edge, reads.client, ns, &revision.secret).await?
         }
         _ => None,
     };
-    // The installed revision's objects; also on the check that first records it, so that
-    // their watches list (and wake the Workspace) right after the install.
-    let objects = match (&newest, status.release.as_ref()) {
-        (Some(revision), installed)
-            if revision.status == "deployed"
-                && installed.is_none_or(|i| i.record_uid == revision.uid) =>
-        {
-            release_objects(reads, ns, revision, workspace).await?
-        }
-        _ => None,
-    };
+    let objects = installed
+        .followed
+        .map(|followed| installer::ReleaseObjects {
+            objects: reads
+                .cache
+                .seen_objects(ns, &followed.objects, &followed.unfollowed),
+            record_uid: followed.record_uid,
+        });
     Ok(EdgeObjects {
-        release: newest,
+        release: installed.newest,
         release_content,
         objects,
         ..EdgeObjects::default()
     })
-}
-
-/// The objects of the installed revision `revision` (read once from its record) and what
-/// their metadata watches show, for drift.
-async fn release_objects(
-    reads: &EdgeReads<'_>,
-    namespace: &str,
-    revision: &installer::ReleaseRevision,
-    workspace: &Workspace,
-) -> Result<Option<installer::ReleaseObjects>, Stop> {
-    let execution = workspace
-        .spec
-        .plan
-        .as_ref()
-        .map(|sealed| sealed.plan.execution.clone())
-        .unwrap_or_default();
-    let objects = match reads.cache.manifest(&revision.uid) {
-        Some(objects) => objects,
-        None => {
-            let Some(objects) =
-                helm_release::objects(reads.edge, reads.client, namespace, &revision.secret)
-                    .await?
-            else {
-                return Ok(None);
-            };
-            let objects = std::sync::Arc::new(objects);
-            reads.cache.keep_manifest(&revision.uid, objects.clone());
-            objects
-        }
-    };
-    Ok(Some(installer::ReleaseObjects {
-        record_uid: revision.uid.clone(),
-        objects: reads
-            .cache
-            .follow_objects(reads.client, namespace, &objects, |resource| {
-                installer::release_objects::runner_may_write(
-                    &execution,
-                    &resource.group,
-                    &resource.plural,
-                )
-            })
-            .await,
-    }))
 }
 
 /// The Pod the job controller made for the Job `job`, found by the label it sets.

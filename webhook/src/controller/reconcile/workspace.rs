@@ -12,11 +12,13 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use crate::controller::{
+    edge::EdgeView,
     reconcile::between_reconciles::BetweenReconciles,
     reconcile::context::Context,
     reconcile::execute::execute,
-    reconcile::observe::{edge_of, observe},
+    reconcile::observe::{OwnedObservation, edge_of, observe},
     reconcile::pass_end::{PassEnd, Wait, end_of},
+    reconcile::prepare::prepare,
     support::error::{Error, Result},
     support::metrics::ReasonLabels,
     support::stop::Stop,
@@ -165,7 +167,7 @@ impl Live<'_> {
 /// only loops on `Again`.
 async fn one_pass(ctx: &Context, live: &Live<'_>, pass: &mut Pass) -> Result<PassEnd> {
     let edge = ctx.edges.lookup(&edge_of(&pass.current));
-    let mut observation = match observe(&ctx.observe_handles(), &edge, pass.current.clone()).await {
+    let mut observation = match look(ctx, &edge, pass.current.clone()).await {
         Ok(observation) => observation,
         Err(stop) => return end_of(Err(stop), Next::Idle),
     };
@@ -181,7 +183,7 @@ async fn one_pass(ctx: &Context, live: &Live<'_>, pass: &mut Pass) -> Result<Pas
                     return Ok(PassEnd::Gone);
                 };
                 pass.fresh = true;
-                observation = match observe(&ctx.observe_handles(), &edge, workspace).await {
+                observation = match look(ctx, &edge, workspace).await {
                     Ok(observation) => observation,
                     Err(stop) => return end_of(Err(stop), Next::Idle),
                 };
@@ -233,6 +235,17 @@ async fn one_pass(ctx: &Context, live: &Live<'_>, pass: &mut Pass) -> Result<Pas
         }
         other => Ok(other),
     }
+}
+
+/// The two steps before a decision: ready the edge's caches for `workspace` (the only
+/// writes, to the caches, and the only watches started), then observe it (reads only).
+async fn look(
+    ctx: &Context,
+    edge: &EdgeView,
+    workspace: Workspace,
+) -> Result<OwnedObservation, Stop> {
+    let prepared = prepare(edge, &workspace).await?;
+    observe(&ctx.observe_handles(), edge, prepared, workspace).await
 }
 
 /// What the queue is told once a reconcile is over; what a Workspace remembers of its
