@@ -155,6 +155,10 @@ impl Webhook {
             path(&plane.webhook_client_ca_file),
             "--allowed-client".to_owned(),
             crate::controlplane::WEBHOOK_CLIENT_NAME.to_owned(),
+            // The system tests run the installer's PlanValues sweep with a grace of 5 s:
+            // the window of seals without a mark stays well under it (ADR 46).
+            "--plan-values-mark-window".to_owned(),
+            "1".to_owned(),
         ];
         for repository in allowed_repositories {
             args.push("--allowed-chart-repository".to_owned());

@@ -9,8 +9,9 @@ use kube::{
     api::{DeleteParams, Patch, PatchParams, PostParams},
 };
 use providers_shared::{
-    api::{ChartRef, Edge, Recipe, RecipeSpec, ValueField, Workspace, WorkspaceSpec},
+    api::{ChartRef, Edge, PlanValues, Recipe, RecipeSpec, ValueField, Workspace, WorkspaceSpec},
     installer::names,
+    plan_values,
     seal::Keyring,
 };
 use providers_tests::{
@@ -703,4 +704,90 @@ async fn no_new_attempt_starts_while_deletion_is_fenced() {
     )
     .await
     .unwrap();
+}
+
+/// Values the webhook stored or checked itself, unchanged since and marked sealed a
+/// moment ago, are sealed over again with no write to the hub; values replaced under the
+/// same name are checked again, and a create over other content is refused by name. The
+/// webhook learns of a change from its watch, a moment after the API server made it: each
+/// claim is waited for, retry after retry, and fails when it never comes.
+#[tokio::test]
+async fn values_the_webhook_checked_are_sealed_again_without_a_write() {
+    let values: Api<PlanValues> = Api::namespaced(admin().await, "org-a");
+    let plan = create("reseal").await.spec.plan.unwrap().plan;
+    let name = plan_values::object_name("reseal", plan.values_digest.as_deref().unwrap());
+    let retries = std::sync::atomic::AtomicU32::new(0);
+    // Whether one more retry of the failed attempt wrote to the values.
+    let retry_writes = || async {
+        let before = values.get(&name).await?.metadata.resource_version;
+        finish("reseal", "Failed").await;
+        let n = retries.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        as_user(User::Alice)
+            .await
+            .patch(
+                "reseal",
+                &PatchParams::default(),
+                &Patch::Merge(&json!({"spec": {"retry": n}})),
+            )
+            .await?;
+        anyhow::Ok(values.get(&name).await?.metadata.resource_version != before)
+    };
+    let wait = std::time::Duration::from_secs(30);
+    providers_tests::installer::eventually("a retry that writes nothing", wait, || async {
+        Ok((!retry_writes().await?).then_some(()))
+    })
+    .await
+    .unwrap();
+
+    // An admin replaces them under the same name, with other content.
+    let stored = values.get(&name).await.unwrap();
+    values
+        .delete(&name, &DeleteParams::default())
+        .await
+        .unwrap();
+    let other = plan_values::encode(&json!({"replicaCount": 9})).unwrap();
+    let replaced = PlanValues {
+        metadata: kube::api::ObjectMeta {
+            name: Some(name.clone()),
+            ..Default::default()
+        },
+        spec: providers_shared::api::PlanValuesSpec {
+            digest: stored.spec.digest.clone(),
+            ..other
+        },
+    };
+    values
+        .create(&PostParams::default(), &replaced)
+        .await
+        .unwrap();
+    // Not checked by the webhook: every retry over them marks them sealed again.
+    providers_tests::installer::eventually("a retry that marks replaced values", wait, || async {
+        Ok(retry_writes().await?.then_some(()))
+    })
+    .await
+    .unwrap();
+    for _ in 0..3 {
+        assert!(
+            retry_writes().await.unwrap(),
+            "values the webhook did not check"
+        );
+    }
+    // A new Workspace of that name, with the values the replaced object no longer holds.
+    let workspaces: Api<Workspace> = Api::namespaced(admin().await, "org-a");
+    workspaces
+        .delete("reseal", &DeleteParams::default())
+        .await
+        .unwrap();
+    let refused = as_user(User::Alice)
+        .await
+        .create(
+            &PostParams::default(),
+            &workspace("reseal", "edge-1", json!({"replicaCount": 2})),
+        )
+        .await;
+    let message = denial(refused);
+    assert!(
+        message.contains(&name) && message.contains("already exists and its values"),
+        "{message}"
+    );
 }

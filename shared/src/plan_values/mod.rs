@@ -7,6 +7,7 @@
 
 mod disown;
 mod limits;
+pub mod reseal;
 pub mod sweep;
 
 use std::io::{Read, Write};

@@ -14,7 +14,7 @@ use providers_shared::{
     seal::{Keyring, Sealer},
 };
 
-use super::metrics::Metrics;
+use super::{metrics::Metrics, stored_values::StoredValues};
 
 pub struct AppState {
     pub client: Client,
@@ -23,6 +23,8 @@ pub struct AppState {
     pub allowlist: Vec<String>,
     pub recipes: Store<Recipe>,
     pub edges: Store<Edge>,
+    /// What is known of the stored PlanValues without asking the hub.
+    pub stored_values: StoredValues,
     pub metrics: Arc<Metrics>,
 }
 

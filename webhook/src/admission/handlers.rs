@@ -226,7 +226,15 @@ async fn seal(
             .as_deref()
             .unwrap_or_default();
         let creating = request.operation == providers_shared::admission::Operation::Create;
-        plan_values::store(&state.client, namespace, &attempt, request.now, creating).await?;
+        plan_values::store(
+            &state.client,
+            &state.stored_values,
+            namespace,
+            &attempt,
+            request.now,
+            creating,
+        )
+        .await?;
     }
     Ok(attempt.sealed)
 }

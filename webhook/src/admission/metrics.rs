@@ -89,6 +89,8 @@ pub struct Metrics {
     denials: Family<ReasonLabels, Counter>,
     sealing_key: Family<KeyLabels, Gauge>,
     certificate_expiry: Family<CertificateLabels, Gauge>,
+    /// The PlanValues objects the webhook's metadata watch holds.
+    pub stored_values_known: Gauge,
 }
 
 impl Default for Metrics {
@@ -135,6 +137,12 @@ impl Metrics {
             Unit::Seconds,
             certificate_expiry.clone(),
         );
+        let stored_values_known = Gauge::default();
+        registry.register(
+            "stored_values_known",
+            "PlanValues objects this replica's metadata watch holds (values it checked are sealed again without a write)",
+            stored_values_known.clone(),
+        );
         Self {
             registry,
             requests,
@@ -142,6 +150,7 @@ impl Metrics {
             denials,
             sealing_key,
             certificate_expiry,
+            stored_values_known,
         }
     }
 

@@ -11,6 +11,7 @@ mod recipe_review;
 mod review;
 pub mod sealing_keys;
 mod shape;
+mod stored_values;
 mod without_managed_fields;
 
 use std::sync::Arc;
@@ -19,6 +20,7 @@ use axum::{Router, routing::post};
 
 pub use app_state::AppState;
 pub use review::BODY_LIMIT;
+pub use stored_values::StoredValues;
 
 /// The admission routes. Reviews whose bodies add up to more than `budget_bytes` wait with
 /// their bodies unread (see [`budget`]).

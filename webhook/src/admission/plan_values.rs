@@ -9,6 +9,7 @@
 
 use std::collections::BTreeMap;
 
+use super::stored_values::StoredValues;
 use k8s_openapi::{apimachinery::pkg::apis::meta::v1::ObjectMeta, jiff::Timestamp};
 use kube::{
     Api, Client,
@@ -26,9 +27,11 @@ const MANAGER: &str = "providers-webhook";
 
 /// Makes sure the PlanValues object of a sealed attempt is there for the installer. On a
 /// create (`creating`), values stored already lose the owner references of Workspaces that
-/// no longer exist (a restored hub, ADR 41).
+/// no longer exist (a restored hub, ADR 41). What `known` says of the stored objects
+/// spares the writes and reads it can (`stored_values`).
 pub async fn store(
     client: &Client,
+    known: &StoredValues,
     namespace: &str,
     attempt: &SealedAttempt,
     now: Timestamp,
@@ -39,6 +42,9 @@ pub async fn store(
         return Ok(());
     };
     let name = plan_values::object_name(&plan.workspace.name, digest);
+    if known.sealed_again_without_write(namespace, &name, now, creating) {
+        return Ok(());
+    }
     let api = Api::<PlanValues>::namespaced(client.clone(), namespace);
     let not_stored = |reason: String| Denial::PlanValuesNotStored {
         name: name.clone(),
@@ -58,8 +64,14 @@ pub async fn store(
     };
     // Values stored for writes the API server then refuses cannot pile up: past the bound
     // only values stored already are sealed again.
-    let pending = pending(&api).await.map_err(|e| not_stored(said(&e)))?;
+    // Counted from the index; a count at the bound is asked of the API server, so that
+    // an index a moment behind a deletion refuses nothing.
+    let pending = match known.pending(namespace) {
+        Some(pending) if pending < MAX_PENDING => pending,
+        _ => pending(&api).await.map_err(|e| not_stored(said(&e)))?,
+    };
     let stored_already = |stored: PlanValues| async move {
+        known.checked(stored.metadata.uid.as_deref(), stored.metadata.generation);
         if creating {
             disown(client, namespace, &plan.workspace.name, stored).await
         } else {
@@ -86,7 +98,10 @@ pub async fn store(
     // more if it was swept between the two calls.
     for _ in 0..2 {
         match api.create(&PostParams::default(), &object).await {
-            Ok(_) => return Ok(()),
+            Ok(created) => {
+                known.checked(created.metadata.uid.as_deref(), created.metadata.generation);
+                return Ok(());
+            }
             Err(error) if !is_conflict(&error) => return Err(not_stored(said(&error))),
             Err(_) => {}
         }

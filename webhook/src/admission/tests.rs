@@ -27,6 +27,10 @@ fn state() -> Arc<AppState> {
         allowlist: vec!["http://127.0.0.1".into()],
         recipes: reflector::store().0,
         edges: reflector::store().0,
+        stored_values: super::StoredValues::new(
+            providers_shared::plan_values::reseal::MARK_WINDOW,
+            Default::default(),
+        ),
         metrics: Arc::new(Metrics::new()),
     })
 }

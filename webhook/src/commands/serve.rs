@@ -1,5 +1,5 @@
 //! `providers-webhook serve`: the admission webhooks' process. It loads the sealing keys,
-//! keeps Recipes and Edges in watch caches, and serves `/mutate` and `/validate` over
+//! keeps Recipes and Edges in watch caches (and the stored PlanValues' metadata), and serves `/mutate` and `/validate` over
 //! HTTPS to the API server only; probes and metrics go to the admin port.
 
 use std::{
@@ -11,6 +11,7 @@ use std::{
 };
 
 use futures::StreamExt;
+use k8s_openapi::jiff::SignedDuration;
 use kube::{
     Api,
     runtime::{WatchStreamExt, reflector, reflector::Store, watcher},
@@ -19,7 +20,7 @@ use providers_shared::api::{Edge, Recipe};
 
 use crate::{
     admission::{
-        self, AppState,
+        self, AppState, StoredValues,
         metrics::{Metrics, certificates},
         sealing_keys,
     },
@@ -62,6 +63,11 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             tracing::info!("recipe and edge caches are warm: ready");
         });
     }
+    let stored_values = StoredValues::new(
+        SignedDuration::from_secs(i64::try_from(args.plan_values_mark_window).unwrap_or(i64::MAX)),
+        metrics.stored_values_known.clone(),
+    );
+    stored_values.watch(client.clone());
     let state = Arc::new(AppState {
         client,
         sealer,
@@ -69,6 +75,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         allowlist: args.allowed_chart_repositories.clone(),
         recipes,
         edges,
+        stored_values,
         metrics: metrics.clone(),
     });
     admin::spawn(args.admin_listen, metrics, readiness.clone()).await?;

@@ -15,7 +15,8 @@ use kube::{
 use providers_shared::{
     api::{PlanValues, Workspace},
     plan_values::{
-        ANNOTATION_LAST_SEALED, ANNOTATION_WORKSPACE,
+        ANNOTATION_WORKSPACE,
+        reseal::last_sealed_of,
         sweep::{StoredValues, Verdict, verdict},
     },
 };
@@ -82,10 +83,7 @@ async fn sweep(
                 .flatten()
                 .map(|owner| owner.uid.clone())
                 .collect(),
-            last_sealed: annotations
-                .and_then(|a| a.get(ANNOTATION_LAST_SEALED))
-                .and_then(|at| at.parse().ok())
-                .or(meta.creation_timestamp.as_ref().map(|t| t.0)),
+            last_sealed: last_sealed_of(meta),
         };
         let cached = workspaces.get(&ObjectRef::new(&stored.workspace).within(&namespace));
         let delete = match verdict(&stored, cached.as_deref(), now, ctx.grace) {
