@@ -29,7 +29,7 @@ use crate::controller::{
     edge::helm_release,
     edge_watch::grants as edge_grants,
     edge_watch::{Cached, EdgeCache},
-    reconcile::prepare::{InstalledRelease, Prepared},
+    reconcile::prepare::{InstalledRelease, Prepared, edge_of},
     reconcile::published_keys::Keys,
     support::error::{Error, Result},
     support::stop::{self, Stop},
@@ -61,21 +61,6 @@ impl OwnedObservation {
             now: self.now,
         }
     }
-}
-
-/// The edge a reconcile of `workspace` works on: that of its current attempt or cleanup,
-/// else of its sealed plan, else the one it asks for.
-pub fn edge_of(workspace: &Workspace) -> String {
-    installer::attempt_reads(workspace)
-        .map(|f| f.edge)
-        .or_else(|| {
-            workspace
-                .spec
-                .plan
-                .as_ref()
-                .map(|p| p.plan.edge_name.clone())
-        })
-        .unwrap_or_else(|| workspace.spec.edge.clone())
 }
 
 /// What observing reads on the hub: the hub itself and the published sealing keys.

@@ -21,7 +21,6 @@ use crate::controller::{
     edge::EdgeView,
     edge::helm_release,
     edge_watch::{Cached, EdgeCache, UnfollowedKinds},
-    reconcile::observe::edge_of,
     support::stop::{self, Stop},
 };
 
@@ -47,6 +46,21 @@ pub struct FollowedObjects {
     pub record_uid: String,
     pub objects: Arc<Vec<ReleaseObject>>,
     pub unfollowed: UnfollowedKinds,
+}
+
+/// The edge a reconcile of `workspace` works on: that of its current attempt or cleanup,
+/// else of its sealed plan, else the one it asks for.
+pub fn edge_of(workspace: &Workspace) -> String {
+    installer::attempt_reads(workspace)
+        .map(|f| f.edge)
+        .or_else(|| {
+            workspace
+                .spec
+                .plan
+                .as_ref()
+                .map(|p| p.plan.edge_name.clone())
+        })
+        .unwrap_or_else(|| workspace.spec.edge.clone())
 }
 
 /// Readies `view`'s caches for observing `workspace`. An edge that does not answer is
