@@ -6,9 +6,6 @@ mod authz;
 mod cli;
 mod commands;
 mod controller;
-#[cfg(test)]
-mod kube_errors;
-mod locks;
 mod runtime;
 mod server;
 

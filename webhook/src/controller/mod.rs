@@ -10,8 +10,11 @@
 //! - `edge_watch`: what the installer knows of an edge without asking it — metadata
 //!   watches, their decoder and stream pool, compact stores, and the installer's grants
 //!   there (its Secret watch binds them when refused);
-//! - `support`: what every layer uses — configuration, metrics, Events, errors, tasks, the
-//!   edges this replica holds.
+//! - `support`: what every layer uses — configuration, metrics, Events, errors, the edges
+//!   this replica holds.
+//!
+//! Below every layer, the crate `providers_runtime`: locks, the first-list mark, tasks,
+//! reachability and the own-writes overlay.
 //!
 //! Every replica runs the Workspace controller, a probe and watches per Edge whose
 //! fencing Lease it holds (ADR 40), and a watch of the published sealing keys; the one

@@ -44,7 +44,7 @@ use super::{
     stream_pool::Leased,
     wake::{ReleaseWorkspaces, WakeWorkspace},
 };
-use crate::{controller::support::task::Task, locks::Locked, runtime::Synced};
+use providers_runtime::{locks::Locked, synced::Synced, task::Task};
 
 /// The kinds followed by one watch across the edge, as `(apiVersion, kind)`: those the
 /// installer lists and watches in every namespace already (the ClusterRole

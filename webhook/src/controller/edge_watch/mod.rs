@@ -52,8 +52,8 @@ pub use sync::SYNC_TIMEOUT;
 use sync::WatchesListed;
 use wake::ReleaseWorkspaces;
 
-use crate::controller::support::unreachable::Reachability;
-use crate::locks::Locked;
+use providers_runtime::locks::Locked;
+use providers_runtime::unreachable::Reachability;
 
 /// The caches of one edge. Cloning shares them.
 #[derive(Clone)]
@@ -89,7 +89,7 @@ impl EdgeCache {
     }
 
     /// Why a decision about the objects in `namespace` must see the edge unreachable, if
-    /// it must (`support/unreachable.rs`): a watch or a write found it so, or its
+    /// it must (`providers_runtime::unreachable`): a watch or a write found it so, or its
     /// watches, or that namespace's Secret watch, did not list within [`SYNC_TIMEOUT`].
     pub async fn unreachable_for(&self, namespace: &str) -> Option<String> {
         if let Some(why) = self.unreachable() {
