@@ -9,7 +9,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::Client;
 use providers_shared::installer::EdgeState;
 
-use crate::controller::edge_watch::EdgeCache;
+use providers_edge_watch::EdgeCache;
 use providers_runtime::locks::ReadWriteLocked;
 use providers_runtime::synced::Synced;
 

@@ -320,7 +320,7 @@ impl NamespaceWatches {
         self.entries.locked().len()
     }
 
-    #[cfg(test)]
+    #[cfg(any(test, feature = "testing"))]
     pub(super) fn insert_listed(
         &self,
         namespace: &str,

@@ -1,12 +1,14 @@
-//! What the installer knows of one edge without asking it: watch caches of the objects it
-//! makes there (selected by its `managed-by` label) and of Helm's release records
-//! (metadata only), plus what its own writes did since, until the watches catch up.
+//! `providers-edge-watch`: what the installer knows of one edge without asking it: watch
+//! caches of the objects it makes there (selected by its `managed-by` label) and of Helm's
+//! release records (metadata only), plus what its own writes did since, until the watches
+//! catch up. README.md says what it costs and what it does not do.
 //!
 //! Decisions read from here, so a reconcile costs the edge's API server nothing but the
 //! writes it decides. The caches can lag; that is safe because every write is guarded
 //! (creates fail with AlreadyExists, deletions carry the observed UID, patches test it),
 //! and a create that finds the object already there reads it once, live, to learn whose
 //! it is (`learned`).
+#![forbid(unsafe_code)]
 
 use std::{collections::HashMap, sync::Arc};
 
@@ -20,8 +22,9 @@ use providers_shared::installer::{
 mod cached;
 mod compact_meta;
 mod compact_store;
-// The caches fed by hand, for unit tests of whole passes.
-#[cfg(test)]
+// The caches fed by hand, for unit tests of whole passes (here and, with the feature
+// `testing`, in other crates).
+#[cfg(any(test, feature = "testing"))]
 pub mod fed;
 mod follow;
 mod follower;
