@@ -19,8 +19,9 @@
 //!   a `fn` of that file or folder (`module::prefix_*` one that starts so; a module between
 //!   them is a file of the folder or a `mod` of the file). A unit test,
 //!   `path::tests::name` (`plan_values::tests::*`, `server::callers::tests::*`), names a
-//!   module of `shared/src`, `webhook/src` or `plugin/src` whose path ends so, and a `fn`
-//!   in it or its tests.
+//!   module of `shared/src`, `webhook/src`, `webhook/edge-watch/src`,
+//!   `webhook/runtime-support/src` or `plugin/src` whose path ends so, and a `fn` in it or
+//!   its tests.
 //! - (c) a `--flag` given to our binaries (`providers-webhook ...`, `kubectl provider
 //!   ...`, `kubectl-provider`, the test bed's and the benchmarks' binaries, or a bare
 //!   `--flag`) is a clap argument of `webhook/src/`, `plugin/src/`, `tests/src/bin/` or
@@ -331,7 +332,13 @@ fn missing_tests(root: &Path, modules: &BTreeSet<String>, piece: &Piece) -> Vec<
 fn unit_test_sources(root: &Path, path: &[&str]) -> Vec<PathBuf> {
     let wanted = path.join("/");
     let mut sources = Vec::new();
-    for krate in ["shared/src", "webhook/src", "plugin/src"] {
+    for krate in [
+        "shared/src",
+        "webhook/src",
+        "webhook/edge-watch/src",
+        "webhook/runtime-support/src",
+        "plugin/src",
+    ] {
         let src = root.join(krate);
         for file in binaries::rust_files(&src) {
             let relative = file.strip_prefix(&src).unwrap().with_extension("");

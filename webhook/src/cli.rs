@@ -226,7 +226,7 @@ pub struct ControllerArgs {
     /// per-namespace watches share connections). Keep it under the edge API server's
     /// `--http2-max-streams-per-connection` (100 by default): a watch past that limit would
     /// wait unseen.
-    #[arg(long, default_value_t = crate::controller::DEFAULT_STREAMS_PER_CONNECTION, value_parser = clap::value_parser!(u16).range(1..=1000))]
+    #[arg(long, default_value_t = providers_edge_watch::DEFAULT_STREAMS_PER_CONNECTION, value_parser = clap::value_parser!(u16).range(1..=1000))]
     pub edge_watch_streams_per_connection: u16,
     /// Only Workspaces matching this label selector (empty: all), to shard or canary.
     #[arg(long, default_value = "")]

@@ -1,18 +1,10 @@
-//! `providers-webhook`: the admission webhook server and the installer controller.
+//! `providers-webhook`: the admission webhook server and the installer controller. The
+//! binary only parses the command line, sets up logging and TLS, and runs the command;
+//! all else is the library (`lib.rs`).
 #![forbid(unsafe_code)]
 
-mod admission;
-mod authz;
-mod cli;
-mod commands;
-mod controller;
-#[cfg(test)]
-mod kube_errors;
-mod locks;
-mod runtime;
-mod server;
-
 use clap::Parser;
+use providers_webhook::{cli, commands};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {

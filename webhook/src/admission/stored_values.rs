@@ -32,7 +32,7 @@ use providers_shared::{
     },
 };
 
-use crate::{locks::ReadWriteLocked, runtime::Synced};
+use providers_runtime::{locks::ReadWriteLocked, synced::Synced};
 
 /// One stored object, as its metadata shows it.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -15,13 +15,11 @@ use crate::{
         Context, InstallerConfig, LeaseConfig, ProbeSettings,
         edge::credential,
         process::{readiness::ControllerReadiness, replica, shards},
-        support::{
-            metrics::{Metrics, api_requests::CountRequests},
-            task::Task,
-        },
+        support::metrics::{Metrics, api_requests::CountRequests},
     },
     runtime::{admin, shutdown_signal},
 };
+use providers_runtime::task::Task;
 
 pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
     let mut config = args.client.config().await?;

@@ -25,9 +25,10 @@ use crate::{
         sealing_keys,
     },
     cli::ServeArgs,
-    runtime::{Synced, admin, shutdown_signal},
+    runtime::{admin, shutdown_signal},
     server::{self, TlsFiles, callers::ClientAuth},
 };
+use providers_runtime::synced::Synced;
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let client_auth = client_auth(&args)?;

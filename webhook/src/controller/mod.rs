@@ -7,11 +7,14 @@
 //! - `reconcile`: one Workspace's pass — observe, decide (in the core), execute;
 //! - `edge`: talking to one edge — its registry and probe, Helm's records, the provider's
 //!   credential, the runner's logs;
-//! - `edge_watch`: what the installer knows of an edge without asking it — metadata
-//!   watches, their decoder and stream pool, compact stores, and the installer's grants
-//!   there (its Secret watch binds them when refused);
-//! - `support`: what every layer uses — configuration, metrics, Events, errors, tasks, the
-//!   edges this replica holds.
+//! - `support`: what every layer uses — configuration, metrics, Events, errors, the edges
+//!   this replica holds.
+//!
+//! Below every layer, two crates: `providers_edge_watch`, what the installer knows of an
+//! edge without asking it — metadata watches, their decoder and stream pool, compact
+//! stores, and the installer's grants there (its Secret watch binds them when refused);
+//! and `providers_runtime`, what both use — locks, the first-list mark, tasks,
+//! reachability and the own-writes overlay.
 //!
 //! Every replica runs the Workspace controller, a probe and watches per Edge whose
 //! fencing Lease it holds (ADR 40), and a watch of the published sealing keys; the one
@@ -24,11 +27,9 @@
 // below it.
 pub mod duties;
 pub mod edge;
-pub mod edge_watch;
 pub mod process;
 pub mod reconcile;
 pub mod support;
 
-pub use edge_watch::DEFAULT_STREAMS_PER_CONNECTION;
 pub use reconcile::context::Context;
 pub use support::config::{InstallerConfig, LeaseConfig, ProbeSettings};

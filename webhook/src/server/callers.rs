@@ -13,7 +13,7 @@ use std::{
     sync::{Arc, RwLock},
 };
 
-use crate::locks::ReadWriteLocked;
+use providers_runtime::locks::ReadWriteLocked;
 use rustls::{
     DigitallySignedStruct, DistinguishedName, Error, RootCertStore, SignatureScheme,
     client::danger::HandshakeSignatureValid,

@@ -29,7 +29,7 @@ use tokio_rustls::TlsAcceptor;
 use tower::Service as _;
 
 use super::handshakes::HandshakeSlots;
-use crate::locks::Locked;
+use providers_runtime::locks::Locked;
 
 /// How long a connection with nothing in flight may take to close gracefully (flush a GOAWAY,
 /// let the peer hang up) before it is dropped.

@@ -11,7 +11,7 @@
 //! been called since it started has no such peer yet: the network policy
 //! (`manifests/components/network-policy`) is what keeps strangers off the port then.
 
-use crate::locks::Locked;
+use providers_runtime::locks::Locked;
 use std::{
     collections::HashMap,
     net::IpAddr,

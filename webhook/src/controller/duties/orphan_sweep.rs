@@ -105,8 +105,8 @@ async fn sweep_edge(ctx: &SweepHandles<'_>, edge: &str, client: &Client) -> Resu
     listed.extend(list::<Role>(edge, client, Found::Attempt(Kind::Role)).await?);
     listed.extend(list::<RoleBinding>(edge, client, Found::Attempt(Kind::RoleBinding)).await?);
     // Secrets from the per-namespace watches: the installer may not list them across the
-    // edge (edge_watch::namespaced). A namespace no reconcile reads (an orphan's) is
-    // watched from now on, so its Secrets are swept next time.
+    // edge (`namespaced.rs` of providers-edge-watch). A namespace no reconcile reads (an
+    // orphan's) is watched from now on, so its Secrets are swept next time.
     if let Some(cache) = ctx.edges.lookup(edge).cache {
         for namespace in listed.iter().filter(|l| l.found == Found::Namespace) {
             cache.watch_namespace(&namespace.name);

@@ -21,7 +21,8 @@ use providers_shared::{
     },
 };
 
-use crate::{controller::reconcile::context::Context, runtime::Synced};
+use crate::controller::reconcile::context::Context;
+use providers_runtime::synced::Synced;
 
 /// What the PlanValues sweep works with: the hub, the mark of the Workspace cache's first
 /// list, how often it sweeps and how long a sealed plan's values are kept whatever refers

@@ -18,10 +18,10 @@ use providers_shared::installer::{
 };
 
 use crate::controller::{
-    edge_watch::grants as edge_grants,
     support::error::Error,
     support::stop::{self, Stop},
 };
+use providers_edge_watch::grants as edge_grants;
 
 /// The most a release record's content may inflate to when it is read: a chart's
 /// manifests and values, far below what a gzip bomb planted on the edge would make.

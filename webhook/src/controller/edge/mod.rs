@@ -19,7 +19,8 @@ use kube::{
 };
 use providers_shared::api::{Edge, EdgeSpec, Workspace};
 
-use crate::controller::{support::metrics::EdgeLabels, support::task::Task};
+use crate::controller::support::metrics::EdgeLabels;
+use providers_runtime::task::Task;
 
 pub mod credential;
 mod handles;

@@ -20,11 +20,9 @@ use providers_shared::{
 use serde_json::json;
 
 use super::{handles::EdgeHandles, reconcile_trigger::ReconcileTrigger};
-use crate::controller::{
-    edge_watch::{StreamPool, watches::Watches},
-    support::metrics::EdgeLabels,
-    support::unreachable::did_not_answer,
-};
+use crate::controller::support::metrics::EdgeLabels;
+use providers_edge_watch::{StreamPool, watches::Watches};
+use providers_runtime::unreachable::did_not_answer;
 
 /// The clients of one kubeconfig: short timeouts for requests, none for the watches that
 /// fill the edge's caches.

@@ -9,8 +9,9 @@ use k8s_openapi::jiff::Timestamp;
 use kube::Client;
 use providers_shared::installer::EdgeState;
 
-use crate::locks::ReadWriteLocked;
-use crate::{controller::edge_watch::EdgeCache, runtime::Synced};
+use providers_edge_watch::EdgeCache;
+use providers_runtime::locks::ReadWriteLocked;
+use providers_runtime::synced::Synced;
 
 /// What the reconciler needs of an edge.
 #[derive(Clone)]

@@ -58,10 +58,10 @@ async fn fetch(edge: &Client, log: &RunnerLog) -> Result<String, kube::Error> {
         limit_bytes: Some(LOG_LIMIT),
         ..Default::default()
     };
-    crate::controller::edge_watch::grants::with_grant(
+    providers_edge_watch::grants::with_grant(
         edge,
         &log.namespace,
-        crate::controller::edge_watch::grants::RUNNER_LOGS,
+        providers_edge_watch::grants::RUNNER_LOGS,
         || pods.logs(&log.pod, &params),
     )
     .await

@@ -9,7 +9,8 @@ use std::sync::{
 };
 
 use crate::controller::{edge::Edges, support::ownership::Shards};
-use crate::runtime::{Synced, admin::Readiness};
+use crate::runtime::admin::Readiness;
+use providers_runtime::synced::Synced;
 
 pub struct ControllerReadiness {
     running: AtomicBool,

@@ -22,8 +22,9 @@ use crate::controller::{
     edge,
     process::{lease::Elector, readiness::ControllerReadiness},
     reconcile::{context::Context, workspace},
-    support::{metrics::fleet::Fleet, task::Task},
+    support::metrics::fleet::Fleet,
 };
+use providers_runtime::task::Task;
 
 pub async fn run(ctx: Arc<Context>, readiness: Arc<ControllerReadiness>) -> anyhow::Result<()> {
     ctx.edges.reset();

@@ -8,8 +8,8 @@ use std::{
     time::{Duration, Instant},
 };
 
-use crate::controller::support::own_writes::OwnWrites;
-use crate::locks::Locked;
+use providers_runtime::locks::Locked;
+use providers_runtime::own_writes::OwnWrites;
 
 /// How long the installer trusts the resourceVersion its own write of a Workspace left over
 /// a watch cache that shows another. A hub watch lags by seconds, so in practice the cache

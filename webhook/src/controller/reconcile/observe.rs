@@ -27,13 +27,12 @@ use crate::authz;
 use crate::controller::{
     edge::EdgeView,
     edge::helm_release,
-    edge_watch::grants as edge_grants,
-    edge_watch::{Cached, EdgeCache},
     reconcile::prepare::{InstalledRelease, Prepared, edge_of},
     reconcile::published_keys::Keys,
     support::error::{Error, Result},
     support::stop::{self, Stop},
 };
+use providers_edge_watch::{Cached, EdgeCache, grants as edge_grants};
 
 /// One pass's observation of a Workspace, owned: the core's [`Observation`], and the edge's name.
 pub struct OwnedObservation {

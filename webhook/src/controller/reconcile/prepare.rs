@@ -17,10 +17,11 @@ use providers_shared::{
     installer::{self, AttemptReads, EdgeState, ReleaseRevision, release_objects::ReleaseObject},
 };
 
+use providers_edge_watch::{Cached, EdgeCache, UnfollowedKinds};
+
 use crate::controller::{
     edge::EdgeView,
     edge::helm_release,
-    edge_watch::{Cached, EdgeCache, UnfollowedKinds},
     support::stop::{self, Stop},
 };
 

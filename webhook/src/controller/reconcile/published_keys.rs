@@ -11,7 +11,7 @@ use kube::{
 use providers_shared::{api::Workspace, installer::SealCheck, seal::Keyring};
 
 use crate::controller::support::metrics::{KeyLabels, Metrics};
-use crate::locks::ReadWriteLocked;
+use providers_runtime::locks::ReadWriteLocked;
 
 /// The keyring of the moment, or why there is none.
 #[derive(Clone)]

@@ -17,7 +17,6 @@ use std::{
     time::{Duration, Instant},
 };
 
-use crate::locks::Locked;
 use k8s_openapi::{
     api::{core::v1::ObjectReference, events::v1 as events},
     apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta},
@@ -28,6 +27,7 @@ use kube::{
     api::{Patch, PatchParams, PostParams},
     runtime::events::{Event, EventType},
 };
+use providers_runtime::locks::Locked;
 use serde_json::json;
 
 /// How long a published Event takes repeats into its series (kube's `Recorder` too).

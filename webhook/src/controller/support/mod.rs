@@ -1,6 +1,7 @@
 //! What every layer uses and which uses none of them: configuration, metrics, Events,
-//! the error that ends a reconcile and the stops a step ends in, tasks, fault points, the own-writes overlay,
-//! and which edges this replica holds.
+//! the error that ends a reconcile and the stops a step ends in, fault points, and which
+//! edges this replica holds. Tasks, reachability and the own-writes overlay are the crate
+//! `providers-runtime`, below every layer.
 
 // An in-memory API server that unit tests build real clients on.
 #[cfg(test)]
@@ -10,8 +11,5 @@ pub mod error;
 pub mod event_recorder;
 pub mod fault;
 pub mod metrics;
-pub mod own_writes;
 pub mod ownership;
 pub mod stop;
-pub mod task;
-pub mod unreachable;

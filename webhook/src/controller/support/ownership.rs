@@ -12,7 +12,8 @@ use std::{
 use providers_shared::installer::edge_owners::{member_lease, member_of_lease};
 use tokio::{sync::watch, time::Instant};
 
-use crate::{controller::support::config::LeaseConfig, locks::Locked};
+use crate::controller::support::config::LeaseConfig;
+use providers_runtime::locks::Locked;
 
 /// The leases of sharding: the leader Lease's settings, whose name is the base of the
 /// membership and edge Leases.

@@ -2,7 +2,8 @@
 //! an action and a whole pass end in when they do not simply complete. Only `Failed` ends
 //! a reconcile with an error; the others say what the pass does next.
 
-use crate::controller::support::{error::Error, unreachable::did_not_answer};
+use crate::controller::support::error::Error;
+use providers_runtime::unreachable::did_not_answer;
 
 /// Why a request, an action or a pass stopped short.
 #[derive(Debug, thiserror::Error)]
@@ -45,7 +46,7 @@ pub fn edge_failure(edge: &str, source: kube::Error) -> Stop {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kube_errors::answered;
+    use providers_runtime::kube_errors::answered;
 
     #[test]
     fn an_edge_that_does_not_answer_is_down() {

@@ -17,13 +17,13 @@ use std::{
     time::Duration,
 };
 
-use crate::locks::Locked;
 use axum::Router;
 use hyper::{body::Incoming, service::service_fn};
 use hyper_util::{
     rt::{TokioExecutor, TokioIo, TokioTimer},
     server::conn::auto,
 };
+use providers_runtime::locks::Locked;
 use tokio::{
     net::TcpListener,
     sync::{Semaphore, oneshot},

@@ -39,10 +39,10 @@ use crate::controller::{
     support::{
         metrics::Metrics,
         ownership::{ShardConfig, Shards},
-        task::Task,
     },
 };
-use crate::runtime::Synced;
+use providers_runtime::synced::Synced;
+use providers_runtime::task::Task;
 
 /// How long a change waits for the ones right behind it (renewals come in bursts, one per
 /// held Lease of every replica each retry period), so a round runs at most ten times a

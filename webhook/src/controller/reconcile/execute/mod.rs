@@ -28,8 +28,6 @@ use crate::controller::{
     edge::credential::{self, HubEndpoint},
     edge::helm_release,
     edge::runner_log,
-    edge_watch::Cached,
-    edge_watch::grants as edge_grants,
     reconcile::observe::OwnedObservation,
     support::error::{Error, Result},
     support::event_recorder::EventRecorder,
@@ -38,6 +36,7 @@ use crate::controller::{
     support::ownership::Shards,
     support::stop::Stop,
 };
+use providers_edge_watch::{Cached, grants as edge_grants};
 
 /// What running a decision's actions came to.
 pub struct Executed {

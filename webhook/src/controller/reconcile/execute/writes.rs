@@ -14,11 +14,10 @@ use serde::{Serialize, de::DeserializeOwned};
 
 use crate::controller::{
     edge::EdgeView,
-    edge_watch::grants as edge_grants,
-    edge_watch::{Cached, EdgeCache},
     support::error::Error,
     support::stop::{self, Stop},
 };
+use providers_edge_watch::{Cached, EdgeCache, grants as edge_grants};
 
 /// A write that found the state changed: decide again from a fresh observation.
 fn interrupted(action: &'static str, status: &kube::core::Status) -> Stop {

@@ -5,7 +5,7 @@
 //!
 //! The edge's watches are not run: the test says when they have caught up
 //! ([`World::watches_catch_up`]), and the caches then list what the edge holds
-//! (`edge_watch::fed`). Between those points, the caches know only the installer's own
+//! (`providers_edge_watch::fed`). Between those points, the caches know only the installer's own
 //! writes, as in production while a watch lags.
 
 use std::{sync::Arc, time::Duration};
@@ -29,7 +29,6 @@ use providers_shared::{
 
 use crate::controller::{
     edge::credential::HubEndpoint,
-    edge_watch::fed::{FedCache, Listed},
     reconcile::{
         context::Context,
         workspace::{Reconciler, reconcile},
@@ -41,6 +40,7 @@ use crate::controller::{
         metrics::Metrics,
     },
 };
+use providers_edge_watch::fed::{FedCache, Listed};
 
 mod create;
 mod delete;

@@ -28,7 +28,7 @@ use serde::{Serialize, de::DeserializeOwned};
 use serde_json::Value;
 use tower::{BoxError, Service};
 
-use crate::locks::Locked;
+use providers_runtime::locks::Locked;
 
 mod answer;
 mod request;

@@ -127,7 +127,7 @@ async fn told_to_fail_it_refuses_or_turns_away_every_request_from_then_on() {
         .unwrap();
     let error = api.get("a").await.unwrap_err();
     assert!(
-        crate::controller::support::unreachable::did_not_answer(&error),
+        providers_runtime::unreachable::did_not_answer(&error),
         "{error:?}"
     );
     edge.recover();

@@ -20,7 +20,7 @@ use providers_shared::{
 };
 
 use super::{EdgeLabels, Metrics, PhaseLabels, PlanLabels};
-use crate::locks::Locked;
+use providers_runtime::locks::Locked;
 
 /// Which plan of a Workspace a key sealed.
 const CURRENT: &str = "current";

@@ -9,7 +9,8 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::{Client, ResourceExt, core::PartialObjectMeta, runtime::watcher};
 
 use super::wake::{ReleaseWorkspaces, WakeWorkspace, wake_release};
-use crate::{controller::edge_watch::grants as edge_grants, runtime::Synced};
+use crate::grants as edge_grants;
+use providers_runtime::synced::Synced;
 
 /// How often a watch refused by RBAC binds the grant again.
 const BIND_AGAIN: Duration = Duration::from_secs(10);

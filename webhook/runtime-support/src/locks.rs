@@ -1,15 +1,16 @@
-//! The one policy for a poisoned lock in this crate: take its value and go on.
+//! The one policy for a poisoned lock in the webhook and the installer (this crate, the
+//! edge watch and the webhook crate): take its value and go on.
 //!
-//! A std lock is poisoned when a thread panicked while holding it. Nothing in this crate
+//! A std lock is poisoned when a thread panicked while holding it. Nothing in those crates
 //! panics while it holds one (every critical section is a field or map update, with no
 //! call out), so the value is still whole; refusing it would turn one panicked task into a
 //! part of the process that stops working for good (an edge registry that answers
 //! "unavailable", a keyring that checks no seal, a backoff stuck at its default).
-//! Every `Mutex` and `RwLock` of the crate is taken through these methods.
+//! Every `Mutex` and `RwLock` of those crates is taken through these methods.
 
 use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-/// A `Mutex` taken by the crate's policy.
+/// A `Mutex` taken by this policy.
 pub trait Locked<T: ?Sized> {
     /// The guard, whether or not the lock is poisoned.
     fn locked(&self) -> MutexGuard<'_, T>;
@@ -21,7 +22,7 @@ impl<T: ?Sized> Locked<T> for Mutex<T> {
     }
 }
 
-/// An `RwLock` taken by the crate's policy.
+/// An `RwLock` taken by this policy.
 pub trait ReadWriteLocked<T: ?Sized> {
     /// The read guard, whether or not the lock is poisoned.
     fn read_locked(&self) -> RwLockReadGuard<'_, T>;

@@ -33,7 +33,7 @@ use super::{
     stream_pool::StreamPool,
     wake::{ReleaseWorkspaces, WakeWorkspace},
 };
-use crate::controller::support::{task::Task, unreachable::Reachability};
+use providers_runtime::{task::Task, unreachable::Reachability};
 
 /// The caches and the tasks that fill them; the tasks stop when this is dropped.
 pub struct Watches {

@@ -12,7 +12,7 @@ use std::{
 
 use kube::{Resource, runtime::watcher};
 
-use crate::locks::ReadWriteLocked;
+use providers_runtime::locks::ReadWriteLocked;
 
 /// The objects by `namespace/name` (`name` for a cluster-scoped kind).
 type Objects<T> = HashMap<Box<str>, T>;

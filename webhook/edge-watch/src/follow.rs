@@ -44,7 +44,7 @@ use super::{
     stream_pool::Leased,
     wake::{ReleaseWorkspaces, WakeWorkspace},
 };
-use crate::{controller::support::task::Task, locks::Locked, runtime::Synced};
+use providers_runtime::{locks::Locked, synced::Synced, task::Task};
 
 /// The kinds followed by one watch across the edge, as `(apiVersion, kind)`: those the
 /// installer lists and watches in every namespace already (the ClusterRole
@@ -237,9 +237,7 @@ mod tests {
     use kube::{core::PartialObjectMeta, runtime::watcher};
 
     use super::*;
-    use crate::controller::edge_watch::follower::{
-        HELM_MANAGED_KEY, HELM_MANAGED_VALUE, HELM_RELEASE,
-    };
+    use crate::follower::{HELM_MANAGED_KEY, HELM_MANAGED_VALUE, HELM_RELEASE};
 
     fn secret(name: &str, helm: bool) -> PartialObjectMeta<Secret> {
         let labels = if helm {
@@ -394,7 +392,7 @@ mod tests {
     fn the_kinds_followed_across_the_edge_are_listed_by_the_shipped_cluster_role() {
         use k8s_openapi::api::rbac::v1::ClusterRole;
         use serde::Deserialize;
-        let text = include_str!("../../../../manifests/edge/installer-rbac.yaml");
+        let text = include_str!("../../../manifests/edge/installer-rbac.yaml");
         let role = serde_norway::Deserializer::from_str(text)
             .filter_map(|document| serde_json::Value::deserialize(document).ok())
             .filter(|v| {

@@ -1,7 +1,7 @@
 //! Whom an event on an edge wakes: the Workspace an object's annotation names, or the one
 //! a Helm release belongs to.
 
-use crate::locks::Locked;
+use providers_runtime::locks::Locked;
 use std::{
     collections::HashMap,
     sync::{Arc, Mutex},

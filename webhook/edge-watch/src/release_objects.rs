@@ -16,7 +16,7 @@ use providers_shared::installer::release_objects::ReleaseObject;
 
 use std::collections::HashMap;
 
-use crate::locks::Locked;
+use providers_runtime::locks::Locked;
 
 /// `(apiVersion, kind)` of the objects a release made.
 type KindKey = (String, String);

@@ -20,7 +20,8 @@ use providers_shared::installer::{
 };
 
 use super::wake::{ReleaseWorkspaces, WakeWorkspace, wake_release};
-use crate::{controller::edge_watch::grants as edge_grants, locks::Locked, runtime::Synced};
+use crate::grants as edge_grants;
+use providers_runtime::{locks::Locked, synced::Synced};
 
 /// The label Helm puts on every object it makes, as a selector and as key and value.
 pub(super) const HELM_MANAGED: &str = "app.kubernetes.io/managed-by=Helm";

@@ -28,7 +28,7 @@ use super::{
     sync::SYNC_TIMEOUT,
     wake::{ReleaseWorkspaces, WakeWorkspace},
 };
-use crate::{controller::support::task::Task, locks::Locked, runtime::Synced};
+use providers_runtime::{locks::Locked, synced::Synced, task::Task};
 
 /// The most kinds followed in one namespace (a runner's rules name at most 16 rules of
 /// 16 resources; charts make a handful).
@@ -331,7 +331,7 @@ impl NamespaceWatches {
         self.entries.locked().len()
     }
 
-    #[cfg(test)]
+    #[cfg(any(test, feature = "testing"))]
     pub(super) fn insert_listed(
         &self,
         namespace: &str,

@@ -18,12 +18,12 @@ use std::{
     time::Duration,
 };
 
-use crate::locks::Locked;
 use hyper_util::{
     client::legacy::{Client as HyperClient, connect::HttpConnector},
     rt::{TokioExecutor, TokioTimer},
 };
 use kube::{Client, Config, client::ConfigExt};
+use providers_runtime::locks::Locked;
 use tower::{BoxError, ServiceBuilder};
 
 /// The most watches one connection carries by default: below the API server's default of

@@ -1,12 +1,14 @@
-//! What the installer knows of one edge without asking it: watch caches of the objects it
-//! makes there (selected by its `managed-by` label) and of Helm's release records
-//! (metadata only), plus what its own writes did since, until the watches catch up.
+//! `providers-edge-watch`: what the installer knows of one edge without asking it: watch
+//! caches of the objects it makes there (selected by its `managed-by` label) and of Helm's
+//! release records (metadata only), plus what its own writes did since, until the watches
+//! catch up. README.md says what it costs and what it does not do.
 //!
 //! Decisions read from here, so a reconcile costs the edge's API server nothing but the
 //! writes it decides. The caches can lag; that is safe because every write is guarded
 //! (creates fail with AlreadyExists, deletions carry the observed UID, patches test it),
 //! and a create that finds the object already there reads it once, live, to learn whose
 //! it is (`learned`).
+#![forbid(unsafe_code)]
 
 use std::{collections::HashMap, sync::Arc};
 
@@ -20,8 +22,9 @@ use providers_shared::installer::{
 mod cached;
 mod compact_meta;
 mod compact_store;
-// The caches fed by hand, for unit tests of whole passes.
-#[cfg(test)]
+// The caches fed by hand, for unit tests of whole passes (here and, with the feature
+// `testing`, in other crates).
+#[cfg(any(test, feature = "testing"))]
 pub mod fed;
 mod follow;
 mod follower;
@@ -55,8 +58,8 @@ pub use sync::SYNC_TIMEOUT;
 use sync::WatchesListed;
 use wake::ReleaseWorkspaces;
 
-use crate::controller::support::unreachable::Reachability;
-use crate::locks::Locked;
+use providers_runtime::locks::Locked;
+use providers_runtime::unreachable::Reachability;
 
 /// The caches of one edge. Cloning shares them.
 #[derive(Clone)]
@@ -92,7 +95,7 @@ impl EdgeCache {
     }
 
     /// Why a decision about the objects in `namespace` must see the edge unreachable, if
-    /// it must (`support/unreachable.rs`): a watch or a write found it so, or its
+    /// it must (`providers_runtime::unreachable`): a watch or a write found it so, or its
     /// watches, or that namespace's Secret watch, did not list within [`SYNC_TIMEOUT`].
     pub async fn unreachable_for(&self, namespace: &str) -> Option<String> {
         if let Some(why) = self.unreachable() {

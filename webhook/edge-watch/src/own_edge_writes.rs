@@ -11,7 +11,7 @@ use kube::Resource;
 use providers_shared::installer::{JobState, Kind, ObjectState, job_state, state_of};
 
 use super::cached::Cached;
-use crate::{controller::support::own_writes::OwnWrites, locks::Locked};
+use providers_runtime::{locks::Locked, own_writes::OwnWrites};
 
 /// How long the installer trusts what its own write to an edge returned over a watch
 /// cache that has not seen it yet. Far longer than a watch lags; short enough that a cache

@@ -81,13 +81,14 @@ impl<K: Eq + Hash, V> OwnWrites<K, V> {
     }
 
     /// The keys of the writes remembered.
-    #[cfg(test)]
+    #[cfg(any(test, feature = "testing"))]
     pub fn keys(&self) -> impl Iterator<Item = &K> {
         self.entries.keys()
     }
 
     /// How many writes are remembered.
-    #[cfg(test)]
+    #[cfg(any(test, feature = "testing"))]
+    #[allow(clippy::len_without_is_empty, reason = "a count for tests to compare")]
     pub fn len(&self) -> usize {
         self.entries.len()
     }

@@ -6,7 +6,7 @@ use std::{
     time::Duration,
 };
 
-use crate::runtime::Synced;
+use providers_runtime::synced::Synced;
 
 /// How long a decision waits for an edge's caches to be filled after (re)connecting.
 pub const SYNC_TIMEOUT: Duration = Duration::from_secs(30);

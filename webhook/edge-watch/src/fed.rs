@@ -50,6 +50,12 @@ pub struct FedCache {
     secrets: HashMap<String, MetaWriter<Secret>>,
 }
 
+impl Default for FedCache {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl FedCache {
     /// Empty caches whose watches have all listed once (nothing was there).
     pub fn new() -> Self {
