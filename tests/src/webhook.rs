@@ -216,6 +216,14 @@ impl Webhook {
         self.dir.path().join("webhook.log")
     }
 
+    /// Drops `flag` and its value from the flags the process is started with, so that it
+    /// runs with the flag's default.
+    pub fn without_flag(&mut self, flag: &str) {
+        if let Some(i) = self.args.iter().position(|a| a == flag) {
+            self.args.drain(i..(i + 2).min(self.args.len()));
+        }
+    }
+
     /// (Re)starts the process with the same arguments and waits until it accepts connections.
     pub fn spawn(&mut self) -> anyhow::Result<()> {
         let log = std::fs::OpenOptions::new()
