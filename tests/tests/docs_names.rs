@@ -24,12 +24,13 @@
 //!   its tests.
 //! - (c) a `--flag` given to our binaries (`providers-webhook ...`, `kubectl provider
 //!   ...`, `kubectl-provider`, the test bed's and the benchmarks' binaries, or a bare
-//!   `--flag`) is a clap argument of `webhook/src/`, `plugin/src/`, `tests/src/bin/` or
-//!   `tests/benches/` (clap's `--foo-bar` from a field `foo_bar`, unless `long = "..."`
-//!   says otherwise). A span that starts with another tool (`kubectl get`, `helm`,
-//!   `cargo`, `go`, ...) carries that tool's flags and is not checked; a bare flag of
-//!   another tool is in `OTHER_TOOLS_FLAGS`. A paragraph that says a flag was removed
-//!   (`removed`, `earlier version`, `no longer`) may name it.
+//!   `--flag`) is a clap argument of `webhook/src/`, `webhook/runtime-support/src/` (the
+//!   hub client's), `plugin/src/`, `tests/src/bin/` or `tests/benches/` (clap's
+//!   `--foo-bar` from a field `foo_bar`, unless `long = "..."` says otherwise). A span
+//!   that starts with another tool (`kubectl get`, `helm`, `cargo`, `go`, ...) carries
+//!   that tool's flags and is not checked; a bare flag of another tool is in
+//!   `OTHER_TOOLS_FLAGS`. A paragraph that says a flag was removed (`removed`, `earlier
+//!   version`, `no longer`) may name it.
 //!
 //! Run alone: `cargo test -p providers-tests --test docs_names`.
 
@@ -291,7 +292,12 @@ fn missing_tests(root: &Path, modules: &BTreeSet<String>, piece: &Piece) -> Vec<
         let word = bare(word).trim_end_matches("()");
         let segments: Vec<&str> = word
             .split("::")
-            .skip_while(|s| matches!(*s, "crate" | "providers_shared" | "providers_webhook"))
+            .skip_while(|s| {
+                matches!(
+                    *s,
+                    "crate" | "providers_shared" | "providers_runtime" | "providers_webhook"
+                )
+            })
             .collect();
         let name_ok = |s: &&str| {
             !s.is_empty()
@@ -536,6 +542,7 @@ fn failures(root: &Path) -> Vec<String> {
         root,
         &[
             "webhook/src",
+            "webhook/runtime-support/src",
             "plugin/src",
             "tests/src/bin",
             "tests/benches",

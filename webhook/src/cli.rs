@@ -5,7 +5,7 @@ use std::{net::SocketAddr, path::PathBuf};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use providers_shared::installer::DEFAULT_HELM_IMAGE;
 
-use crate::runtime::ClientArgs;
+use providers_runtime::client::ClientArgs;
 
 #[derive(Parser)]
 #[command(

@@ -8,9 +8,7 @@
 #![forbid(unsafe_code)]
 
 mod admission;
-mod authz;
 pub mod cli;
 pub mod commands;
 mod controller;
-mod runtime;
 mod server;

@@ -27,7 +27,7 @@ use providers_shared::{
 };
 use tracing::Instrument;
 
-use crate::authz;
+use providers_runtime::authz;
 
 use super::{
     answer::Answer,

@@ -1,5 +1,5 @@
 //! Prometheus metrics of the admission webhook, served on the admin port's `GET /metrics`
-//! (`crate::runtime::admin`).
+//! (`providers_runtime::admin`).
 
 use std::{fmt::Write as _, time::Duration};
 
@@ -9,7 +9,7 @@ use prometheus_client::{
     registry::{Registry, Unit},
 };
 
-use crate::runtime::admin::{self, Exposition};
+use providers_runtime::admin::{self, Exposition};
 
 pub mod certificates;
 

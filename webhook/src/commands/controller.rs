@@ -17,13 +17,12 @@ use crate::{
         process::{readiness::ControllerReadiness, replica, shards},
         support::metrics::{Metrics, api_requests::CountRequests},
     },
-    runtime::{admin, shutdown_signal},
 };
-use providers_runtime::task::Task;
+use providers_runtime::{admin, shutdown::shutdown_signal, task::Task};
 
 pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
     let mut config = args.client.config().await?;
-    crate::runtime::identify(&mut config, crate::runtime::INSTALLER_AGENT);
+    providers_runtime::client::identify(&mut config, providers_runtime::client::INSTALLER_AGENT);
     let hub_server = args.hub_server.clone().unwrap_or_else(|| {
         config
             .cluster_url

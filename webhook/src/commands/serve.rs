@@ -25,10 +25,9 @@ use crate::{
         sealing_keys,
     },
     cli::ServeArgs,
-    runtime::{admin, shutdown_signal},
     server::{self, TlsFiles, callers::ClientAuth},
 };
-use providers_runtime::synced::Synced;
+use providers_runtime::{admin, shutdown::shutdown_signal, synced::Synced};
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let client_auth = client_auth(&args)?;
@@ -38,7 +37,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     if args.allowed_chart_repositories.is_empty() {
         tracing::warn!("no --allowed-chart-repository: every new attempt will be denied");
     }
-    let client = args.client.client(crate::runtime::WEBHOOK_AGENT).await?;
+    let client = args
+        .client
+        .client(providers_runtime::client::WEBHOOK_AGENT)
+        .await?;
     let metrics = Arc::new(Metrics::new());
     metrics.sealing_with(sealer.key_id());
     certificates::spawn(

@@ -2,7 +2,7 @@
 //! slow or stuck clients, and a graceful, bounded drain on shutdown.
 //!
 //! The admission routes are a plain axum router; this module only serves them. The probes
-//! and metrics have a plain-HTTP port of their own (`crate::runtime::admin`).
+//! and metrics have a plain-HTTP port of their own (`providers_runtime::admin`).
 
 pub mod callers;
 mod connection;

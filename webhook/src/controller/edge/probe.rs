@@ -192,7 +192,7 @@ async fn connect(
         kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
             .await
             .map_err(|e| e.to_string())?;
-    crate::runtime::identify(&mut config, crate::runtime::INSTALLER_AGENT);
+    providers_runtime::client::identify(&mut config, providers_runtime::client::INSTALLER_AGENT);
     let server = config
         .cluster_url
         .to_string()

@@ -9,7 +9,7 @@ use std::sync::{
 };
 
 use crate::controller::{edge::Edges, support::ownership::Shards};
-use crate::runtime::admin::Readiness;
+use providers_runtime::admin::Readiness;
 use providers_runtime::synced::Synced;
 
 pub struct ControllerReadiness {

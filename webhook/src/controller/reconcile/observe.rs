@@ -22,7 +22,7 @@ use providers_shared::{
     plan_values::{self, Source},
 };
 
-use crate::authz;
+use providers_runtime::authz;
 
 use crate::controller::{
     edge::EdgeView,

@@ -1,5 +1,5 @@
 //! The installer's Prometheus metrics, served on the admin port's `GET /metrics`
-//! (`crate::runtime::admin`).
+//! (`providers_runtime::admin`).
 //!
 //! Label values come from small fixed sets (failure reasons, error kinds, edge names),
 //! never from Workspace content.
@@ -10,7 +10,7 @@ use prometheus_client::{
     registry::{Registry, Unit},
 };
 
-use crate::runtime::admin::{self, Exposition};
+use providers_runtime::admin::{self, Exposition};
 
 pub mod api_requests;
 pub mod fleet;

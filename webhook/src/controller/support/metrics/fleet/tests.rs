@@ -5,7 +5,7 @@ use kube::runtime::{reflector, watcher::Event};
 use serde_json::json;
 
 use super::*;
-use crate::runtime::admin::Exposition;
+use providers_runtime::admin::Exposition;
 
 /// A Workspace on `edge`, sealed by `key` at `sealed_at` (Unix seconds) for attempt 1, with
 /// `status` as given.

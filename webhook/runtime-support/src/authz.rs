@@ -147,7 +147,7 @@ pub fn user_of(owner: &Owner) -> UserInfo {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use providers_runtime::kube_errors::answered;
+    use crate::kube_errors::answered;
 
     #[test]
     fn a_question_too_large_to_ask_says_that_asking_again_cannot_help() {

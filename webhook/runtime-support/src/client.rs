@@ -7,6 +7,7 @@ use clap::Args;
 use http::{HeaderValue, header::USER_AGENT};
 use kube::{Client, Config};
 
+// Both carry the workspace's version, which every crate of it shares (`version.workspace`).
 /// The installer's User-Agent, and so the field manager of its writes.
 pub const INSTALLER_AGENT: &str = concat!("providers-installer/", env!("CARGO_PKG_VERSION"));
 /// The admission webhook's User-Agent.

@@ -23,12 +23,13 @@ use hyper_util::{
     rt::{TokioExecutor, TokioIo, TokioTimer},
     server::conn::auto,
 };
-use providers_runtime::locks::Locked;
 use tokio::{
     net::TcpListener,
     sync::{Semaphore, oneshot},
 };
 use tower::Service as _;
+
+use crate::locks::Locked;
 
 /// Connections open at once.
 pub const MAX_CONNECTIONS: usize = 16;
