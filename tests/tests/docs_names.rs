@@ -19,9 +19,9 @@
 //!   a `fn` of that file or folder (`module::prefix_*` one that starts so; a module between
 //!   them is a file of the folder or a `mod` of the file). A unit test,
 //!   `path::tests::name` (`plan_values::tests::*`, `server::callers::tests::*`), names a
-//!   module of `shared/src`, `webhook/src`, `webhook/edge-watch/src`,
-//!   `webhook/runtime-support/src` or `plugin/src` whose path ends so, and a `fn` in it or
-//!   its tests.
+//!   module of `shared/src`, `webhook/src`, `webhook/admission/src`,
+//!   `webhook/edge-watch/src`, `webhook/runtime-support/src` or `plugin/src` whose path
+//!   ends so, and a `fn` in it or its tests.
 //! - (c) a `--flag` given to our binaries (`providers-webhook ...`, `kubectl provider
 //!   ...`, `kubectl-provider`, the test bed's and the benchmarks' binaries, or a bare
 //!   `--flag`) is a clap argument of `webhook/src/`, `webhook/runtime-support/src/` (the
@@ -295,7 +295,11 @@ fn missing_tests(root: &Path, modules: &BTreeSet<String>, piece: &Piece) -> Vec<
             .skip_while(|s| {
                 matches!(
                     *s,
-                    "crate" | "providers_shared" | "providers_runtime" | "providers_webhook"
+                    "crate"
+                        | "providers_shared"
+                        | "providers_runtime"
+                        | "providers_admission"
+                        | "providers_webhook"
                 )
             })
             .collect();
@@ -341,6 +345,7 @@ fn unit_test_sources(root: &Path, path: &[&str]) -> Vec<PathBuf> {
     for krate in [
         "shared/src",
         "webhook/src",
+        "webhook/admission/src",
         "webhook/edge-watch/src",
         "webhook/runtime-support/src",
         "plugin/src",

@@ -18,16 +18,15 @@ use kube::{
 };
 use providers_shared::api::{Edge, Recipe};
 
-use crate::{
-    admission::{
-        self, AppState, StoredValues,
-        metrics::{Metrics, certificates},
-        sealing_keys,
-    },
-    cli::ServeArgs,
+use providers_admission::{
+    AppState, StoredValues,
+    metrics::{Metrics, certificates},
+    sealing_keys,
     server::{self, TlsFiles, callers::ClientAuth},
 };
 use providers_runtime::{admin, shutdown::shutdown_signal, synced::Synced};
+
+use crate::cli::ServeArgs;
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let client_auth = client_auth(&args)?;
@@ -82,7 +81,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         metrics: metrics.clone(),
     });
     admin::spawn(args.admin_listen, metrics, readiness.clone()).await?;
-    let app = admission::router(state, args.review_budget_mib.saturating_mul(1 << 20));
+    let app = providers_admission::router(state, args.review_budget_mib.saturating_mul(1 << 20));
     let tls = TlsFiles {
         cert: args.tls_cert.clone(),
         key: args.tls_key.clone(),

@@ -1,4 +1,13 @@
-//! The admission webhook: decode AdmissionReviews, decide with `providers_shared::admission`, encode.
+//! `providers-admission`: the admission webhook: decode AdmissionReviews, decide with
+//! `providers_shared::admission`, encode; and the HTTPS server it runs on (`server`: TLS
+//! with a reloadable certificate, the callers it answers, bounded connections and
+//! handshakes, a bounded drain).
+//!
+//! The command `providers-webhook serve` wires them: the routes (`router`) served by
+//! `server::serve`. Below it are the crate `providers-runtime` (the admin port, the RBAC
+//! questions, the lock policy) and the core, `providers-shared`, which decides. It knows
+//! nothing of the installer.
+#![forbid(unsafe_code)]
 
 mod answer;
 mod app_state;
@@ -10,6 +19,7 @@ mod plan_values;
 mod recipe_review;
 mod review;
 pub mod sealing_keys;
+pub mod server;
 mod shape;
 mod stored_values;
 mod without_managed_fields;

@@ -1,7 +1,7 @@
 //! Decoding reviews and encoding answers.
 
 use super::*;
-use crate::admission::answer::Answer;
+use crate::answer::Answer;
 use base64::{Engine, engine::general_purpose::STANDARD};
 use serde_json::{Value, json};
 
