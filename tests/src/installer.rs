@@ -572,7 +572,13 @@ impl ControllerProcess {
             ])
             .args(["--hub-server", &hub.server])
             .args(&options.args)
-            .env("RUST_LOG", "info,providers_webhook=debug,kube=warn")
+            // Debug lines of the code the binary runs: the installer is the crate
+            // providers-installer (the tests read a reconcile's `execute: done`), its admin
+            // port providers-runtime's.
+            .env(
+                "RUST_LOG",
+                "info,providers_webhook=debug,providers_installer=debug,providers_runtime=debug,kube=warn",
+            )
             .env("NO_COLOR", "1")
             .env_remove(FAULT)
             // The supervisor kills the controller when this end of the pipe closes.

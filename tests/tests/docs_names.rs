@@ -20,8 +20,8 @@
 //!   them is a file of the folder or a `mod` of the file). A unit test,
 //!   `path::tests::name` (`plan_values::tests::*`, `server::callers::tests::*`), names a
 //!   module of `shared/src`, `webhook/src`, `webhook/admission/src`,
-//!   `webhook/edge-watch/src`, `webhook/runtime-support/src` or `plugin/src` whose path
-//!   ends so, and a `fn` in it or its tests.
+//!   `webhook/installer/src`, `webhook/edge-watch/src`, `webhook/runtime-support/src` or
+//!   `plugin/src` whose path ends so, and a `fn` in it or its tests.
 //! - (c) a `--flag` given to our binaries (`providers-webhook ...`, `kubectl provider
 //!   ...`, `kubectl-provider`, the test bed's and the benchmarks' binaries, or a bare
 //!   `--flag`) is a clap argument of `webhook/src/`, `webhook/runtime-support/src/` (the
@@ -299,6 +299,7 @@ fn missing_tests(root: &Path, modules: &BTreeSet<String>, piece: &Piece) -> Vec<
                         | "providers_shared"
                         | "providers_runtime"
                         | "providers_admission"
+                        | "providers_installer"
                         | "providers_webhook"
                 )
             })
@@ -346,6 +347,7 @@ fn unit_test_sources(root: &Path, path: &[&str]) -> Vec<PathBuf> {
         "shared/src",
         "webhook/src",
         "webhook/admission/src",
+        "webhook/installer/src",
         "webhook/edge-watch/src",
         "webhook/runtime-support/src",
         "plugin/src",

@@ -10,4 +10,3 @@
 
 pub mod cli;
 pub mod commands;
-mod controller;

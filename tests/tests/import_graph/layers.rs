@@ -1,16 +1,17 @@
-//! The installer's layers (`webhook/src/controller/LAYERS`): every file of the controller
-//! lives in one layer's folder, and no file names a file of a layer above its own. The
-//! order is written once, in that file. The controller's `mod.rs`, which only declares the
-//! layers and re-exports for the process's command, stands above them all: a layer that
-//! named it (a glob of its re-exports, say) would reach what it re-exports from above.
+//! The installer's layers (`webhook/installer/src/LAYERS`): every file of the controller
+//! (the crate `providers-installer`) lives in one layer's folder, and no file names a file
+//! of a layer above its own. The order is written once, in that file. The crate's root,
+//! `lib.rs`, which only declares the layers and re-exports for the process's command,
+//! stands above them all: a layer that named it (a glob of its re-exports, say) would
+//! reach what it re-exports from above.
 
 use std::path::{Path, PathBuf};
 
 use super::imports::Edge;
 
 /// Where the layers are, and the file that orders them.
-pub const CONTROLLER: &str = "webhook/src/controller";
-pub const LAYERS: &str = "webhook/src/controller/LAYERS";
+pub const CONTROLLER: &str = "webhook/installer/src";
+pub const LAYERS: &str = "webhook/installer/src/LAYERS";
 
 /// The layers, top first, from the LAYERS file (a name a line; `#` starts a comment).
 pub fn read(text: &str) -> Vec<String> {
@@ -26,7 +27,7 @@ pub fn read(text: &str) -> Vec<String> {
 enum Place<'a> {
     /// Outside the controller.
     Outside,
-    /// The controller's `mod.rs`, above every layer.
+    /// The controller's root, `lib.rs`, above every layer.
     Facade,
     /// Directly in the controller's folder, in no layer.
     Loose,
@@ -44,7 +45,7 @@ fn place_of<'a>(controller: &Path, file: &'a Path) -> Place<'a> {
     };
     match (parts.next(), first) {
         (Some(_), layer) => Place::Layer(layer),
-        (None, "mod.rs") => Place::Facade,
+        (None, "lib.rs") => Place::Facade,
         (None, _) => Place::Loose,
     }
 }
@@ -123,7 +124,7 @@ mod rules {
         assert_eq!(layers, ["process", "reconcile", "support"]);
         let controller = Path::new("c");
         let files = [
-            PathBuf::from("c/mod.rs"),
+            PathBuf::from("c/lib.rs"),
             PathBuf::from("c/loose.rs"),
             PathBuf::from("c/process/replica.rs"),
             PathBuf::from("c/stray/thing.rs"),
@@ -135,10 +136,10 @@ mod rules {
             &[
                 edge("c/process/replica.rs", "c/reconcile/pass.rs"),
                 edge("c/reconcile/pass.rs", "c/reconcile/observe.rs"),
-                edge("c/mod.rs", "c/process/replica.rs"),
+                edge("c/lib.rs", "c/process/replica.rs"),
                 edge("c/support/metrics.rs", "c/reconcile/pass.rs"),
                 edge("c/support/metrics.rs", "elsewhere/lib.rs"),
-                edge("c/support/task.rs", "c/mod.rs"),
+                edge("c/support/task.rs", "c/lib.rs"),
             ],
         );
         assert_eq!(found.len(), 4, "{found:#?}");
@@ -156,7 +157,7 @@ mod rules {
         );
         assert!(
             found[3]
-                .contains("c/support/task.rs (support) names c/mod.rs, the controller's facade"),
+                .contains("c/support/task.rs (support) names c/lib.rs, the controller's facade"),
             "{}",
             found[3]
         );

@@ -8,7 +8,7 @@
 //! tests can name it back. A circle among test-only files still fails.
 //!
 //! The installer's files also read down its layers (`layers.rs`): none names a file of a
-//! layer above its own, as `webhook/src/controller/LAYERS` orders them.
+//! layer above its own, as `webhook/installer/src/LAYERS` orders them.
 //!
 //! Run alone: `cargo test -p providers-tests --test import_graph`.
 

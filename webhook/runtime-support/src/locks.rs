@@ -1,5 +1,5 @@
 //! The one policy for a poisoned lock in the webhook and the installer (this crate, the
-//! edge watch and the webhook crate): take its value and go on.
+//! edge watch, the admission server and the installer's crates): take its value and go on.
 //!
 //! A std lock is poisoned when a thread panicked while holding it. Nothing in those crates
 //! panics while it holds one (every critical section is a field or map update, with no

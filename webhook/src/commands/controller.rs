@@ -1,6 +1,6 @@
 //! `providers-webhook controller`: the installer's process. It runs the replica
-//! (`controller::process::replica`), which works the edges whose Leases it takes, and gives
-//! them back when stopped.
+//! (`providers_installer::process::replica`), which works the edges whose Leases it takes,
+//! and gives them back when stopped.
 
 use std::{sync::Arc, time::Duration};
 
@@ -9,16 +9,15 @@ use k8s_openapi::jiff::SignedDuration;
 use kube::Client;
 use providers_shared::installer::Settings;
 
-use crate::{
-    cli::ControllerArgs,
-    controller::{
-        Context, InstallerConfig, LeaseConfig, ProbeSettings,
-        edge::credential,
-        process::{readiness::ControllerReadiness, replica, shards},
-        support::metrics::{Metrics, api_requests::CountRequests},
-    },
+use providers_installer::{
+    Context, InstallerConfig, LeaseConfig, ProbeSettings,
+    edge::credential,
+    process::{readiness::ControllerReadiness, replica, shards},
+    support::metrics::{Metrics, api_requests::CountRequests},
 };
 use providers_runtime::{admin, shutdown::shutdown_signal, task::Task};
+
+use crate::cli::ControllerArgs;
 
 pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
     let mut config = args.client.config().await?;
