@@ -1,10 +1,15 @@
 //! `providers-webhook`: the admission webhook server and the installer controller. The
-//! binary only parses the command line, sets up logging and TLS, and runs the command;
-//! all else is the library (`lib.rs`).
+//! binary only parses the command line (`cli`), sets up logging and TLS, and runs the
+//! command (`commands`), which wires a process from the library crates:
+//! `providers-admission` (the admission webhook and its HTTPS server),
+//! `providers-installer` (the installer controller), and below both `providers-edge-watch`,
+//! `providers-runtime` and the core, `providers-shared`, which decides.
 #![forbid(unsafe_code)]
 
+mod cli;
+mod commands;
+
 use clap::Parser;
-use providers_webhook::{cli, commands};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
