@@ -56,8 +56,9 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 8)]
     pub review_budget_mib: usize,
     /// Seconds after stored values were last marked sealed during which a plan over values
-    /// this webhook checked is sealed again without a new mark (no write to the hub). Keep
-    /// it well under the installer's `--plan-values-grace`; 0 marks on every seal.
+    /// this webhook checked is sealed again without a new mark (no write to the hub). It is
+    /// written beside each mark, and the installer's sweep adds it to its grace; at most
+    /// 3600, 0 marks on every seal.
     #[arg(long, default_value_t = providers_shared::plan_values::reseal::MARK_WINDOW.as_secs() as u64)]
     pub plan_values_mark_window: u64,
     /// Serving certificate (PEM); reloaded when the file changes.

@@ -7,9 +7,9 @@
 //! which it has checked itself, and when a plan over them was last sealed. Values it
 //! created or read back and checked, unchanged since (the same UID and generation: a
 //! changed spec raises the generation), and marked sealed within the window, are sealed
-//! again with no write. The sweep keeps an object for its grace after the last mark,
-//! and a mark at most a window old still leaves it the grace less the window: the window
-//! must stay well under the installer's `--plan-values-grace`.
+//! again with no write. The webhook writes its window beside each mark, and the sweep
+//! keeps an object for its grace from the mark plus that window: the latest a seal may
+//! have relied on the mark.
 
 use k8s_openapi::{
     apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -52,14 +52,37 @@ pub fn sealed_again_without_write(
         })
 }
 
-/// When a plan over the stored values of `meta` was last sealed: the webhook's mark, else
-/// the object's creation.
-pub fn last_sealed_of(meta: &ObjectMeta) -> Option<Timestamp> {
+/// On a PlanValues object: the webhook's mark window when it last marked them, in
+/// seconds. A seal may have relied on that mark, without a new one, for that long.
+pub const ANNOTATION_MARK_WINDOW: &str = "providers.platform.dev/mark-window-seconds";
+
+/// The longest mark window read from an object: a larger value is taken as this.
+pub const MAX_MARK_WINDOW: SignedDuration = SignedDuration::from_secs(60 * 60);
+
+/// When the webhook last marked the stored values of `meta` sealed: its mark, else the
+/// object's creation.
+pub fn last_marked(meta: &ObjectMeta) -> Option<Timestamp> {
     meta.annotations
         .as_ref()
         .and_then(|a| a.get(ANNOTATION_LAST_SEALED))
         .and_then(|at| at.parse().ok())
         .or(meta.creation_timestamp.as_ref().map(|t| t.0))
+}
+
+/// The latest a plan over the stored values of `meta` may have been sealed: the last mark
+/// plus the window the webhook wrote with it (seals within it write no new mark). The
+/// sweep's grace runs from here.
+pub fn last_sealed_of(meta: &ObjectMeta) -> Option<Timestamp> {
+    let window = meta
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(ANNOTATION_MARK_WINDOW))
+        .and_then(|seconds| seconds.parse::<u64>().ok())
+        .map_or(SignedDuration::ZERO, |seconds| {
+            SignedDuration::from_secs(i64::try_from(seconds).unwrap_or(i64::MAX))
+                .min(MAX_MARK_WINDOW)
+        });
+    last_marked(meta).and_then(|at| at.checked_add(window).ok())
 }
 
 #[cfg(test)]
@@ -129,23 +152,38 @@ mod tests {
     }
 
     #[test]
-    fn the_mark_is_the_annotation_else_the_creation() {
+    fn the_mark_is_the_annotation_else_the_creation_and_seals_may_follow_it_by_its_window() {
         let mut meta = ObjectMeta {
             creation_timestamp: Some(Time(at(1))),
             ..ObjectMeta::default()
         };
-        assert_eq!(last_sealed_of(&meta), Some(at(1)));
-        meta.annotations = Some(
-            [(ANNOTATION_LAST_SEALED.to_owned(), at(7).to_string())]
+        assert_eq!(last_marked(&meta), Some(at(1)));
+        assert_eq!(
+            last_sealed_of(&meta),
+            Some(at(1)),
+            "no window: marked on every seal"
+        );
+        let annotate = |mark: &str, window: &str| {
+            Some(
+                [
+                    (ANNOTATION_LAST_SEALED.to_owned(), mark.to_owned()),
+                    (ANNOTATION_MARK_WINDOW.to_owned(), window.to_owned()),
+                ]
                 .into_iter()
                 .collect(),
+            )
+        };
+        meta.annotations = annotate(&at(7).to_string(), "60");
+        assert_eq!(last_marked(&meta), Some(at(7)));
+        assert_eq!(last_sealed_of(&meta), Some(at(67)));
+        meta.annotations = annotate("yesterday", "ten");
+        assert_eq!(last_marked(&meta), Some(at(1)), "an unreadable mark");
+        assert_eq!(last_sealed_of(&meta), Some(at(1)), "an unreadable window");
+        meta.annotations = annotate(&at(7).to_string(), "99999999999");
+        assert_eq!(
+            last_sealed_of(&meta),
+            at(7).checked_add(MAX_MARK_WINDOW).ok(),
+            "a window past the most is the most"
         );
-        assert_eq!(last_sealed_of(&meta), Some(at(7)));
-        meta.annotations = Some(
-            [(ANNOTATION_LAST_SEALED.to_owned(), "yesterday".to_owned())]
-                .into_iter()
-                .collect(),
-        );
-        assert_eq!(last_sealed_of(&meta), Some(at(1)), "an unreadable mark");
     }
 }

@@ -11,6 +11,8 @@ use prometheus_client::{
 
 use providers_runtime::admin::{self, Exposition};
 
+use crate::stored_values::IndexGauges;
+
 pub mod certificates;
 
 /// How an admission request ended.
@@ -89,8 +91,8 @@ pub struct Metrics {
     denials: Family<ReasonLabels, Counter>,
     sealing_key: Family<KeyLabels, Gauge>,
     certificate_expiry: Family<CertificateLabels, Gauge>,
-    /// The PlanValues objects the webhook's metadata watch holds.
-    pub stored_values_known: Gauge,
+    /// What the index of stored PlanValues shows.
+    pub stored_values: IndexGauges,
 }
 
 impl Default for Metrics {
@@ -137,11 +139,16 @@ impl Metrics {
             Unit::Seconds,
             certificate_expiry.clone(),
         );
-        let stored_values_known = Gauge::default();
+        let stored_values = IndexGauges::default();
         registry.register(
             "stored_values_known",
             "PlanValues objects this replica's metadata watch holds (values it checked are sealed again without a write)",
-            stored_values_known.clone(),
+            stored_values.known.clone(),
+        );
+        registry.register(
+            "stored_values_current",
+            "1 while this replica's PlanValues index answers (listed, its watch not failed since); 0 while every seal asks the API server",
+            stored_values.current.clone(),
         );
         Self {
             registry,
@@ -150,7 +157,7 @@ impl Metrics {
             denials,
             sealing_key,
             certificate_expiry,
-            stored_values_known,
+            stored_values,
         }
     }
 

@@ -10,7 +10,10 @@
 use std::collections::BTreeMap;
 
 use super::stored_values::StoredValues;
-use k8s_openapi::{apimachinery::pkg::apis::meta::v1::ObjectMeta, jiff::Timestamp};
+use k8s_openapi::{
+    apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    jiff::{SignedDuration, Timestamp},
+};
 use kube::{
     Api, Client,
     api::{ListParams, Patch, PatchParams, PostParams},
@@ -19,8 +22,12 @@ use providers_shared::{
     admission::{Denial, mutate::SealedAttempt},
     api::{PlanValues, PlanValuesSpec, Workspace},
     installer::names::label_value,
-    plan_values::{self, MAX_PENDING, Source},
+    plan_values::{self, MAX_PENDING, Source, reseal},
 };
+
+/// How far under `MAX_PENDING` the index's count is checked with the API server: the
+/// index can be a few events behind.
+const PENDING_ASKED_WITHIN: usize = 16;
 
 /// The field manager of the webhook's writes.
 const MANAGER: &str = "providers-webhook";
@@ -42,7 +49,7 @@ pub async fn store(
         return Ok(());
     };
     let name = plan_values::object_name(&plan.workspace.name, digest);
-    if known.sealed_again_without_write(namespace, &name, now, creating) {
+    if known.sealed_again_without_write(namespace, &name, digest, now, creating) {
         return Ok(());
     }
     let api = Api::<PlanValues>::namespaced(client.clone(), namespace);
@@ -52,9 +59,17 @@ pub async fn store(
     };
     let Some(values) = &attempt.values else {
         // A retry or a rollback: its values must still be stored.
-        return match touch(&api, &name, now).await {
-            Ok(true) => Ok(()),
-            Ok(false) => Err(Denial::PlanValuesMissing {
+        return match touch(&api, &name, now, known.window()).await {
+            Ok(Some(stored)) => {
+                // Checked as the installer will check them, so that the next seal within
+                // the window needs no write; values that fail it are the installer's to
+                // refuse, as before.
+                if plan_values::decode(&stored.spec, digest).is_ok() {
+                    known.checked(&stored, digest);
+                }
+                Ok(())
+            }
+            Ok(None) => Err(Denial::PlanValuesMissing {
                 attempt: plan.attempt,
                 name,
                 digest: digest.to_owned(),
@@ -64,14 +79,15 @@ pub async fn store(
     };
     // Values stored for writes the API server then refuses cannot pile up: past the bound
     // only values stored already are sealed again.
-    // Counted from the index; a count at the bound is asked of the API server, so that
-    // an index a moment behind a deletion refuses nothing.
+    // Counted from the index; a count near the bound is asked of the API server, so that
+    // an index a few events behind neither refuses nor admits past it.
     let pending = match known.pending(namespace) {
-        Some(pending) if pending < MAX_PENDING => pending,
+        Some(pending) if pending + PENDING_ASKED_WITHIN < MAX_PENDING => pending,
         _ => pending(&api).await.map_err(|e| not_stored(said(&e)))?,
     };
     let stored_already = |stored: PlanValues| async move {
-        known.checked(stored.metadata.uid.as_deref(), stored.metadata.generation);
+        let stored = same_values(stored, values)?;
+        known.checked(&stored, &values.digest);
         if creating {
             disown(client, namespace, &plan.workspace.name, stored).await
         } else {
@@ -79,9 +95,9 @@ pub async fn store(
         }
     };
     if pending >= MAX_PENDING {
-        return match touch(&api, &name, now).await {
-            Ok(true) => stored_already(same_values(&api, &name, values).await?).await,
-            Ok(false) => Err(Denial::TooManyPendingValues {
+        return match touch(&api, &name, now, known.window()).await {
+            Ok(Some(stored)) => stored_already(stored).await,
+            Ok(None) => Err(Denial::TooManyPendingValues {
                 namespace: namespace.to_owned(),
                 pending,
                 max: MAX_PENDING,
@@ -90,7 +106,7 @@ pub async fn store(
         };
     }
     let object = PlanValues {
-        metadata: meta(&name, namespace, &plan.workspace.name, now),
+        metadata: meta(&name, namespace, &plan.workspace.name, now, known.window()),
         spec: values.clone(),
     };
     // Created, or stored already: then marked as sealed again, so that the sweep, which
@@ -99,15 +115,15 @@ pub async fn store(
     for _ in 0..2 {
         match api.create(&PostParams::default(), &object).await {
             Ok(created) => {
-                known.checked(created.metadata.uid.as_deref(), created.metadata.generation);
+                known.created(&created, digest);
                 return Ok(());
             }
             Err(error) if !is_conflict(&error) => return Err(not_stored(said(&error))),
             Err(_) => {}
         }
-        match touch(&api, &name, now).await {
-            Ok(true) => return stored_already(same_values(&api, &name, values).await?).await,
-            Ok(false) => continue,
+        match touch(&api, &name, now, known.window()).await {
+            Ok(Some(stored)) => return stored_already(stored).await,
+            Ok(None) => continue,
             Err(error) => return Err(not_stored(said(&error))),
         }
     }
@@ -117,24 +133,13 @@ pub async fn store(
     })
 }
 
-/// Whether the stored object of that name holds exactly `values`, checked as the installer
-/// will check it: a different or changed one under the name would leave the plan unable to
-/// run, so nothing is sealed over it.
-async fn same_values(
-    api: &Api<PlanValues>,
-    name: &str,
-    values: &PlanValuesSpec,
-) -> Result<PlanValues, Denial> {
-    let stored = api
-        .get(name)
-        .await
-        .map_err(|error| Denial::PlanValuesNotStored {
-            name: name.to_owned(),
-            reason: said(&error),
-        })?;
+/// Whether `stored`, the object under the values' name, holds exactly `values`, checked
+/// as the installer will check it: a different or changed one under the name would leave
+/// the plan unable to run, so nothing is sealed over it.
+fn same_values(stored: PlanValues, values: &PlanValuesSpec) -> Result<PlanValues, Denial> {
     plan_values::decode(&stored.spec, &values.digest).map_err(|defect| {
         Denial::PlanValuesConflict {
-            name: name.to_owned(),
+            name: stored.metadata.name.clone().unwrap_or_default(),
             defect: format!("its values {defect}"),
         }
     })?;
@@ -194,17 +199,26 @@ async fn pending(api: &Api<PlanValues>) -> Result<usize, kube::Error> {
     Ok(listed.items.len())
 }
 
-/// Marks the object as sealed again; `false` when there is none.
-async fn touch(api: &Api<PlanValues>, name: &str, now: Timestamp) -> Result<bool, kube::Error> {
+/// Marks the object as sealed again, with this webhook's mark window; the object as
+/// marked, or `None` when there is none.
+async fn touch(
+    api: &Api<PlanValues>,
+    name: &str,
+    now: Timestamp,
+    window: SignedDuration,
+) -> Result<Option<PlanValues>, kube::Error> {
     let patch = serde_json::json!({
-        "metadata": {"annotations": {plan_values::ANNOTATION_LAST_SEALED: now.to_string()}}
+        "metadata": {"annotations": {
+            plan_values::ANNOTATION_LAST_SEALED: now.to_string(),
+            reseal::ANNOTATION_MARK_WINDOW: window.as_secs().to_string(),
+        }}
     });
     match api
         .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
         .await
     {
-        Ok(_) => Ok(true),
-        Err(kube::Error::Api(status)) if status.code == 404 => Ok(false),
+        Ok(marked) => Ok(Some(marked)),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(None),
         Err(error) => Err(error),
     }
 }
@@ -213,7 +227,13 @@ fn is_conflict(error: &kube::Error) -> bool {
     matches!(error, kube::Error::Api(status) if status.code == 409)
 }
 
-fn meta(name: &str, namespace: &str, workspace: &str, now: Timestamp) -> ObjectMeta {
+fn meta(
+    name: &str,
+    namespace: &str,
+    workspace: &str,
+    now: Timestamp,
+    window: SignedDuration,
+) -> ObjectMeta {
     ObjectMeta {
         name: Some(name.to_owned()),
         namespace: Some(namespace.to_owned()),
@@ -236,6 +256,10 @@ fn meta(name: &str, namespace: &str, workspace: &str, now: Timestamp) -> ObjectM
             (
                 plan_values::ANNOTATION_LAST_SEALED.to_owned(),
                 now.to_string(),
+            ),
+            (
+                reseal::ANNOTATION_MARK_WINDOW.to_owned(),
+                window.as_secs().to_string(),
             ),
         ])),
         ..Default::default()

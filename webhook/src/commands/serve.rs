@@ -66,8 +66,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         });
     }
     let stored_values = StoredValues::new(
-        SignedDuration::from_secs(i64::try_from(args.plan_values_mark_window).unwrap_or(i64::MAX)),
-        metrics.stored_values_known.clone(),
+        SignedDuration::from_secs(i64::try_from(args.plan_values_mark_window).unwrap_or(i64::MAX))
+            .min(providers_shared::plan_values::reseal::MAX_MARK_WINDOW),
+        metrics.stored_values.clone(),
     );
     stored_values.watch(client.clone());
     let state = Arc::new(AppState {

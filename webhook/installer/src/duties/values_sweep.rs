@@ -2,7 +2,8 @@
 //! `--plan-values-sweep-interval`, values objects that no plan of their Workspace refers to any
 //! more are deleted (`providers_shared::plan_values::sweep`). Each deletion is guarded by the
 //! resourceVersion it was judged at, so one the webhook marked as sealed again meanwhile
-//! stays.
+//! stays; a seal the webhook made without a new mark is covered by the grace, which runs
+//! from the mark plus the webhook's window written beside it (ADR 46).
 
 use std::time::Duration;
 
