@@ -577,7 +577,7 @@ impl ControllerProcess {
             // port providers-runtime's.
             .env(
                 "RUST_LOG",
-                "info,providers_webhook=debug,providers_installer=debug,providers_runtime=debug,kube=warn",
+                "info,providers_webhook=debug,providers_installer=debug,providers_edge_watch=debug,providers_runtime=debug,kube=warn",
             )
             .env("NO_COLOR", "1")
             .env_remove(FAULT)
