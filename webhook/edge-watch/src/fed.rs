@@ -90,6 +90,7 @@ impl FedCache {
             unreachable: Reachability::default(),
             listed,
             releases: ReleaseObjects::default(),
+            identity: Arc::default(),
         };
         Self {
             cache,

@@ -83,14 +83,29 @@ where
 /// Creates `grant`'s RoleBinding in `namespace` for the identity `client` authenticates as
 /// (asked with a SelfSubjectReview); one that exists already is left as it is.
 pub async fn bind(client: &Client, namespace: &str, grant: Grant) -> Result<(), kube::Error> {
+    bind_as(client, namespace, grant, &who_am_i(client).await?).await
+}
+
+/// The user `client` authenticates as, by a SelfSubjectReview.
+pub async fn who_am_i(client: &Client) -> Result<String, kube::Error> {
     let review = Api::<SelfSubjectReview>::all(client.clone())
         .create(&PostParams::default(), &SelfSubjectReview::default())
         .await?;
-    let username = review
+    Ok(review
         .status
         .and_then(|s| s.user_info)
         .and_then(|u| u.username)
-        .unwrap_or_default();
+        .unwrap_or_default())
+}
+
+/// Creates `grant`'s RoleBinding in `namespace` for `username`, who `client` authenticates
+/// as; one that exists already is left as it is.
+pub async fn bind_as(
+    client: &Client,
+    namespace: &str,
+    grant: Grant,
+    username: &str,
+) -> Result<(), kube::Error> {
     let binding = RoleBinding {
         metadata: ObjectMeta {
             name: Some(grant.binding.into()),
@@ -102,7 +117,7 @@ pub async fn bind(client: &Client, namespace: &str, grant: Grant) -> Result<(), 
             kind: "ClusterRole".into(),
             name: grant.cluster_role.into(),
         },
-        subjects: Some(vec![subject_of(&username)]),
+        subjects: Some(vec![subject_of(username)]),
     };
     match Api::<RoleBinding>::namespaced(client.clone(), namespace)
         .create(&PostParams::default(), &binding)

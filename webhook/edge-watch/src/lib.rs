@@ -83,6 +83,9 @@ pub struct EdgeCache {
     listed: Arc<WatchesListed>,
     /// The objects of each installed revision read, and the kinds discovery found.
     releases: ReleaseObjects,
+    /// Who the installer is on this edge, asked once per credential (the caches are made
+    /// again for a new one).
+    identity: Arc<tokio::sync::OnceCell<String>>,
 }
 
 impl EdgeCache {
@@ -348,6 +351,15 @@ impl EdgeCache {
     /// The installer deleted the object with `uid` (or found it gone).
     pub fn deleted(&self, kind: Cached, namespace: &str, name: &str, uid: &str) {
         self.own.deleted(kind, namespace, name, uid);
+    }
+
+    /// The user the installer authenticates as on this edge (`client` is this edge's),
+    /// asked by a SelfSubjectReview the first time, then known for the credential's life.
+    pub async fn identity(&self, client: &Client) -> Result<String, kube::Error> {
+        self.identity
+            .get_or_try_init(|| grants::who_am_i(client))
+            .await
+            .cloned()
     }
 
     /// Wakes `workspace` when the records of `release` in `namespace` change.

@@ -55,6 +55,7 @@ fn cache() -> (
         unreachable: Reachability::default(),
         listed: Arc::default(),
         releases: ReleaseObjects::default(),
+        identity: Arc::default(),
     };
     (cache, writer)
 }
@@ -229,4 +230,38 @@ fn own_writes_of_objects_never_read_again_are_dropped_after_their_ttl() {
         ["third"],
         "the expired writes are swept at the next write"
     );
+}
+
+/// Who the installer is on an edge is asked once per credential (its caches), not once per
+/// namespace it binds its grant in.
+#[tokio::test]
+async fn the_installer_s_identity_is_asked_once_per_credential() {
+    let asked = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = asked.clone();
+    let service = tower::service_fn(move |request: http::Request<kube::client::Body>| {
+        counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        assert!(request.uri().path().ends_with("/selfsubjectreviews"));
+        let review = serde_json::json!({
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "SelfSubjectReview",
+            "status": {"userInfo": {"username": "system:serviceaccount:ops:installer"}},
+        });
+        async move {
+            Ok::<_, std::convert::Infallible>(http::Response::new(kube::client::Body::from(
+                serde_json::to_vec(&review).unwrap(),
+            )))
+        }
+    });
+    let client = kube::Client::new(service, "default");
+    let (edge, _writer) = cache();
+    for _ in 0..3 {
+        assert_eq!(
+            edge.identity(&client).await.unwrap(),
+            "system:serviceaccount:ops:installer"
+        );
+    }
+    assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), 1);
+    let (another_credential, _writer) = cache();
+    another_credential.identity(&client).await.unwrap();
+    assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), 2);
 }

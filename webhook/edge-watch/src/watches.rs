@@ -107,6 +107,7 @@ impl Watches {
                 unreachable: reachability,
                 listed,
                 releases: ReleaseObjects::default(),
+                identity: Arc::default(),
             },
             _tasks: tasks,
         }

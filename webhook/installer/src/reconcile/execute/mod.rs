@@ -230,15 +230,21 @@ async fn run(
             let created = api.create(&PostParams::default(), ns).await;
             let created = learn(cache, Cached::Namespace, api, ns.as_ref(), created).await;
             created.map_err(|e| edge_write(edge, "create-namespace", e))?;
-            // The installer's rights on Secrets there, before its first Secret write.
+            // The installer's rights on Secrets there, before its first Secret write, bound
+            // to who it is on the edge (asked once per credential).
             let name = ns.metadata.name.as_deref().unwrap_or_default();
-            edge_grants::bind(
-                &edge_client(edge, target)?,
-                name,
-                edge_grants::NAMESPACE_RIGHTS,
-            )
-            .await
-            .map_err(|e| edge_write(edge, "grant-namespace-rights", e))?;
+            let client = edge_client(edge, target)?;
+            let bound = match cache {
+                Some(cache) => match cache.identity(&client).await {
+                    Ok(user) => {
+                        edge_grants::bind_as(&client, name, edge_grants::NAMESPACE_RIGHTS, &user)
+                            .await
+                    }
+                    Err(error) => Err(error),
+                },
+                None => edge_grants::bind(&client, name, edge_grants::NAMESPACE_RIGHTS).await,
+            };
+            bound.map_err(|e| edge_write(edge, "grant-namespace-rights", e))?;
         }
         Action::PatchNamespace { name, patch, .. } => {
             let api: Api<Namespace> = Api::all(edge_client(edge, target)?);
