@@ -219,10 +219,17 @@ async fn read_edge_objects(
             ..EdgeObjects::default()
         });
     }
+    // Helm's own words are in the runner Pod's termination message, read for the pass that
+    // records the failure (and keeps the runner's log); once it is recorded, no pass needs
+    // them.
+    let recorded = workspace
+        .status
+        .as_ref()
+        .is_some_and(|status| status.job_result.is_some());
     if let Some(job) = job.as_mut()
         && matches!(job.outcome, JobOutcome::Failed { .. })
+        && !recorded
     {
-        // Helm's own words are in the runner Pod's termination message.
         job.runner = runner_of(edge, client, ns, &names.job).await?;
     }
     Ok(EdgeObjects {
