@@ -47,6 +47,8 @@ pub struct SecretRequest {
     /// The kind of what the API server answered (`PartialObjectMetadataList`,
     /// `SecretList`, `Secret`, `Status`), when it answered with an object.
     pub response_kind: Option<String>,
+    /// The HTTP status the API server answered with.
+    pub response_code: Option<u16>,
     /// The audit event as logged, to search for what must never be in it.
     pub line: String,
 }
@@ -60,6 +62,12 @@ struct Event {
     user: User,
     object_ref: Option<ObjectRef>,
     response_object: Option<Kind>,
+    response_status: Option<ResponseStatus>,
+}
+
+#[derive(Deserialize)]
+struct ResponseStatus {
+    code: Option<u16>,
 }
 
 #[derive(Deserialize)]
@@ -100,6 +108,7 @@ pub fn secret_requests_in(text: &str, namespace: &str) -> anyhow::Result<Vec<Sec
             namespace: object.namespace,
             name: object.name,
             response_kind: event.response_object.and_then(|r| r.kind),
+            response_code: event.response_status.and_then(|s| s.code),
             line: line.to_owned(),
         });
     }

@@ -71,6 +71,12 @@ impl System {
 /// the webhook registered, one installer for every Workspace, and bob granted edge-1 too.
 /// `controlplane` is the test's `providers-controlplane` binary.
 pub async fn shared(controlplane: &Path) -> anyhow::Result<&'static System> {
+    shared_with(controlplane, &[]).await
+}
+
+/// [`shared`], its installer started with `args` besides the suite's: the first call in a
+/// test binary decides them.
+pub async fn shared_with(controlplane: &Path, args: &[&str]) -> anyhow::Result<&'static System> {
     static SYSTEM: OnceCell<System> = OnceCell::const_new();
     SYSTEM
         .get_or_try_init(|| async {
@@ -90,8 +96,10 @@ pub async fn shared(controlplane: &Path) -> anyhow::Result<&'static System> {
                         "--plan-values-sweep-interval",
                         "2",
                     ]
-                    .map(String::from)
-                    .to_vec(),
+                    .iter()
+                    .chain(args)
+                    .map(|a| a.to_string())
+                    .collect(),
                     ..ControllerOptions::new("", "system-0", "lease-system").supervised()
                 })
                 .await?;

@@ -26,8 +26,16 @@ use providers_tests::{
 };
 use serde_json::json;
 
+/// How often the installer compares an installed release's objects with its manifest
+/// here: often enough that an edit only contents show is seen within seconds.
+const CONTENT_CHECK_SECONDS: &str = "3";
+
 async fn system() -> anyhow::Result<&'static System> {
-    system::shared(Path::new(env!("CARGO_BIN_EXE_providers-controlplane"))).await
+    system::shared_with(
+        Path::new(env!("CARGO_BIN_EXE_providers-controlplane")),
+        &["--drift-content-interval", CONTENT_CHECK_SECONDS],
+    )
+    .await
 }
 
 /// The hello chart's ConfigMap on the edge: `(greeting, chartVersion)`.
@@ -392,6 +400,26 @@ async fn values_yaml_would_misread_reach_the_release_unchanged() -> anyhow::Resu
         "{:?}",
         ws.spec.values
     );
+    // Helm's own YAML reading of the rendered greeting is not ours (it stores U+0085 as a
+    // space): the content check after the attempt takes what helm stored as the release's
+    // baseline, not as drift.
+    let ws = wait_workspace(&hub, "org-a", "yaml-safe", "a content baseline", |ws| {
+        status_of(ws)
+            .release
+            .is_some_and(|r| r.content_baseline.is_some())
+    })
+    .await?;
+    let baseline = status_of(&ws)
+        .release
+        .and_then(|r| r.content_baseline)
+        .unwrap_or_default();
+    ensure!(
+        baseline
+            .iter()
+            .any(|b| b.field == "data.greeting" && b.digest.is_some()),
+        "{baseline:?}"
+    );
+    ensure!(has_condition(&ws, "Drifted", "False", "ReleaseInSync"));
     Ok(())
 }
 
@@ -521,7 +549,9 @@ async fn a_hand_edit_or_deletion_of_a_release_object_is_drift_and_repair_restore
         "the deleted object is back"
     );
 
-    // An object the platform opted out (annotated on the edge) is not drift when edited.
+    // An object annotated on the edge to opt out is not reported from its field managers,
+    // but anyone who may write it may annotate it in the same write: its contents are
+    // still compared with the manifest, where only the chart's own annotation counts.
     providers_tests::kubectl::ok(
         edge_admin,
         &[
@@ -546,7 +576,52 @@ async fn a_hand_edit_or_deletion_of_a_release_object_is_drift_and_repair_restore
             r#"{"data":{"greeting":"tolerated"}}"#,
         ],
     )?;
-    stays_in_sync(&hub, "edited", "an opted-out object's edit is not drift").await?;
+    drifted_by_contents(&hub, "edited", &configmap, "data.greeting").await?;
+    Ok(())
+}
+
+/// Waits until `workspace` is drifted with its object `object` found by its contents (a
+/// report from field managers may come first, and is replaced once they no longer show
+/// the edit); the Workspace then.
+async fn drifted_by_contents(
+    hub: &Client,
+    workspace: &str,
+    object: &str,
+    field: &str,
+) -> anyhow::Result<Workspace> {
+    let what = format!("{object} drifted by contents");
+    let ws = wait_workspace(hub, "org-a", workspace, &what, |ws| {
+        has_condition(ws, "Drifted", "True", "ObjectChanged")
+            && found_by_contents(ws, object, field).is_ok()
+    })
+    .await?;
+    found_by_contents(&ws, object, field)?;
+    Ok(ws)
+}
+
+/// The object `name` of `ws`'s drift was found by comparing its contents, not from its
+/// field managers (none is named), and `field` is among the fields named.
+fn found_by_contents(ws: &Workspace, name: &str, field: &str) -> anyhow::Result<()> {
+    let drift = status_of(ws).drift.context("status.drift")?;
+    let object = drift
+        .objects
+        .iter()
+        .find(|o| o.name == name)
+        .with_context(|| format!("{name} among the drifted objects: {:?}", drift.objects))?;
+    ensure!(
+        object.found_by.as_deref() == Some("Contents")
+            && object.manager.is_none()
+            && object.change == "Changed"
+            && object.fields.iter().any(|f| f == field),
+        "{object:?}"
+    );
+    ensure!(
+        drift
+            .message
+            .contains("as a comparison of its contents shows"),
+        "{}",
+        drift.message
+    );
     Ok(())
 }
 
@@ -1201,11 +1276,16 @@ async fn what_the_recipe_expects_is_not_drift_and_a_secret_edit_is() -> anyhow::
         );
     }
     for request in &requests {
+        // By name, only the content check's tests of it: dry runs the API server refuses
+        // (422 for a failed test, 400 for the rename after tests that held), answering
+        // a Status, never the Secret.
         ensure!(
-            request.name.as_deref() != Some(secret.as_str()),
-            "the installer asked for the chart's Secret by name: {} {}",
+            request.name.as_deref() != Some(secret.as_str()) || content_test_refused(request),
+            "the installer asked for the chart's Secret by name: {} {} -> {:?} {:?}",
             request.verb,
-            request.request_uri
+            request.request_uri,
+            request.response_code,
+            request.response_kind
         );
         for data in ["planted-by-hand", "cGxhbnRlZC1ieS1oYW5k"] {
             ensure!(
@@ -1390,4 +1470,252 @@ async fn automatic_repair_runs_once_and_stops_on_repeated_drift() -> anyhow::Res
         "the sealed value is back"
     );
     Ok(())
+}
+
+/// Writers that describe their own write hide nothing from the content check: an edit
+/// made as the field manager `helm`, and one that rewrites `managedFields` to show Helm's
+/// entry alone, leave no writer to report, and both are drift found by contents.
+#[tokio::test]
+async fn edits_hidden_from_field_managers_are_drift_by_contents() -> anyhow::Result<()> {
+    let System { env, .. } = system().await?;
+    publish(env, "hidden-hello", "hello", &["0.1.0"]).await?;
+    let (hub, edge) = (env.hub_admin().await?, env.edge_admin().await?);
+    let alice = env.hub.kubeconfig(User::Alice);
+    let (namespace, release) = ("org-a-hidden-hello", "hidden-hello");
+    let configmap = format!("{release}-greeting");
+    let configmaps: Api<ConfigMap> = Api::namespaced(edge.clone(), namespace);
+    install_with_greeting(alice, "hidden", "hidden-hello", "sealed")?;
+    system::installed(&hub, "hidden", 1).await?;
+
+    // Written as `helm`: the field managers show Helm's writes only.
+    configmaps
+        .patch(
+            &configmap,
+            &PatchParams {
+                field_manager: Some("helm".into()),
+                ..Default::default()
+            },
+            &Patch::Merge(json!({"data": {"greeting": "as-helm"}})),
+        )
+        .await?;
+    drifted_by_contents(&hub, "hidden", &configmap, "data.greeting").await?;
+    plugin::run(alice, &["repair", "hidden", "--wait", "--timeout", "3m"])?.ok()?;
+    system::installed(&hub, "hidden", 2).await?;
+    ensure!(
+        rendered(&edge, namespace, release).await?.map(|r| r.0) == Some("sealed".into()),
+        "the repair puts the sealed value back"
+    );
+
+    // An edit, then a write of nothing but managedFields, which keeps Helm's entries
+    // alone (a write that changes no field adds no entry of its own).
+    configmaps
+        .patch(
+            &configmap,
+            &PatchParams {
+                field_manager: Some("kubectl-edit".into()),
+                ..Default::default()
+            },
+            &Patch::Merge(json!({"data": {"greeting": "hidden"}})),
+        )
+        .await?;
+    let live = configmaps.get(&configmap).await?;
+    let helm_only: Vec<_> = live
+        .metadata
+        .managed_fields
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|entry| entry.manager.as_deref() == Some("helm"))
+        .collect();
+    ensure!(!helm_only.is_empty(), "helm's entries on {configmap}");
+    configmaps
+        .patch(
+            &configmap,
+            &PatchParams {
+                field_manager: Some("kubectl-edit".into()),
+                ..Default::default()
+            },
+            &Patch::Merge(json!({"metadata": {"managedFields": helm_only}})),
+        )
+        .await?;
+    let after = configmaps.get(&configmap).await?;
+    let managers: Vec<_> = after
+        .metadata
+        .managed_fields
+        .iter()
+        .flatten()
+        .filter_map(|entry| entry.manager.clone())
+        .collect();
+    ensure!(
+        managers.iter().all(|m| m == "helm"),
+        "the API server kept the managed fields as written: {managers:?}"
+    );
+    drifted_by_contents(&hub, "hidden", &configmap, "data.greeting").await?;
+    Ok(())
+}
+
+/// An edit made while the attempt ran (here, while helm waited for the Deployment) comes
+/// before the attempt's end in the edge's order, so its field managers call it the
+/// attempt's own; the check right after the attempt compares contents and finds it. A
+/// chart's Secret written as `helm` is found the same way, compared by the edge's API
+/// server: the hub never reads its data (the edge's audit log).
+#[tokio::test]
+async fn an_edit_made_while_the_attempt_ran_is_drift_by_contents() -> anyhow::Result<()> {
+    let System { env, .. } = system().await?;
+    publish_with_defaults(
+        env,
+        "during-hello",
+        "hello",
+        &["0.1.0"],
+        json!({"hub": {"credentialSecret": ""}, "workload": {"enabled": true}}),
+    )
+    .await?;
+    let hub = env.hub_admin().await?;
+    Api::<Recipe>::all(hub.clone())
+        .patch(
+            "during-hello",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"execution": [
+                installer::rule("", "configmaps"),
+                installer::rule("", "secrets"),
+                installer::rule("apps", "deployments"),
+                // helm's wait reads a Deployment's ReplicaSets and Pods.
+                installer::rule("apps", "replicasets"),
+                installer::rule("", "pods"),
+            ]}})),
+        )
+        .await?;
+    let edge = env.edge_admin().await?;
+    let alice = env.hub.kubeconfig(User::Alice);
+    let (namespace, release) = ("org-a-during-hello", "during-hello");
+    let configmap = format!("{release}-greeting");
+    // While helm waits for the Deployment: the ConfigMap it made is edited by hand, and
+    // only then is the Deployment ready.
+    let during = {
+        let (edge, configmap) = (edge.clone(), configmap.clone());
+        tokio::spawn(async move {
+            let configmaps: Api<ConfigMap> = Api::namespaced(edge.clone(), namespace);
+            loop {
+                let edited = configmaps
+                    .patch(
+                        &configmap,
+                        &PatchParams {
+                            field_manager: Some("kubectl-patch".into()),
+                            ..Default::default()
+                        },
+                        &Patch::Merge(json!({"data": {"greeting": "during"}})),
+                    )
+                    .await;
+                if edited.is_ok() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            deployment_ready_when_made(edge, namespace, &format!("{release}-web")).await
+        })
+    };
+    let alice_kubeconfig = alice.to_path_buf();
+    tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
+        plugin::run(
+            &alice_kubeconfig,
+            &[
+                "install",
+                "during",
+                "--recipe",
+                "during-hello",
+                "--edge",
+                installer::EDGE,
+                "--wait",
+                "--timeout",
+                "3m",
+            ],
+        )?
+        .ok()?;
+        Ok(())
+    })
+    .await??;
+    during.await??;
+    drifted_by_contents(&hub, "during", &configmap, "data.greeting").await?;
+    // What the field managers say: the edit came before the attempt's Job completed.
+    let job = Api::<Job>::namespaced(edge.clone(), namespace)
+        .get(&system::first_job("org-a", "during", release))
+        .await?;
+    let completed = job
+        .status
+        .and_then(|s| s.completion_time)
+        .context("the Job's completion")?;
+    let edit = Api::<ConfigMap>::namespaced(edge.clone(), namespace)
+        .get(&configmap)
+        .await?
+        .metadata
+        .managed_fields
+        .into_iter()
+        .flatten()
+        .find(|e| e.manager.as_deref() == Some("kubectl-patch"))
+        .and_then(|e| e.time)
+        .context("the edit's managed fields entry")?;
+    ensure!(
+        edit.0 <= completed.0,
+        "edited {edit:?}, completed {completed:?}"
+    );
+
+    plugin::run(alice, &["repair", "during", "--wait", "--timeout", "3m"])?.ok()?;
+    system::installed(&hub, "during", 2).await?;
+
+    // The chart's Secret, written as `helm`.
+    let secret = format!("{release}-token");
+    Api::<k8s_openapi::api::core::v1::Secret>::namespaced(edge.clone(), namespace)
+        .patch(
+            &secret,
+            &PatchParams {
+                field_manager: Some("helm".into()),
+                ..Default::default()
+            },
+            &Patch::Merge(json!({"stringData": {"token": "planted-as-helm"}})),
+        )
+        .await?;
+    let ws = drifted_by_contents(&hub, "during", &secret, "data.token").await?;
+    let shown = serde_json::to_string(&ws.status)?;
+    ensure!(
+        !shown.contains("planted-as-helm") && !shown.contains("sealed-token"),
+        "a Secret's data reached the status: {shown}"
+    );
+    let requests = providers_tests::audit::secret_requests(&env.edge.dir, namespace)?;
+    let tests: Vec<_> = requests
+        .iter()
+        .filter(|r| r.name.as_deref() == Some(secret.as_str()))
+        .collect();
+    ensure!(
+        !tests.is_empty(),
+        "the Secret's tests in the audit log: {requests:?}"
+    );
+    for request in &tests {
+        ensure!(
+            content_test_refused(request),
+            "{} {} -> {:?} {:?}",
+            request.verb,
+            request.request_uri,
+            request.response_code,
+            request.response_kind
+        );
+    }
+    for request in &requests {
+        for data in ["planted-as-helm", "cGxhbnRlZC1hcy1oZWxt"] {
+            ensure!(
+                !request.line.contains(data),
+                "the Secret's live data reached the installer: {} {}",
+                request.verb,
+                request.request_uri
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Whether an audited Secret request is one of the content check's tests, refused as it
+/// must be: a dry-run patch answered with a Status, 422 (a test failed) or 400 (renamed).
+fn content_test_refused(request: &providers_tests::audit::SecretRequest) -> bool {
+    request.verb == "patch"
+        && request.request_uri.contains("dryRun=All")
+        && matches!(request.response_code, Some(400 | 422))
+        && request.response_kind.as_deref() == Some("Status")
 }

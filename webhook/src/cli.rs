@@ -176,6 +176,12 @@ pub struct ControllerArgs {
     /// this catches what a watch missed. Each Workspace's time is spread by up to a tenth.
     #[arg(long, default_value_t = 300)]
     pub drift_interval: u64,
+    /// How often an installed release's objects are compared with its manifest by their
+    /// contents, in seconds (0: never; ADR 47). Also once right after every attempt, and
+    /// after a restart at a point of the interval spread by the Workspace. Checked on the
+    /// drift interval's passes, so it is never more often than that.
+    #[arg(long, default_value_t = 1800)]
+    pub drift_content_interval: u64,
     /// Of how many failed attempts per Workspace the runner's log is kept on the hub.
     #[arg(long, default_value_t = 5)]
     pub runner_log_history: usize,

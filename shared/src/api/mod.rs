@@ -28,7 +28,8 @@ pub use workspace::{
     WorkspaceSpec, WorkspaceStatus,
 };
 pub use workspace_drift::{
-    AutomaticRepair, AutomaticRepairState, Drift, DriftedObject, InstalledRelease, UnfollowedKind,
+    AutomaticRepair, AutomaticRepairState, ContentBaseline, Drift, DriftedObject, InstalledRelease,
+    UnfollowedKind,
 };
 
 /// The API group of every kind this project defines.

@@ -16,6 +16,27 @@ pub struct InstalledRelease {
     /// installed again outside the installer has another.
     #[serde(rename = "recordUID")]
     pub record_uid: String,
+    /// What the first content check after the attempt found helm itself stored otherwise
+    /// than its manifest reads (a value its YAML reading changed): the fields, with the
+    /// value found, that later checks do not count as drift while they keep it. Absent
+    /// until that check. ADR 47.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 16))]
+    pub content_baseline: Option<Vec<ContentBaseline>>,
+}
+
+/// A field of a release's object that helm stored otherwise than its manifest reads.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ContentBaseline {
+    /// `Kind namespace/name`.
+    pub object: String,
+    /// The field's path.
+    pub field: String,
+    /// SHA-256 of the value helm stored; absent for a Secret's (compared on the edge, its
+    /// value never read: the field is then not compared while the release is installed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
 }
 
 /// How the release on the edge differs from what the installed attempt left.
@@ -65,7 +86,8 @@ pub enum AutomaticRepairState {
 }
 
 /// An object of an installed release that someone else than the release changed or
-/// deleted on the edge, as its field managers tell (its contents are never read).
+/// deleted on the edge, as its field managers tell or its contents compared with the
+/// release's manifest show.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DriftedObject {
@@ -85,6 +107,11 @@ pub struct DriftedObject {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 8))]
     pub fields: Vec<String>,
+    /// `Contents` when the installer's comparison of the object with the release's
+    /// manifest found the change (its field managers did not show it, so no manager is
+    /// named); absent when its field managers did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub found_by: Option<String>,
 }
 
 /// A kind of the installed release's objects that drift cannot be read for on the edge,

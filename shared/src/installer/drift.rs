@@ -21,6 +21,8 @@ use super::{
 
 pub use super::observation::ReleaseContent;
 
+/// Drift by contents: the manifest's fields compared with what is live.
+pub mod contents;
 /// Whether an edit came after the attempt: by the edge's order of writes.
 pub mod edit_order;
 /// Drift reasons: the Drifted condition's reason.
@@ -77,7 +79,10 @@ impl DecisionDraft<'_> {
         let Some(sealed) = self.current_plan().cloned() else {
             return Next::Idle;
         };
-        let next = next_check(self.uid(), self.settings().drift_interval_seconds);
+        let next = self.content_check_next(next_check(
+            self.uid(),
+            self.settings().drift_interval_seconds,
+        ));
         // An edge that cannot be read is judged later, not now.
         let Some(edge_objects) = self.observation().edge_objects.clone() else {
             return next;
@@ -95,7 +100,11 @@ impl DecisionDraft<'_> {
         let found = match (baseline.as_ref(), newest) {
             (None, Some(record)) if record.status == "deployed" && self.made_by_attempt(record) => {
                 self.status.release = Some(installed(plan, record));
-                None
+                // The objects too: a content check made right after the attempt may
+                // already show an edit made while it ran.
+                self.take_content_baseline(&record.uid);
+                self.record_unfollowed(plan, &record.uid);
+                self.object_drift(plan, &record.uid)
             }
             // Not seen yet: the watch may lag the Job's completion by a moment; after that,
             // a release with no record at all is gone.
@@ -103,6 +112,7 @@ impl DecisionDraft<'_> {
             (Some(known), Some(record))
                 if record.uid == known.record_uid && record.status == "deployed" =>
             {
+                self.take_content_baseline(&known.record_uid);
                 self.record_unfollowed(plan, &known.record_uid);
                 self.object_drift(plan, &known.record_uid)
             }
@@ -223,6 +233,28 @@ impl DecisionDraft<'_> {
         next
     }
 
+    /// `next`, or sooner when the installed revision's next content check is due then
+    /// (its interval after the last one), so that checks keep their interval whatever
+    /// the drift interval.
+    fn content_check_next(&self, next: Next) -> Next {
+        let interval = self.settings().content_check_interval_seconds;
+        let checked = self
+            .observation()
+            .edge_objects
+            .as_ref()
+            .and_then(|o| o.contents.as_ref());
+        let (Some(checked), 1..) = (checked, interval) else {
+            return next;
+        };
+        let since = (self.observation().now.as_second() - checked.checked_at.as_second()).max(0);
+        let due_in = interval.saturating_sub(since as u64).max(1);
+        match next {
+            Next::After(seconds) => Next::After(seconds.min(due_in)),
+            Next::Idle => Next::After(due_in),
+            other => other,
+        }
+    }
+
     /// The sealed plan, when it is the recorded attempt.
     pub fn current_plan(&self) -> Option<&SealedPlan> {
         self.ws()
@@ -325,6 +357,7 @@ fn installed(plan: &Plan, revision: &ReleaseRevision) -> InstalledRelease {
         name: plan.release.clone(),
         revision: revision.revision,
         record_uid: revision.uid.clone(),
+        content_baseline: None,
     }
 }
 

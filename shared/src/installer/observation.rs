@@ -188,6 +188,9 @@ pub struct EdgeObjects {
     /// The objects of the installed revision and what their metadata shows, once the
     /// release is installed and its objects are followed.
     pub objects: Option<ReleaseObjects>,
+    /// The newest content check of the installed revision's objects, when this process
+    /// made one.
+    pub contents: Option<std::sync::Arc<crate::installer::drift::contents::ContentFindings>>,
 }
 
 /// The objects Helm recorded for an installed revision, each with what the edge's

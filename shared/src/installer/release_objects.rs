@@ -55,20 +55,61 @@ impl ReleaseObject {
 /// in that shape, or are not valid Kubernetes names, is not followed.
 pub fn objects_of_manifest(manifest: &str, release_namespace: &str) -> Vec<ReleaseObject> {
     let mut objects = BTreeSet::new();
-    let mut document = Scanned::default();
-    for line in manifest.lines().chain(std::iter::once("---")) {
-        if line.starts_with("---") {
-            if let Some(object) = std::mem::take(&mut document).object(release_namespace) {
-                objects.insert(object);
-                if objects.len() >= MAX_OBJECTS {
-                    break;
-                }
-            }
-            continue;
-        }
-        document.read(line);
-    }
+    scan_documents(manifest, release_namespace, |object, _| {
+        objects.insert(object);
+        objects.len() < MAX_OBJECTS
+    });
     objects.into_iter().collect()
+}
+
+/// The documents of a release manifest that name the objects `wanted` (found by the same
+/// scan as [`objects_of_manifest`]), each with its text: what a content check parses.
+pub fn documents_of_manifest<'m>(
+    manifest: &'m str,
+    release_namespace: &str,
+    wanted: &[ReleaseObject],
+) -> Vec<(ReleaseObject, &'m str)> {
+    let mut documents = Vec::new();
+    let mut seen = 0;
+    scan_documents(manifest, release_namespace, |object, text| {
+        seen += 1;
+        if wanted.binary_search(&object).is_ok() {
+            documents.push((object, text));
+        }
+        seen < MAX_OBJECTS
+    });
+    documents.sort_by(|a, b| a.0.cmp(&b.0));
+    documents.dedup_by(|a, b| a.0 == b.0);
+    documents
+}
+
+/// Calls `each` with every object a document of `manifest` names in the release namespace
+/// and the document's text, while it answers `true`.
+fn scan_documents<'m>(
+    manifest: &'m str,
+    release_namespace: &str,
+    mut each: impl FnMut(ReleaseObject, &'m str) -> bool,
+) {
+    let mut document = Scanned::default();
+    let mut start = 0;
+    let offset = |line: &str| line.as_ptr() as usize - manifest.as_ptr() as usize;
+    for line in manifest.lines().map(Some).chain(std::iter::once(None)) {
+        let (end, next) = match line {
+            Some(line) if line.starts_with("---") => (offset(line), offset(line) + line.len()),
+            Some(line) => {
+                document.read(line);
+                continue;
+            }
+            None => (manifest.len(), manifest.len()),
+        };
+        let text = &manifest[start..end];
+        start = next;
+        if let Some(object) = std::mem::take(&mut document).object(release_namespace)
+            && !each(object, text)
+        {
+            return;
+        }
+    }
 }
 
 /// Whether an attempt's runner may have made objects of `resource` in `group` (the kinds

@@ -19,6 +19,9 @@ pub struct Settings {
     /// How often an installed release is compared with what its attempt left, in seconds
     /// (0: never). Changes of Helm's records on the edge are checked as they are seen.
     pub drift_interval_seconds: u64,
+    /// How often an installed release's objects are compared with its manifest by their
+    /// contents, in seconds (0: never); also right after every attempt.
+    pub content_check_interval_seconds: u64,
 }
 
 impl Default for Settings {
@@ -31,6 +34,7 @@ impl Default for Settings {
             attempt_history: 20,
             rollback_history: 10,
             drift_interval_seconds: 300,
+            content_check_interval_seconds: 1800,
         }
     }
 }

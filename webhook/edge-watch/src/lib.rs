@@ -22,6 +22,7 @@ use providers_shared::installer::{
 mod cached;
 mod compact_meta;
 mod compact_store;
+mod content_checks;
 // The caches fed by hand, for unit tests of whole passes (here and, with the feature
 // `testing`, in other crates).
 #[cfg(any(test, feature = "testing"))]
@@ -272,6 +273,15 @@ impl EdgeCache {
     /// Keeps the objects of the revision recorded in `record_uid`.
     pub fn keep_manifest(&self, record_uid: &str, objects: Arc<Vec<ReleaseObject>>) {
         self.releases.keep_manifest(record_uid, objects);
+    }
+
+    /// The namespaced API resource of `(apiVersion, kind)`, found once by discovery.
+    pub async fn resource_of(
+        &self,
+        client: &Client,
+        kind: &(String, String),
+    ) -> Option<ApiResource> {
+        self.releases.resource_of(client, kind).await
     }
 
     /// Follows the kinds of `objects`, an installed release's in `namespace` (a watch per

@@ -7,12 +7,15 @@ use std::{
     time::{Duration, Instant},
 };
 
+use k8s_openapi::jiff::Timestamp;
 use kube::{
     Client,
     api::{ApiResource, GroupVersionKind},
     discovery::Scope,
 };
-use providers_shared::installer::release_objects::ReleaseObject;
+use providers_shared::installer::{
+    drift::contents::ContentFindings, release_objects::ReleaseObject,
+};
 
 use std::collections::HashMap;
 
@@ -27,6 +30,9 @@ type FoundKind = (Option<ApiResource>, Instant);
 /// The most objects of installed revisions kept in memory, all revisions together (past
 /// it, they are read again).
 const MAX_MANIFEST_OBJECTS: usize = 200_000;
+/// The most content checks remembered per edge (past it, every release is checked again
+/// at its spread point of the interval).
+const MAX_CONTENT_CHECKS: usize = 100_000;
 /// How long a kind the edge does not serve is not asked about again.
 const KIND_MISS_TTL: Duration = Duration::from_secs(600);
 /// The most kinds whose discovery is remembered per edge.
@@ -34,7 +40,7 @@ const MAX_KINDS: usize = 1_000;
 
 /// What the installer remembers of an edge's releases: the objects of each revision it
 /// read, and the kinds discovery found. Cloning shares them.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub(super) struct ReleaseObjects {
     /// The API resource of each `(apiVersion, kind)` a release made, found once by
     /// discovery; `None` for a kind not served or not namespaced (not followed).
@@ -42,6 +48,21 @@ pub(super) struct ReleaseObjects {
     /// The objects Helm recorded for each installed revision, by its record's UID: read
     /// once per record.
     manifests: Arc<Mutex<HashMap<String, Arc<Vec<ReleaseObject>>>>>,
+    /// The newest content check of each installed revision, by its record's UID.
+    contents: Arc<Mutex<HashMap<String, Arc<ContentFindings>>>>,
+    /// When these caches were made: an attempt that ended later was seen ending.
+    since: Timestamp,
+}
+
+impl Default for ReleaseObjects {
+    fn default() -> Self {
+        Self {
+            kinds: Arc::default(),
+            manifests: Arc::default(),
+            contents: Arc::default(),
+            since: Timestamp::now(),
+        }
+    }
 }
 
 impl ReleaseObjects {
@@ -58,6 +79,25 @@ impl ReleaseObjects {
             manifests.clear();
         }
         manifests.insert(record_uid.to_owned(), objects);
+    }
+
+    /// The newest content check of the revision recorded in `record_uid`.
+    pub fn content_check(&self, record_uid: &str) -> Option<Arc<ContentFindings>> {
+        self.contents.locked().get(record_uid).cloned()
+    }
+
+    /// Keeps a content check, the newest of its revision.
+    pub fn keep_content_check(&self, findings: Arc<ContentFindings>) {
+        let mut contents = self.contents.locked();
+        if contents.len() >= MAX_CONTENT_CHECKS {
+            contents.clear();
+        }
+        contents.insert(findings.record_uid.clone(), findings);
+    }
+
+    /// When these caches were made.
+    pub fn since(&self) -> Timestamp {
+        self.since
     }
 
     /// The namespaced API resource of a kind, asked once of the edge's discovery (a kind

@@ -51,6 +51,7 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         attempt_history: args.attempt_history,
         rollback_history: args.rollback_history,
         drift_interval_seconds: args.drift_interval,
+        content_check_interval_seconds: args.drift_content_interval,
     };
     let context = Arc::new(Context::new(
         hub.clone(),

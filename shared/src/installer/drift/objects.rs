@@ -1,11 +1,12 @@
 //! Drift of the objects a release made: rule `release_objects_are_checked_for_drift`.
 //! An object of the installed revision that a field manager other than the release wrote
 //! after the attempt finished, or that is gone, is drift. Read from metadata alone
-//! (`release_objects`): contents are never compared.
+//! (`release_objects`), and from the newest content check of the release (`contents`).
 
-use crate::api::{Drift, DriftedObject, Plan};
+use crate::api::{ContentBaseline, Drift, DriftedObject, Plan};
 
 use super::{
+    contents::{ContentSeen, Difference, FOUND_BY_CONTENTS},
     edit_order::{AttemptEnd, version_number, written_after},
     reason,
 };
@@ -84,6 +85,16 @@ impl DecisionDraft<'_> {
                 None => {}
             }
         }
+        for object in self.content_drift(plan, record_uid) {
+            let named = found.iter().any(|f| {
+                (&f.kind, &f.namespace, &f.name) == (&object.kind, &object.namespace, &object.name)
+            });
+            match object {
+                _ if named => {}
+                object if found.len() < MAX_DRIFTED => found.push(object),
+                _ => more += 1,
+            }
+        }
         let first = found.first()?;
         let why = if found.iter().any(|o| o.change == "Deleted") {
             reason::OBJECT_DELETED
@@ -95,14 +106,19 @@ impl DecisionDraft<'_> {
                 "is gone (deleted, or no longer labelled app.kubernetes.io/managed-by=Helm)"
                     .to_owned()
             }
-            _ => format!(
-                "was changed by {}{}",
-                first.manager.as_deref().unwrap_or("someone"),
-                match first.fields.as_slice() {
+            _ => {
+                let fields = match first.fields.as_slice() {
                     [] => String::new(),
                     fields => format!(" ({})", fields.join(", ")),
+                };
+                match (&first.manager, first.found_by.as_deref()) {
+                    (Some(manager), _) => format!("was changed by {manager}{fields}"),
+                    (None, Some(FOUND_BY_CONTENTS)) => format!(
+                        "holds other contents than the release's manifest{fields}, as a comparison of its contents shows (its field managers do not say who changed it)"
+                    ),
+                    (None, _) => format!("was changed by someone{fields}"),
                 }
-            ),
+            }
         };
         let others = found.len() - 1 + more;
         Some(Drift {
@@ -127,6 +143,130 @@ impl DecisionDraft<'_> {
     }
 }
 
+impl DecisionDraft<'_> {
+    /// Rule `release_objects_are_compared_by_contents`: the objects the newest content
+    /// check of the revision recorded in `record_uid` found changed or gone, but for the
+    /// fields the platform lets anyone write. Without a check of that revision in this
+    /// process (after a restart, until its next one), what the status recorded of an
+    /// earlier one stands, so a drift found by contents is not taken back unseen.
+    fn content_drift(&self, plan: &Plan, record_uid: &str) -> Vec<DriftedObject> {
+        let checked = self
+            .observation()
+            .edge_objects
+            .as_ref()
+            .and_then(|o| o.contents.as_ref())
+            .filter(|c| c.record_uid == record_uid);
+        let Some(checked) = checked else {
+            return self
+                .status
+                .drift
+                .iter()
+                .flat_map(|d| &d.objects)
+                .filter(|o| o.found_by.as_deref() == Some(FOUND_BY_CONTENTS))
+                .cloned()
+                .collect();
+        };
+        let policy = plan.drift.clone().unwrap_or_default();
+        let baseline = self
+            .status
+            .release
+            .as_ref()
+            .and_then(|r| r.content_baseline.as_deref())
+            .unwrap_or_default();
+        checked
+            .objects
+            .iter()
+            .filter_map(|(object, seen)| {
+                let (change, fields) = match seen {
+                    ContentSeen::Same | ContentSeen::Unread(_) => return None,
+                    ContentSeen::Missing => ("Deleted", Vec::new()),
+                    ContentSeen::Differs(differences) => {
+                        let kept: Vec<String> = differences
+                            .iter()
+                            .filter(|d| !policy.ignores_field(&object.kind, &d.field))
+                            .filter(|d| !in_baseline(baseline, object, d))
+                            .map(|d| d.field.clone())
+                            .collect();
+                        if kept.is_empty() {
+                            return None;
+                        }
+                        ("Changed", kept)
+                    }
+                };
+                Some(DriftedObject {
+                    fields,
+                    found_by: Some(FOUND_BY_CONTENTS.to_owned()),
+                    ..drifted(object, change)
+                })
+            })
+            .collect()
+    }
+
+    /// Rule `helm_s_own_reading_is_the_baseline`: the first content check after the
+    /// attempt (of the revision recorded in `record_uid`) records, on the installed
+    /// release, the fields helm itself stored otherwise than the manifest reads (the
+    /// managed fields then give them to helm alone): a YAML reading that differs from
+    /// ours, not an edit. What differs and was written by anyone else is drift then as
+    /// later. Taken once per installed revision.
+    pub(super) fn take_content_baseline(&mut self, record_uid: &str) {
+        let checked = self
+            .observation()
+            .edge_objects
+            .as_ref()
+            .and_then(|o| o.contents.clone())
+            .filter(|c| c.record_uid == record_uid);
+        let finished = self.status.finished_at.as_ref().map(|f| f.0);
+        let Some(release) = self.status.release.as_mut() else {
+            return;
+        };
+        let Some(checked) = checked else {
+            return;
+        };
+        if release.content_baseline.is_some()
+            || release.record_uid != record_uid
+            || finished.is_some_and(|f| checked.checked_at < f)
+        {
+            return;
+        }
+        let baseline = checked
+            .objects
+            .iter()
+            .flat_map(|(object, seen)| match seen {
+                ContentSeen::Differs(differences) => differences
+                    .iter()
+                    .filter(|d| d.helm_only)
+                    .map(|d| ContentBaseline {
+                        object: object.describe(),
+                        field: d.field.clone(),
+                        digest: d.live_digest.clone(),
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            })
+            .take(MAX_BASELINE)
+            .collect();
+        release.content_baseline = Some(baseline);
+    }
+}
+
+/// The most fields a release's content baseline holds.
+const MAX_BASELINE: usize = 16;
+
+/// Whether `difference` of `object` is one helm itself stored, and still holds the value
+/// it stored (a Secret's, compared on the edge, is not compared again).
+fn in_baseline(
+    baseline: &[ContentBaseline],
+    object: &ReleaseObject,
+    difference: &Difference,
+) -> bool {
+    let described = object.describe();
+    baseline.iter().any(|b| {
+        b.object == described
+            && b.field == difference.field
+            && (b.digest.is_none() || b.digest == difference.live_digest)
+    })
+}
+
 fn drifted(object: &ReleaseObject, change: &str) -> DriftedObject {
     DriftedObject {
         api_version: object.api_version.clone(),
@@ -137,5 +277,6 @@ fn drifted(object: &ReleaseObject, change: &str) -> DriftedObject {
         manager: None,
         changed_at: None,
         fields: Vec::new(),
+        found_by: None,
     }
 }

@@ -39,6 +39,7 @@ fn left(revision: i64, uid: &str) -> Option<InstalledRelease> {
         name: "hello".into(),
         revision,
         record_uid: uid.into(),
+        content_baseline: None,
     })
 }
 
@@ -621,3 +622,5 @@ mod objects {
         }
     }
 }
+
+mod contents;

@@ -210,6 +210,7 @@ pub(super) struct Case<'a> {
     pub hub: Option<HubObjects>,
     pub authorization: Authorization,
     pub values: ValuesCheck,
+    pub settings: Settings,
 }
 
 impl<'a> Case<'a> {
@@ -222,6 +223,7 @@ impl<'a> Case<'a> {
             hub: None,
             authorization: Authorization::Allowed,
             values: ValuesCheck::NotRead,
+            settings: Settings::default(),
         }
     }
     pub(super) fn decide(&self) -> Decision {
@@ -236,7 +238,7 @@ impl<'a> Case<'a> {
                 values: self.values.clone(),
                 now: now(),
             },
-            &Settings::default(),
+            &self.settings,
         )
     }
 }

@@ -13,8 +13,8 @@ use flate2::{Compression, read::GzDecoder, write::GzEncoder};
 use k8s_openapi::{ByteString, api::core::v1::Secret, jiff::Timestamp};
 use kube::{Api, Client, api::PostParams};
 use providers_shared::installer::{
-    drift::ReleaseContent,
-    release_objects::{ReleaseObject, objects_of_manifest},
+    drift::{ReleaseContent, contents},
+    release_objects::{ReleaseObject, documents_of_manifest, objects_of_manifest},
 };
 
 use crate::{
@@ -66,6 +66,39 @@ pub async fn objects(
     .await
 }
 
+/// The manifest documents of the record `secret` that name `wanted` (sorted), each parsed
+/// for a content check (or why it cannot be); `None` when the record is gone or cannot be
+/// decoded.
+pub async fn documents(
+    edge: &str,
+    client: &Client,
+    namespace: &str,
+    secret: &str,
+    wanted: std::sync::Arc<Vec<ReleaseObject>>,
+) -> Result<Option<Vec<(ReleaseObject, Result<serde_json::Value, String>)>>, Stop> {
+    let release_namespace = namespace.to_owned();
+    read_record(edge, client, namespace, secret, move |encoded| {
+        let json = inflate(&encoded)?;
+        let release: ReleaseManifest<'_> =
+            serde_json::from_slice(&json).map_err(|e| format!("the release is not JSON: {e}"))?;
+        Ok(
+            documents_of_manifest(&release.manifest, &release_namespace, &wanted)
+                .into_iter()
+                .map(|(object, text)| (object, contents::expected_body(text)))
+                .collect(),
+        )
+    })
+    .await
+}
+
+/// The manifest of a record's release.
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
+struct ReleaseManifest<'a> {
+    #[serde(borrow)]
+    manifest: std::borrow::Cow<'a, str>,
+}
+
 /// Reads the record `secret` (through the installer's grant in its namespace) and decodes
 /// its `release` entry with `decode`, off the async workers and one record at a time;
 /// `None` when it is gone or cannot be decoded.
@@ -105,12 +138,6 @@ async fn read_record<T: Send + 'static>(
 
 /// The objects of a record's `release` entry's manifest in `namespace`.
 fn manifest_objects(encoded: &[u8], namespace: &str) -> Result<Vec<ReleaseObject>, String> {
-    #[derive(serde::Deserialize, Default)]
-    #[serde(default)]
-    struct ReleaseManifest<'a> {
-        #[serde(borrow)]
-        manifest: std::borrow::Cow<'a, str>,
-    }
     let json = inflate(encoded)?;
     let release: ReleaseManifest<'_> =
         serde_json::from_slice(&json).map_err(|e| format!("the release is not JSON: {e}"))?;

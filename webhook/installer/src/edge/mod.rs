@@ -22,6 +22,7 @@ use providers_shared::api::{Edge, EdgeSpec, Workspace};
 use crate::support::metrics::EdgeLabels;
 use providers_runtime::task::Task;
 
+pub mod content_check;
 pub mod credential;
 mod handles;
 pub mod helm_release;

@@ -69,6 +69,7 @@ impl Context {
         ObserveHandles {
             hub: &self.hub,
             keys: &self.keys,
+            settings: &self.settings,
         }
     }
 

@@ -1,8 +1,10 @@
 //! The reconcile layer: one pass over one Workspace. Ready the edge's caches for it,
-//! observe what the hub and the edge show, let the core decide, execute the decision; what a pass shares with the others
+//! observe what the hub and the edge show (comparing an installed release's contents when
+//! due), let the core decide, execute the decision; what a pass shares with the others
 //! (the context, what is kept of each Workspace between reconciles, the published keys).
 
 pub mod between_reconciles;
+pub mod contents;
 pub mod context;
 pub mod execute;
 pub mod observe;

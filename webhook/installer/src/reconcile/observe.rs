@@ -17,7 +17,7 @@ use providers_shared::{
     api::{Plan, PlanValues, Workspace},
     installer::{
         self, AttemptReads, Authorization, EdgeObjects, EdgeState, HubObjects, JobOutcome, Kind,
-        Observation, SealCheck, ValuesCheck, drift, names::CredentialNames, state_of,
+        Observation, SealCheck, Settings, ValuesCheck, drift, names::CredentialNames, state_of,
     },
     plan_values::{self, Source},
 };
@@ -26,7 +26,9 @@ use providers_runtime::authz;
 
 use crate::{
     edge::EdgeView,
+    edge::content_check::ContentReads,
     edge::helm_release,
+    reconcile::contents::{self, InstalledObjects},
     reconcile::prepare::{InstalledRelease, Prepared, edge_of},
     reconcile::published_keys::Keys,
     support::error::{Error, Result},
@@ -66,6 +68,7 @@ impl OwnedObservation {
 pub struct ObserveHandles<'a> {
     pub hub: &'a Client,
     pub keys: &'a Keys,
+    pub settings: &'a Settings,
 }
 
 /// What the decision about `workspace` is taken from: the hub's objects, and `view`, the
@@ -94,7 +97,7 @@ pub async fn observe(
         };
         let read = match prepared.installed {
             Some(installed) if attempt_reads.installed => {
-                read_installed(&reads, attempt_reads, &workspace, installed).await
+                read_installed(&reads, attempt_reads, &workspace, installed, ctx.settings).await
             }
             _ => read_edge_objects(&reads, attempt_reads, &workspace).await,
         };
@@ -257,6 +260,7 @@ async fn read_edge_objects(
             .and_then(|release| cache.release_revision(ns, release, None)),
         release_content: None,
         objects: None,
+        contents: None,
     })
 }
 
@@ -269,6 +273,7 @@ async fn read_installed(
     attempt_reads: &AttemptReads,
     workspace: &Workspace,
     installed: InstalledRelease,
+    settings: &Settings,
 ) -> Result<EdgeObjects, Stop> {
     let ns = attempt_reads.namespace.as_str();
     let status = workspace.status.clone().unwrap_or_default();
@@ -280,16 +285,35 @@ async fn read_installed(
     };
     let objects = installed
         .followed
+        .as_ref()
         .map(|followed| installer::ReleaseObjects {
             objects: reads
                 .cache
                 .seen_objects(ns, &followed.objects, &followed.unfollowed),
-            record_uid: followed.record_uid,
+            record_uid: followed.record_uid.clone(),
         });
+    let contents = match (&installed.newest, &installed.followed, &objects) {
+        (Some(revision), Some(followed), Some(seen)) if revision.uid == followed.record_uid => {
+            let installed = InstalledObjects {
+                revision,
+                followed,
+                seen: &seen.objects,
+            };
+            let reads = ContentReads {
+                edge: reads.edge,
+                client: reads.client,
+                cache: reads.cache,
+                namespace: ns,
+            };
+            contents::when_due(&reads, &status, workspace, installed, settings).await?
+        }
+        _ => None,
+    };
     Ok(EdgeObjects {
         release: installed.newest,
         release_content,
         objects,
+        contents,
         ..EdgeObjects::default()
     })
 }

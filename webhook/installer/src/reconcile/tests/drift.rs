@@ -45,3 +45,109 @@ async fn a_release_upgraded_by_hand_is_recorded_as_drift() {
     world.reconcile().await.unwrap();
     assert_eq!(world.requests(), Vec::<String>::new());
 }
+
+/// A chart's Secret, as its release's manifest renders it.
+const SECRET_MANIFEST: &str = "---
+# Source: hello/templates/secret.yaml
+apiVersion: v1
+kind: Secret
+metadata:
+  name: hello-key
+  labels:
+    app: hello
+type: Opaque
+data:
+  key: aGk=
+";
+
+/// The Secret of [`SECRET_MANIFEST`] on the edge, its `key` holding `value`.
+fn hello_key(value: &str) -> Secret {
+    let mut secret = Secret::default();
+    secret.metadata.name = Some("hello-key".into());
+    secret.metadata.namespace = Some(RELEASE_NAMESPACE.into());
+    secret.metadata.labels = Some(
+        [("app", "hello"), ("app.kubernetes.io/managed-by", "Helm")]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect(),
+    );
+    secret.type_ = Some("Opaque".into());
+    secret.data = Some([("key".to_owned(), k8s_openapi::ByteString(value.into()))].into());
+    secret
+}
+
+#[tokio::test]
+async fn a_secret_is_compared_by_the_edge_after_the_attempt_and_once_per_interval() {
+    let mut world = World::with_settings(Settings {
+        content_check_interval_seconds: 1,
+        ..Settings::default()
+    });
+    world.create_workspace(first_plan());
+    world.reconcile().await.unwrap();
+    world.job_ends("hello-1", true);
+    world.helm_record_of(SECRET_MANIFEST);
+    world.edge.put(&hello_key("hi"));
+    world.watches_catch_up();
+    world.reconcile().await.unwrap();
+    let requests = world.requests();
+    // Right after the attempt: the record read for its objects, then once more for the
+    // check, whose only request of the Secret is a dry run the edge refuses for its
+    // rename (400): every test held.
+    let check: Vec<&String> = requests
+        .iter()
+        .filter(|r| r.contains("hello-key") || r.contains("hello.v1"))
+        .collect();
+    assert_eq!(
+        check,
+        [
+            "GET edge secrets/org-a-hello/sh.helm.release.v1.hello.v1",
+            "GET edge secrets/org-a-hello/sh.helm.release.v1.hello.v1",
+            "PATCH edge secrets/org-a-hello/hello-key -> 400",
+        ],
+        "{requests:#?}"
+    );
+    assert_eq!(world.status().drift, None);
+
+    // An edit no field manager shows: within the interval nothing is asked.
+    world.edge.put(&hello_key("evil"));
+    world.watches_catch_up();
+    world.reconcile().await.unwrap();
+    assert_eq!(world.requests(), Vec::<String>::new());
+
+    // The next check: its three tests (type, label, key) fail together (422), then by
+    // halves: the type's hold (400), the label's and key's fail; the label's hold, the
+    // key's fail.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    world.reconcile().await.unwrap();
+    assert_eq!(
+        world.requests(),
+        [
+            "GET edge secrets/org-a-hello/sh.helm.release.v1.hello.v1",
+            "PATCH edge secrets/org-a-hello/hello-key -> 422",
+            "PATCH edge secrets/org-a-hello/hello-key -> 400",
+            "PATCH edge secrets/org-a-hello/hello-key -> 422",
+            "PATCH edge secrets/org-a-hello/hello-key -> 400",
+            "PATCH edge secrets/org-a-hello/hello-key -> 422",
+            "POST hub events/org-a ReleaseDrifted",
+            "PATCH hub workspaces/org-a/ws status",
+        ]
+    );
+    let drift = world.status().drift.expect("the drift is recorded");
+    assert_eq!(drift.reason, "ObjectChanged");
+    let found = &drift.objects[0];
+    assert_eq!(
+        (
+            found.name.as_str(),
+            found.fields.as_slice(),
+            found.found_by.as_deref()
+        ),
+        (
+            "hello-key",
+            ["data.key".to_owned()].as_slice(),
+            Some("Contents")
+        )
+    );
+    // The edge's Secret is as it was: the tests were dry runs that failed.
+    let kept: Secret = world.edge.get(RELEASE_NAMESPACE, "hello-key").unwrap();
+    assert_eq!(kept.data.unwrap()["key"].0, b"evil");
+}

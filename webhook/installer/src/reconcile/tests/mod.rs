@@ -70,6 +70,11 @@ impl World {
     /// The installer with the published keys read, the edge's Lease held and the edge
     /// probed Ready, its caches listed empty.
     fn new() -> Self {
+        Self::with_settings(Settings::default())
+    }
+
+    /// [`World::new`], the installer running with `settings`.
+    fn with_settings(settings: Settings) -> Self {
         let hub = ApiDouble::new("hub", "system:serviceaccount:providers-system:installer");
         let edge = hub.beside(
             "edge",
@@ -78,7 +83,7 @@ impl World {
         let ctx = Context::new(
             hub.client(),
             config(),
-            Settings::default(),
+            settings,
             Arc::new(Metrics::new()),
             HubEndpoint {
                 server: "https://hub.example".into(),
@@ -214,6 +219,28 @@ impl World {
             .collect(),
         );
         record.type_ = Some("helm.sh/release.v1".into());
+        self.edge.put(&record)
+    }
+
+    /// Helm's record of revision 1 of the release `hello`, deployed, with its content:
+    /// a release whose manifest is `manifest`, as helm stores it (gzipped JSON, in base64).
+    fn helm_record_of(&self, manifest: &str) -> Secret {
+        use std::io::Write;
+        let release = serde_json::json!({"name": "hello", "version": 1, "manifest": manifest});
+        let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gzip.write_all(release.to_string().as_bytes()).unwrap();
+        let encoded = base64::Engine::encode(
+            &base64::engine::general_purpose::STANDARD,
+            gzip.finish().unwrap(),
+        );
+        let mut record = self.helm_records(1, "deployed");
+        record.data = Some(
+            [(
+                "release".to_owned(),
+                k8s_openapi::ByteString(encoded.into_bytes()),
+            )]
+            .into(),
+        );
         self.edge.put(&record)
     }
 

@@ -159,11 +159,24 @@ impl Store {
                 Err(error) => return Answer::status(400, "BadRequest", &error.to_string()),
             };
             if json_patch::patch(&mut patched, &operations).is_err() {
-                // What the API server answers when a `test` operation (or a path) fails.
+                // What the API server answers when a `test` operation (or a path) fails:
+                // a message that names nothing.
                 return Answer::status(
                     422,
                     "Invalid",
                     "the server rejected our request due to an error in our request",
+                );
+            }
+            if let Some(renamed) = patched.pointer("/metadata/name").and_then(Value::as_str)
+                && renamed != key.name
+            {
+                return Answer::status(
+                    400,
+                    "BadRequest",
+                    &format!(
+                        "the name of the object ({renamed}) does not match the name on the URL ({})",
+                        key.name
+                    ),
                 );
             }
         } else {

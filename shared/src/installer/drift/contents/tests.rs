@@ -1,0 +1,334 @@
+use serde_json::{Map, json};
+
+use super::compare::{digest, same_scalar};
+use super::*;
+use crate::installer::release_objects::{MAX_FIELDS, ObjectTrace};
+use k8s_openapi::jiff::Timestamp;
+
+fn at(second: i64) -> Timestamp {
+    Timestamp::from_second(second).unwrap()
+}
+
+#[test]
+fn a_check_is_due_after_an_attempt_seen_ending_and_then_once_per_interval() {
+    let since = at(1_000);
+    // The attempt ended while the edge was watched: at once.
+    assert!(content_check_due(
+        1800,
+        None,
+        Some(at(1_100)),
+        since,
+        at(1_101),
+        "u"
+    ));
+    // Checked: not before the interval is over.
+    assert!(!content_check_due(
+        1800,
+        Some(at(1_101)),
+        Some(at(1_100)),
+        since,
+        at(2_900),
+        "u"
+    ));
+    assert!(content_check_due(
+        1800,
+        Some(at(1_101)),
+        Some(at(1_100)),
+        since,
+        at(2_901),
+        "u"
+    ));
+    // An attempt that ended in the minute before the watching began: at once too.
+    assert!(content_check_due(
+        1800,
+        None,
+        Some(at(950)),
+        since,
+        at(1_001),
+        "u"
+    ));
+    // Never with an interval of 0.
+    assert!(!content_check_due(
+        0,
+        None,
+        Some(at(1_100)),
+        since,
+        at(9_999),
+        "u"
+    ));
+}
+
+#[test]
+fn after_a_restart_checks_are_spread_over_the_interval() {
+    let since = at(1_000);
+    let due_at = |uid: &str| {
+        (0..1800)
+            .find(|s| content_check_due(1800, None, Some(at(10)), since, at(1_000 + s), uid))
+            .unwrap()
+    };
+    let offsets: std::collections::BTreeSet<i64> =
+        (0..200).map(|i| due_at(&format!("uid-{i}"))).collect();
+    // Two hundred releases restarted together fall on many different seconds.
+    assert!(offsets.len() > 150, "{}", offsets.len());
+}
+
+#[test]
+fn fields_the_chart_sets_are_compared_and_additions_beside_them_are_not() {
+    let expected = json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "labels": {"app": "web"}},
+        "spec": {"replicas": 2, "template": {"spec": {"containers": [
+            {"name": "web", "image": "web:1", "resources": {"limits": {"cpu": 0.5, "memory": "1Gi"}},
+             "args": ["--a", "--b"], "env": []}
+        ]}}}
+    });
+    let live = json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "uid": "1", "labels": {"app": "web", "extra": "x"},
+                      "managedFields": [{"manager": "helm"}]},
+        "spec": {"replicas": 2, "template": {"spec": {"containers": [
+            {"name": "sidecar", "image": "mesh:1"},
+            {"name": "web", "image": "web:1", "imagePullPolicy": "IfNotPresent",
+             "resources": {"limits": {"cpu": "500m", "memory": "1073741824"}}, "args": ["--a", "--b"]}
+        ]}}},
+        "status": {"replicas": 1}
+    });
+    assert_eq!(differing_fields(&expected, &live), (vec![], false));
+    let fields = |found: (Vec<Difference>, bool)| -> Vec<String> {
+        found.0.into_iter().map(|d| d.field).collect()
+    };
+
+    let mut edited = live.clone();
+    edited["spec"]["template"]["spec"]["containers"][1]["image"] = json!("evil:1");
+    edited["spec"]["template"]["spec"]["containers"][1]["args"] = json!(["--a"]);
+    edited["metadata"]["labels"]["app"] = json!("other");
+    assert_eq!(
+        fields(differing_fields(&expected, &edited)),
+        [
+            "metadata.labels.app",
+            "spec.template.spec.containers[name=web].args",
+            "spec.template.spec.containers[name=web].image",
+        ]
+    );
+    let mut removed = live.clone();
+    removed["spec"].as_object_mut().unwrap().remove("replicas");
+    assert_eq!(
+        fields(differing_fields(&expected, &removed)),
+        ["spec.replicas"]
+    );
+}
+
+#[test]
+fn many_differences_are_bounded() {
+    let data: Map<String, Value> = (0..50).map(|i| (format!("k{i:02}"), json!("a"))).collect();
+    let expected = json!({"data": data});
+    let (fields, more) = differing_fields(&expected, &json!({"data": {}}));
+    assert_eq!((fields.len(), more), (MAX_FIELDS, true));
+}
+
+#[test]
+fn quantities_and_numbers_compare_by_amount() {
+    assert!(same_scalar(&json!(0.5), &json!("500m")));
+    assert!(same_scalar(&json!("2Gi"), &json!("2147483648")));
+    assert!(same_scalar(&json!("1e3"), &json!("1k")));
+    assert!(same_scalar(&json!(1), &json!(1.0)));
+    assert!(!same_scalar(&json!("1Gi"), &json!("1G")));
+    // The API server keeps an int-or-string as it was written.
+    assert!(!same_scalar(&json!("80"), &json!(80)));
+    assert!(!same_scalar(&json!("web"), &json!("web2")));
+    assert!(!same_scalar(&json!(true), &json!("true")));
+}
+
+#[test]
+fn a_manifest_document_is_parsed_within_bounds() {
+    let body =
+        expected_body("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  k: v\n")
+            .unwrap();
+    assert_eq!(body["data"]["k"], "v");
+    let laughs = "a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n\
+        b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\n\
+        d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]\n\
+        f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]\ng: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]\n\
+        h: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]\ni: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]\n";
+    let started = std::time::Instant::now();
+    assert!(expected_body(laughs).is_err());
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    let deep = "[".repeat(10_000);
+    assert!(expected_body(&deep).is_err());
+    let large = format!("data:\n  k: {}\n", "x".repeat(MAX_DOCUMENT_BYTES));
+    assert!(expected_body(&large).unwrap_err().contains("above"));
+}
+
+#[test]
+fn only_the_charts_own_annotation_opts_out() {
+    assert!(opted_out(
+        &json!({"metadata": {"annotations": {ANNOTATION_DRIFT: "ignore"}}})
+    ));
+    assert!(!opted_out(
+        &json!({"metadata": {"annotations": {ANNOTATION_DRIFT: "watch"}}})
+    ));
+    assert!(!opted_out(&json!({"metadata": {}})));
+}
+
+#[test]
+fn a_secrets_tests_hold_what_the_api_server_stores() {
+    let expected = json!({
+        "type": "Opaque",
+        "metadata": {"labels": {"app.kubernetes.io/name": "p"}},
+        "data": {"a": "aGk=", "b": "aGk=\n"},
+        "stringData": {"b": "there", "c": "x"}
+    });
+    let tests = secret_tests(&expected).unwrap();
+    let shown: Vec<(&str, &str, Value)> = tests
+        .iter()
+        .map(|t| (t.pointer.as_str(), t.field.as_str(), t.value.clone()))
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            ("/type", "type", json!("Opaque")),
+            (
+                "/metadata/labels/app.kubernetes.io~1name",
+                "metadata.labels.app.kubernetes.io/name",
+                json!("p")
+            ),
+            ("/data/a", "data.a", json!("aGk=")),
+            // stringData wins over data, as the API server merges them.
+            ("/data/b", "data.b", json!("dGhlcmU=")),
+            ("/data/c", "data.c", json!("eA==")),
+        ]
+    );
+    let patch = secret_patch(&tests.iter().collect::<Vec<_>>());
+    assert_eq!(patch.as_array().unwrap().len(), 6);
+    assert_eq!(patch[5]["op"], "replace");
+    assert_eq!(patch[5]["path"], "/metadata/name");
+    assert!(secret_tests(&json!({"data": {"a": "not base64!"}})).is_err());
+    let many: Map<String, Value> = (0..600).map(|i| (format!("k{i}"), json!("eA=="))).collect();
+    assert!(
+        secret_tests(&json!({"data": many}))
+            .unwrap_err()
+            .contains("above")
+    );
+}
+
+#[test]
+fn the_refusal_says_whether_the_tests_held() {
+    let renamed = format!(
+        "the name of the object ({SENTINEL_NAME}) does not match the name on the URL (key)"
+    );
+    assert_eq!(test_answer(400, "BadRequest", &renamed), TestAnswer::Held);
+    assert_eq!(
+        test_answer(
+            422,
+            "Invalid",
+            "the server rejected our request due to an error in our request"
+        ),
+        TestAnswer::Failed
+    );
+    assert_eq!(
+        test_answer(403, "Forbidden", "forbidden"),
+        TestAnswer::Unknown
+    );
+    assert_eq!(
+        test_answer(400, "BadRequest", "another"),
+        TestAnswer::Unknown
+    );
+}
+
+/// Runs a search where the tests in `failing` fail; the failed found and questions asked.
+fn search(tests: usize, failing: &[usize]) -> (Vec<usize>, usize) {
+    let mut search = FailedTestSearch::new(tests);
+    let mut asked = 0;
+    while let Some(group) = search.next_group() {
+        asked += 1;
+        let held = !failing.iter().any(|f| group.contains(f));
+        search.answer(held);
+    }
+    (search.failed().to_vec(), asked)
+}
+
+#[test]
+fn failing_tests_are_found_by_halves() {
+    assert_eq!(search(10, &[]), (vec![], 1));
+    assert_eq!(search(1, &[0]), (vec![0], 1));
+    let (found, asked) = search(512, &[300]);
+    assert_eq!(found, [300]);
+    // Each level asks about both halves of the group that failed: 1 + 2 x 9.
+    assert_eq!(asked, 19);
+    assert_eq!(search(8, &[1, 2, 7]).0, [1, 2, 7]);
+    // At most MAX_FIELDS are looked for.
+    let every: Vec<usize> = (0..40).collect();
+    assert_eq!(search(40, &every).0.len(), MAX_FIELDS);
+    assert_eq!(search(0, &[]), (vec![], 0));
+}
+
+#[test]
+fn a_difference_says_whether_helm_alone_wrote_the_field_and_what_is_there() {
+    let expected = json!({"data": {"greeting": "h\u{85}i", "other": "a"}, "spec": {"containers": [{"name": "web", "image": "web:1"}]}});
+    let live = json!({
+        "metadata": {"managedFields": [
+            {"manager": "helm", "operation": "Apply", "fieldsV1": {"f:data": {"f:greeting": {}}, "f:spec": {"f:containers": {"k:{\"name\":\"web\"}": {".": {}, "f:image": {}}}}}},
+            {"manager": "kubectl-edit", "operation": "Update", "fieldsV1": {"f:data": {"f:other": {}}}},
+            {"manager": "kubelet", "operation": "Update", "subresource": "status", "fieldsV1": {"f:data": {"f:greeting": {}}}}
+        ]},
+        "data": {"greeting": "h i", "other": "b"},
+        "spec": {"containers": [{"name": "web", "image": "web:2"}]}
+    });
+    let (found, _) = differing_fields(&expected, &live);
+    let shown: Vec<(&str, bool)> = found
+        .iter()
+        .map(|d| (d.field.as_str(), d.helm_only))
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            ("data.greeting", true),
+            ("data.other", false),
+            ("spec.containers[name=web].image", true),
+        ]
+    );
+    assert_eq!(found[0].live_digest, Some(digest(&json!("h i"))));
+    assert_ne!(found[0].live_digest, found[1].live_digest);
+    // A field held whole by an entry above it; an index cannot be told.
+    let whole = json!([{"manager": "helm", "fieldsV1": {"f:spec": {"f:args": {}}}}]);
+    assert!(written_by_helm_alone(&whole, "spec.args"));
+    assert!(!written_by_helm_alone(&whole, "spec.ports[0].port"));
+    assert!(!written_by_helm_alone(&json!([]), "spec.args"));
+}
+
+#[test]
+fn a_secret_field_is_helm_s_alone_when_no_traced_edit_touches_it() {
+    use crate::installer::release_objects::FieldEdit;
+    let trace = |fields: &[&str], more: bool| ObjectTrace {
+        edits: vec![FieldEdit {
+            manager: "kubectl-patch".into(),
+            operation: "Update".into(),
+            time: None,
+            fields: fields.iter().map(|f| (*f).to_owned()).collect(),
+            more_fields: more,
+            versions: Default::default(),
+        }],
+        ..Default::default()
+    };
+    assert!(helm_alone_by_trace(
+        Some(&ObjectTrace::default()),
+        "data.key"
+    ));
+    assert!(helm_alone_by_trace(
+        Some(&trace(&["data.other"], false)),
+        "data.key"
+    ));
+    assert!(!helm_alone_by_trace(
+        Some(&trace(&["data.key"], false)),
+        "data.key"
+    ));
+    assert!(!helm_alone_by_trace(
+        Some(&trace(&["data"], false)),
+        "data.key"
+    ));
+    assert!(!helm_alone_by_trace(
+        Some(&trace(&["data.other"], true)),
+        "data.key"
+    ));
+    assert!(!helm_alone_by_trace(None, "data.key"));
+}

@@ -1,0 +1,68 @@
+//! The content check a pass of an installed release makes when one is due (ADR 47): at
+//! once after the attempt, then once per `--drift-content-interval`, spread over the
+//! interval after a restart. Between checks, the pass decides with the newest one.
+
+use std::sync::Arc;
+
+use k8s_openapi::jiff::Timestamp;
+use providers_shared::{
+    api::{Workspace, WorkspaceStatus},
+    installer::{
+        ObjectSeen, ReleaseRevision, Settings,
+        drift::contents::{ContentFindings, content_check_due},
+        release_objects::ReleaseObject,
+    },
+};
+
+use crate::{
+    edge::content_check::{ContentReads, check_contents},
+    reconcile::prepare::FollowedObjects,
+    support::stop::Stop,
+};
+
+/// The installed revision, its objects and what the metadata watches show of them.
+pub struct InstalledObjects<'a> {
+    pub revision: &'a ReleaseRevision,
+    pub followed: &'a FollowedObjects,
+    pub seen: &'a [(ReleaseObject, ObjectSeen)],
+}
+
+/// The newest content check of the installed revision: made now when one is due (rule
+/// `content_check_due`), else the one this process made last, if any.
+pub async fn when_due(
+    reads: &ContentReads<'_>,
+    status: &WorkspaceStatus,
+    workspace: &Workspace,
+    installed: InstalledObjects<'_>,
+    settings: &Settings,
+) -> Result<Option<Arc<ContentFindings>>, Stop> {
+    let InstalledObjects {
+        revision,
+        followed,
+        seen,
+    } = installed;
+    let last = reads.cache.content_check(&revision.uid);
+    let due = content_check_due(
+        settings.content_check_interval_seconds,
+        last.as_ref().map(|l| l.checked_at),
+        status.finished_at.as_ref().map(|f| f.0),
+        reads.cache.watching_since(),
+        Timestamp::now(),
+        workspace.metadata.uid.as_deref().unwrap_or_default(),
+    );
+    if !due {
+        return Ok(last);
+    }
+    let checked = check_contents(
+        reads,
+        revision,
+        followed.objects.clone(),
+        &followed.unfollowed,
+        seen,
+    )
+    .await?;
+    tracing::debug!(record = %revision.uid, objects = ?checked.objects, "compared contents");
+    let findings = Arc::new(checked);
+    reads.cache.keep_content_check(findings.clone());
+    Ok(Some(findings))
+}
