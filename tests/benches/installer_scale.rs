@@ -29,7 +29,9 @@
 //! two intervals after cleanup the API requests are counted again, per Workspace per
 //! interval; the watches the installer holds are read from its metrics; then one object is
 //! edited by another field manager to time until its drift is reported:
-//! `installer_scale_drift workspaces=N interval_s=.. reads_per_workspace_interval=..
+//! `PROVIDERS_SCALE_CONTENT_INTERVAL` is the controller's `--drift-content-interval`
+//! (default 1800; each release is also compared by contents once right after its attempt):
+//! `installer_scale_drift workspaces=N interval_s=.. content_interval_s=.. reads_per_workspace_interval=..
 //! writes_per_workspace_interval=.. checks=.. namespace_watches=.. follow_watches=..
 //! rss_now_mb=.. detected_s=..`.
 
@@ -85,6 +87,12 @@ async fn main() -> anyhow::Result<()> {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(20);
+    // How often each release's objects are compared by contents (the shipped 1800 s
+    // unless set; set it to the drift interval to count one check per interval).
+    let content_interval: u64 = std::env::var("PROVIDERS_SCALE_CONTENT_INTERVAL")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1800);
     let bin = Path::new(env!("CARGO_BIN_EXE_providers-controlplane")).to_path_buf();
     let started = Instant::now();
     let supervised = bench::start_planes(
@@ -134,6 +142,8 @@ async fn main() -> anyhow::Result<()> {
                 "32".into(),
                 "--drift-interval".into(),
                 drift_interval.to_string(),
+                "--drift-content-interval".into(),
+                content_interval.to_string(),
             ],
             ..ControllerOptions::new("scale", "scale-0", "lease-scale")
         },
@@ -422,7 +432,7 @@ async fn main() -> anyhow::Result<()> {
     let detected = t2.elapsed();
     controller.kill();
     println!(
-        "installer_scale_drift workspaces={count} interval_s={drift_interval} reads_per_workspace_interval={:.2} writes_per_workspace_interval={:.2} checks={checks} namespace_watches={namespace_watches} follow_watches={follow_watches} rss_now_mb={rss_now_mb:.1} detected_s={:.1}",
+        "installer_scale_drift workspaces={count} interval_s={drift_interval} content_interval_s={content_interval} reads_per_workspace_interval={:.2} writes_per_workspace_interval={:.2} checks={checks} namespace_watches={namespace_watches} follow_watches={follow_watches} rss_now_mb={rss_now_mb:.1} detected_s={:.1}",
         per_interval(requests.reads(), own.0),
         per_interval(requests.writes(), own.1),
         detected.as_secs_f64(),

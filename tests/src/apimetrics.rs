@@ -8,7 +8,9 @@
 //! work per item). Reads are `GET` and `LIST`; writes are `POST`, `PUT`, `PATCH`, `APPLY`
 //! (a server-side apply patch), `DELETE` and `DELETECOLLECTION` (and `CREATE`/`UPDATE`,
 //! which the server does not emit today but lists as valid). `CONNECT` and `PROXY` are
-//! neither. Every response code counts: a refused or conflicting request was still served.
+//! neither. A dry run (`dry_run` label set: the content check's Secret tests) stores nothing
+//! and counts as a read, under its verb and ` DRYRUN`. Every response code counts: a refused
+//! or conflicting request was still served.
 //!
 //! The counter includes the benchmark's own requests; [`OwnRequests`] counts those on the
 //! client side so they can be subtracted.
@@ -40,9 +42,15 @@ pub const WRITE_VERBS: &[&str] = &[
     "UPDATE",
 ];
 
+/// How a dry run's verb is counted (`PATCH DRYRUN`): a read, as it stores nothing.
+const DRY_RUN: &str = " DRYRUN";
+
 /// Whether a request of `verb` is a read, a write, or neither.
 fn kind(verb: &str) -> Option<Kind> {
-    if READ_VERBS.contains(&verb) {
+    let dry_run = verb
+        .strip_suffix(DRY_RUN)
+        .is_some_and(|v| WRITE_VERBS.contains(&v));
+    if dry_run || READ_VERBS.contains(&verb) {
         Some(Kind::Read)
     } else if WRITE_VERBS.contains(&verb) {
         Some(Kind::Write)
@@ -116,6 +124,12 @@ impl RequestCounts {
                     .unwrap_or_default()
             };
             let (verb, resource) = (label("verb"), label("resource"));
+            // A dry run (the content check's Secret tests) stores nothing: a read.
+            let verb = match label("dry_run") {
+                "" => verb.to_owned(),
+                _ => format!("{verb}{DRY_RUN}"),
+            };
+            let verb = verb.as_str();
             if resource.is_empty() || resource == "leases" || kind(verb).is_none() {
                 continue;
             }
@@ -335,6 +349,17 @@ apiserver_request_duration_seconds_count{code="200",component="apiserver",dry_ru
         assert_eq!(counts.failed("GET", "configmaps"), 2);
         assert_eq!(counts.failed_writes(), 0);
         assert!(counts.to_string().contains("(2 failed)"));
+    }
+
+    #[test]
+    fn a_dry_run_is_a_read() {
+        let counts = RequestCounts::parse(
+            r#"apiserver_request_total{code="422",component="apiserver",dry_run="All",group="",resource="secrets",scope="resource",subresource="",verb="PATCH",version="v1"} 3
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="secrets",scope="resource",subresource="",verb="PATCH",version="v1"} 1
+"#,
+        );
+        assert_eq!((counts.reads(), counts.writes()), (3, 1));
+        assert_eq!(counts.get("PATCH DRYRUN", "secrets"), 3);
     }
 
     #[test]

@@ -9,7 +9,7 @@ use providers_shared::{
     api::{Workspace, WorkspaceStatus},
     installer::{
         ObjectSeen, ReleaseRevision, Settings,
-        drift::contents::{ContentFindings, content_check_due},
+        drift::contents::{ContentFindings, ContentSeen, content_check_due},
         release_objects::ReleaseObject,
     },
 };
@@ -17,6 +17,7 @@ use providers_shared::{
 use crate::{
     edge::content_check::{ContentReads, check_contents},
     reconcile::prepare::FollowedObjects,
+    support::metrics::{Metrics, ReasonLabels},
     support::stop::Stop,
 };
 
@@ -35,6 +36,7 @@ pub async fn when_due(
     workspace: &Workspace,
     installed: InstalledObjects<'_>,
     settings: &Settings,
+    metrics: &Metrics,
 ) -> Result<Option<Arc<ContentFindings>>, Stop> {
     let InstalledObjects {
         revision,
@@ -62,6 +64,20 @@ pub async fn when_due(
     )
     .await?;
     tracing::debug!(record = %revision.uid, objects = ?checked.objects, "compared contents");
+    for (_, seen) in &checked.objects {
+        let reason = match seen {
+            ContentSeen::Same => "Same",
+            ContentSeen::Differs(_) => "Differs",
+            ContentSeen::Missing => "Missing",
+            ContentSeen::Unread(_) => "Unread",
+        };
+        metrics
+            .content_checked
+            .get_or_create(&ReasonLabels {
+                reason: reason.to_owned(),
+            })
+            .inc();
+    }
     let findings = Arc::new(checked);
     reads.cache.keep_content_check(findings.clone());
     Ok(Some(findings))

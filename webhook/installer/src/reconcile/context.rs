@@ -70,6 +70,7 @@ impl Context {
             hub: &self.hub,
             keys: &self.keys,
             settings: &self.settings,
+            metrics: &self.metrics,
         }
     }
 

@@ -32,6 +32,7 @@ use crate::{
     reconcile::prepare::{InstalledRelease, Prepared, edge_of},
     reconcile::published_keys::Keys,
     support::error::{Error, Result},
+    support::metrics::Metrics,
     support::stop::{self, Stop},
 };
 use providers_edge_watch::{Cached, EdgeCache, grants as edge_grants};
@@ -69,6 +70,7 @@ pub struct ObserveHandles<'a> {
     pub hub: &'a Client,
     pub keys: &'a Keys,
     pub settings: &'a Settings,
+    pub metrics: &'a Metrics,
 }
 
 /// What the decision about `workspace` is taken from: the hub's objects, and `view`, the
@@ -97,7 +99,7 @@ pub async fn observe(
         };
         let read = match prepared.installed {
             Some(installed) if attempt_reads.installed => {
-                read_installed(&reads, attempt_reads, &workspace, installed, ctx.settings).await
+                read_installed(&reads, attempt_reads, &workspace, installed, ctx).await
             }
             _ => read_edge_objects(&reads, attempt_reads, &workspace).await,
         };
@@ -273,7 +275,7 @@ async fn read_installed(
     attempt_reads: &AttemptReads,
     workspace: &Workspace,
     installed: InstalledRelease,
-    settings: &Settings,
+    ctx: &ObserveHandles<'_>,
 ) -> Result<EdgeObjects, Stop> {
     let ns = attempt_reads.namespace.as_str();
     let status = workspace.status.clone().unwrap_or_default();
@@ -305,7 +307,15 @@ async fn read_installed(
                 cache: reads.cache,
                 namespace: ns,
             };
-            contents::when_due(&reads, &status, workspace, installed, settings).await?
+            contents::when_due(
+                &reads,
+                &status,
+                workspace,
+                installed,
+                ctx.settings,
+                ctx.metrics,
+            )
+            .await?
         }
         _ => None,
     };

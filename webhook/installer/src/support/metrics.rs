@@ -121,6 +121,9 @@ pub struct Metrics {
     pub orphans_swept: Family<SweptLabels, Counter>,
     /// Installed releases found drifted from what their attempt left, by reason.
     pub drift_found: Family<ReasonLabels, Counter>,
+    /// Objects compared with their release's manifest by a content check, by what was
+    /// found (`Same`, `Differs`, `Missing`, `Unread`).
+    pub content_checked: Family<ReasonLabels, Counter>,
     /// Time from a plan's seal (`spec.plan.sealedAt`) to its attempt's recorded result, by
     /// result (`Succeeded`, `Failed`, `Rejected`).
     pub seal_to_result: Family<ResultLabels, Histogram, fn() -> Histogram>,
@@ -250,6 +253,12 @@ impl Metrics {
             "Installed releases found drifted from what their attempt left on the edge, by reason",
             drift_found.clone(),
         );
+        let content_checked = Family::<ReasonLabels, Counter>::default();
+        registry.register(
+            "content_checked_objects",
+            "Objects of installed releases compared with their manifest by contents, by what was found",
+            content_checked.clone(),
+        );
         let seal_to_result =
             Family::<ResultLabels, Histogram, fn() -> Histogram>::new_with_constructor(
                 seal_to_result_histogram,
@@ -336,6 +345,7 @@ impl Metrics {
             sealing_key_published,
             orphans_swept,
             drift_found,
+            content_checked,
             attempts_started,
             attempts_succeeded,
             attempts_failed,
