@@ -25,7 +25,7 @@ mod secret_tests;
 
 pub use compare::{differing_fields, written_by_helm_alone};
 pub use findings::{ContentFindings, ContentSeen, Difference, FOUND_BY_CONTENTS};
-pub use schedule::content_check_due;
+pub use schedule::{CheckDue, content_check_due};
 pub use secret_tests::{
     FailedTestSearch, MAX_SECRET_TESTS, SENTINEL_NAME, SecretTest, TestAnswer, helm_alone_by_trace,
     secret_patch, secret_tests, test_answer,

@@ -203,11 +203,12 @@ impl DecisionDraft<'_> {
     }
 
     /// Rule `helm_s_own_reading_is_the_baseline`: the first content check after the
-    /// attempt (of the revision recorded in `record_uid`) records, on the installed
-    /// release, the fields helm itself stored otherwise than the manifest reads (the
-    /// managed fields then give them to helm alone): a YAML reading that differs from
-    /// ours, not an edit. What differs and was written by anyone else is drift then as
-    /// later. Taken once per installed revision.
+    /// attempt (of the revision recorded in `record_uid`, made by the process that saw
+    /// the attempt end) records, on the installed release, the fields helm itself stored
+    /// otherwise than the manifest reads (the managed fields then give them to helm
+    /// alone): a YAML reading that differs from ours, not an edit. What differs and was
+    /// written by anyone else is drift then as later. Kept once found; none found writes
+    /// nothing, and no later check takes one.
     pub(super) fn take_content_baseline(&mut self, record_uid: &str) {
         let checked = self
             .observation()
@@ -224,6 +225,7 @@ impl DecisionDraft<'_> {
         };
         if release.content_baseline.is_some()
             || release.record_uid != record_uid
+            || !checked.after_attempt
             || finished.is_some_and(|f| checked.checked_at < f)
         {
             return;
@@ -244,8 +246,11 @@ impl DecisionDraft<'_> {
                 _ => Vec::new(),
             })
             .take(MAX_BASELINE)
-            .collect();
-        release.content_baseline = Some(baseline);
+            .collect::<Vec<_>>();
+        // Nothing of helm's own: nothing to keep, and no write for it.
+        if !baseline.is_empty() {
+            release.content_baseline = Some(baseline);
+        }
     }
 }
 

@@ -43,7 +43,8 @@ pub struct ContentReads<'a> {
 
 /// Compares the objects of `revision` (`objects`, its manifest's, less the kinds in
 /// `unfollowed`) with what is live; `seen` is what the metadata watches show of them
-/// (who else wrote a Secret's fields). A record gone or unreadable compares nothing, and
+/// (who else wrote a Secret's fields); `after_attempt` says it is the first check after
+/// the attempt. A record gone or unreadable compares nothing, and
 /// is not read again before the next check is due.
 pub async fn check_contents(
     reads: &ContentReads<'_>,
@@ -51,6 +52,7 @@ pub async fn check_contents(
     objects: Arc<Vec<ReleaseObject>>,
     unfollowed: &UnfollowedKinds,
     seen: &[(ReleaseObject, ObjectSeen)],
+    after_attempt: bool,
 ) -> Result<ContentFindings, Stop> {
     let ContentReads {
         edge,
@@ -89,6 +91,7 @@ pub async fn check_contents(
     Ok(ContentFindings {
         record_uid: revision.uid.clone(),
         checked_at: Timestamp::now(),
+        after_attempt,
         objects: found,
     })
 }

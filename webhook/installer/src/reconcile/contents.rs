@@ -9,7 +9,7 @@ use providers_shared::{
     api::{Workspace, WorkspaceStatus},
     installer::{
         ObjectSeen, ReleaseRevision, Settings,
-        drift::contents::{ContentFindings, ContentSeen, content_check_due},
+        drift::contents::{CheckDue, ContentFindings, ContentSeen, content_check_due},
         release_objects::ReleaseObject,
     },
 };
@@ -52,15 +52,16 @@ pub async fn when_due(
         Timestamp::now(),
         workspace.metadata.uid.as_deref().unwrap_or_default(),
     );
-    if !due {
+    let Some(due) = due else {
         return Ok(last);
-    }
+    };
     let checked = check_contents(
         reads,
         revision,
         followed.objects.clone(),
         &followed.unfollowed,
         seen,
+        due == CheckDue::AfterAttempt,
     )
     .await?;
     tracing::debug!(record = %revision.uid, objects = ?checked.objects, "compared contents");

@@ -51,5 +51,7 @@ pub struct ContentFindings {
     /// The UID of the revision's record whose manifest was compared.
     pub record_uid: String,
     pub checked_at: Timestamp,
+    /// The first check after the attempt, which this process saw end.
+    pub after_attempt: bool,
     pub objects: Vec<(ReleaseObject, ContentSeen)>,
 }

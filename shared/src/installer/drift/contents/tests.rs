@@ -12,50 +12,28 @@ fn at(second: i64) -> Timestamp {
 #[test]
 fn a_check_is_due_after_an_attempt_seen_ending_and_then_once_per_interval() {
     let since = at(1_000);
+    let due = |last: Option<i64>, finished: i64, now: i64, interval: u64| {
+        content_check_due(
+            interval,
+            last.map(at),
+            Some(at(finished)),
+            since,
+            at(now),
+            "u",
+        )
+    };
     // The attempt ended while the edge was watched: at once.
-    assert!(content_check_due(
-        1800,
-        None,
-        Some(at(1_100)),
-        since,
-        at(1_101),
-        "u"
-    ));
-    // Checked: not before the interval is over.
-    assert!(!content_check_due(
-        1800,
-        Some(at(1_101)),
-        Some(at(1_100)),
-        since,
-        at(2_900),
-        "u"
-    ));
-    assert!(content_check_due(
-        1800,
-        Some(at(1_101)),
-        Some(at(1_100)),
-        since,
-        at(2_901),
-        "u"
-    ));
+    assert_eq!(due(None, 1_100, 1_101, 1800), Some(CheckDue::AfterAttempt));
     // An attempt that ended in the minute before the watching began: at once too.
-    assert!(content_check_due(
-        1800,
-        None,
-        Some(at(950)),
-        since,
-        at(1_001),
-        "u"
-    ));
+    assert_eq!(due(None, 950, 1_001, 1800), Some(CheckDue::AfterAttempt));
+    // Checked: not before the interval is over.
+    assert_eq!(due(Some(1_101), 1_100, 2_900, 1800), None);
+    assert_eq!(
+        due(Some(1_101), 1_100, 2_901, 1800),
+        Some(CheckDue::Periodic)
+    );
     // Never with an interval of 0.
-    assert!(!content_check_due(
-        0,
-        None,
-        Some(at(1_100)),
-        since,
-        at(9_999),
-        "u"
-    ));
+    assert_eq!(due(None, 1_100, 9_999, 0), None);
 }
 
 #[test]
@@ -63,7 +41,10 @@ fn after_a_restart_checks_are_spread_over_the_interval() {
     let since = at(1_000);
     let due_at = |uid: &str| {
         (0..1800)
-            .find(|s| content_check_due(1800, None, Some(at(10)), since, at(1_000 + s), uid))
+            .find(|s| {
+                content_check_due(1800, None, Some(at(10)), since, at(1_000 + s), uid)
+                    == Some(CheckDue::Periodic)
+            })
             .unwrap()
     };
     let offsets: std::collections::BTreeSet<i64> =

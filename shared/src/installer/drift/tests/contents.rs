@@ -44,6 +44,15 @@ fn check_contents(
     ws: &Workspace,
     found: Option<Vec<(ReleaseObject, ContentSeen)>>,
 ) -> (WorkspaceStatus, Vec<&'static str>) {
+    check_contents_after(ws, found, true)
+}
+
+/// [`check_contents`], the check being the first after the attempt or not.
+fn check_contents_after(
+    ws: &Workspace,
+    found: Option<Vec<(ReleaseObject, ContentSeen)>>,
+    after_attempt: bool,
+) -> (WorkspaceStatus, Vec<&'static str>) {
     let mut case = Case::new(ws);
     case.edge_objects = Some(EdgeObjects {
         release: Some(revision(1, "r1", "deployed")),
@@ -58,6 +67,7 @@ fn check_contents(
             Arc::new(ContentFindings {
                 record_uid: "r1".into(),
                 checked_at: now(),
+                after_attempt,
                 objects,
             })
         }),
@@ -175,6 +185,7 @@ fn a_check_of_another_revision_is_not_judged() {
         contents: Some(Arc::new(ContentFindings {
             record_uid: "r0".into(),
             checked_at: now(),
+            after_attempt: true,
             objects: vec![(object("ConfigMap", "hello-greeting"), ContentSeen::Missing)],
         })),
         ..EdgeObjects::default()
@@ -196,8 +207,8 @@ fn an_edit_made_while_the_attempt_ran_is_drift_on_the_pass_that_records_the_rele
     );
     let release = status.release.expect("the release is recorded");
     assert_eq!(release.record_uid, "r1");
-    // The edit is someone else's: nothing of it is helm's own reading.
-    assert_eq!(release.content_baseline, Some(vec![]));
+    // The edit is someone else's: nothing of it is helm's own reading, nothing kept.
+    assert_eq!(release.content_baseline, None);
     assert_eq!(status.drift.expect("drift").reason, reason::OBJECT_CHANGED);
     assert_eq!(events, ["ReleaseDrifted"]);
 }
@@ -254,6 +265,22 @@ fn what_helm_itself_stored_otherwise_is_the_baseline_and_a_change_of_it_is_drift
     );
     // The baseline is taken once: a later check does not take another.
     assert_eq!(other.release.unwrap().content_baseline, baseline);
+
+    // Only the first check after the attempt takes one: what a later check finds helm
+    // alone wrote (a writer that writes as helm, or rewrote the managed fields) is drift.
+    let (later, _) = check_contents_after(
+        &installed(None),
+        Some(vec![(
+            object("ConfigMap", "hello-greeting"),
+            stored_by_helm("helm's"),
+        )]),
+        false,
+    );
+    assert_eq!(later.release.unwrap().content_baseline, None);
+    assert_eq!(
+        later.drift.expect("drift").objects[0].fields,
+        ["data.greeting"]
+    );
 }
 
 #[test]
@@ -267,6 +294,7 @@ fn the_workspace_is_looked_at_again_when_its_next_content_check_is_due() {
             contents: Some(Arc::new(ContentFindings {
                 record_uid: "r1".into(),
                 checked_at: now() - k8s_openapi::jiff::SignedDuration::from_secs(checked_ago),
+                after_attempt: false,
                 objects: Vec::new(),
             })),
             ..EdgeObjects::default()
