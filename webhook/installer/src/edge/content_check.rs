@@ -33,6 +33,14 @@ use crate::{
 };
 use providers_edge_watch::{EdgeCache, UnfollowedKinds};
 
+/// The objects of the installed revision a content check compares: its manifest's, the
+/// kinds of them not followed, and the manifest when the pass read it already.
+pub struct ReleaseManifest<'a> {
+    pub objects: Arc<Vec<ReleaseObject>>,
+    pub unfollowed: &'a UnfollowedKinds,
+    pub manifest: Option<Arc<str>>,
+}
+
 /// What a content check reads on one edge.
 pub struct ContentReads<'a> {
     pub edge: &'a str,
@@ -41,16 +49,15 @@ pub struct ContentReads<'a> {
     pub namespace: &'a str,
 }
 
-/// Compares the objects of `revision` (`objects`, its manifest's, less the kinds in
-/// `unfollowed`) with what is live; `seen` is what the metadata watches show of them
+/// Compares the objects of `revision` (`release`: its manifest's, less the kinds not
+/// followed) with what is live; `seen` is what the metadata watches show of them
 /// (who else wrote a Secret's fields); `after_attempt` says it is the first check after
 /// the attempt. A record gone or unreadable compares nothing, and
 /// is not read again before the next check is due.
 pub async fn check_contents(
     reads: &ContentReads<'_>,
     revision: &ReleaseRevision,
-    objects: Arc<Vec<ReleaseObject>>,
-    unfollowed: &UnfollowedKinds,
+    release: ReleaseManifest<'_>,
     seen: &[(ReleaseObject, ObjectSeen)],
     after_attempt: bool,
 ) -> Result<ContentFindings, Stop> {
@@ -60,9 +67,16 @@ pub async fn check_contents(
         namespace,
         ..
     } = *reads;
-    let documents = helm_release::documents(edge, client, namespace, &revision.secret, objects)
-        .await?
-        .unwrap_or_default();
+    let ReleaseManifest {
+        objects,
+        unfollowed,
+        manifest,
+    } = release;
+    let documents = match manifest {
+        Some(manifest) => helm_release::documents_of(manifest, namespace, objects).await,
+        None => helm_release::documents(edge, client, namespace, &revision.secret, objects).await?,
+    }
+    .unwrap_or_default();
     let mut found = Vec::with_capacity(documents.len());
     for (object, expected) in documents {
         let kind = (object.api_version.clone(), object.kind.clone());

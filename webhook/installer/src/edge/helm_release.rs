@@ -6,7 +6,10 @@
 //! A record's `release` entry is base64 of the gzipped JSON release; its `status` label
 //! mirrors `info.status`. Both change together in one guarded write.
 
-use std::io::{Read, Write};
+use std::{
+    io::{Read, Write},
+    sync::Arc,
+};
 
 use base64::{Engine, engine::general_purpose::STANDARD};
 use flate2::{Compression, read::GzDecoder, write::GzEncoder};
@@ -51,20 +54,33 @@ pub async fn content(
 }
 
 /// The objects Helm recorded for the revision in the record `secret` (its manifest's
-/// objects in the release namespace), read once per record to follow them for drift;
-/// `None` when it is gone or cannot be decoded.
+/// objects in the release namespace), read once per record to follow them for drift,
+/// with the manifest itself when a content check may parse it (for the pass that read
+/// it, so a check right after the attempt does not read the record again); `None` when
+/// it is gone or cannot be decoded.
 pub async fn objects(
     edge: &str,
     client: &Client,
     namespace: &str,
     secret: &str,
-) -> Result<Option<Vec<ReleaseObject>>, Stop> {
+) -> Result<Option<RecordObjects>, Stop> {
     let release_namespace = namespace.to_owned();
     read_record(edge, client, namespace, secret, move |encoded| {
         manifest_objects(&encoded, &release_namespace)
     })
     .await
 }
+
+/// What a record's manifest holds: the objects, and the manifest when a content check may
+/// parse it.
+pub struct RecordObjects {
+    pub objects: Vec<ReleaseObject>,
+    pub manifest: Option<Arc<str>>,
+}
+
+/// The most of a release's manifest a content check parses: far above a chart's rendered
+/// objects, and what one check may hold in memory whoever rewrote the record.
+const MAX_CHECKED_MANIFEST_BYTES: usize = 4 * 1024 * 1024;
 
 /// The manifest documents of the record `secret` that name `wanted` (sorted), each parsed
 /// for a content check (or why it cannot be); `None` when the record is gone or cannot be
@@ -74,21 +90,52 @@ pub async fn documents(
     client: &Client,
     namespace: &str,
     secret: &str,
-    wanted: std::sync::Arc<Vec<ReleaseObject>>,
-) -> Result<Option<Vec<(ReleaseObject, Result<serde_json::Value, String>)>>, Stop> {
+    wanted: Arc<Vec<ReleaseObject>>,
+) -> Result<Option<Vec<CheckedDocument>>, Stop> {
     let release_namespace = namespace.to_owned();
     read_record(edge, client, namespace, secret, move |encoded| {
         let json = inflate(&encoded)?;
         let release: ReleaseManifest<'_> =
             serde_json::from_slice(&json).map_err(|e| format!("the release is not JSON: {e}"))?;
-        Ok(
-            documents_of_manifest(&release.manifest, &release_namespace, &wanted)
-                .into_iter()
-                .map(|(object, text)| (object, contents::expected_body(text)))
-                .collect(),
-        )
+        parsed_documents(&release.manifest, &release_namespace, &wanted)
     })
     .await
+}
+
+/// One manifest document a content check compares: its object, and its body (or why it
+/// cannot be read).
+pub type CheckedDocument = (ReleaseObject, Result<serde_json::Value, String>);
+
+/// [`documents`] from a manifest read already, off the async workers.
+pub async fn documents_of(
+    manifest: Arc<str>,
+    namespace: &str,
+    wanted: Arc<Vec<ReleaseObject>>,
+) -> Option<Vec<CheckedDocument>> {
+    let release_namespace = namespace.to_owned();
+    tokio::task::spawn_blocking(move || parsed_documents(&manifest, &release_namespace, &wanted))
+        .await
+        .ok()
+        .and_then(Result::ok)
+}
+
+/// The documents of `manifest` that name `wanted`, parsed; a manifest past
+/// [`MAX_CHECKED_MANIFEST_BYTES`] is not.
+fn parsed_documents(
+    manifest: &str,
+    namespace: &str,
+    wanted: &[ReleaseObject],
+) -> Result<Vec<CheckedDocument>, String> {
+    if manifest.len() > MAX_CHECKED_MANIFEST_BYTES {
+        return Err(format!(
+            "the release's manifest is {} bytes, above the {MAX_CHECKED_MANIFEST_BYTES} a content check parses",
+            manifest.len()
+        ));
+    }
+    Ok(documents_of_manifest(manifest, namespace, wanted)
+        .into_iter()
+        .map(|(object, text)| (object, contents::expected_body(text)))
+        .collect())
 }
 
 /// The manifest of a record's release.
@@ -137,11 +184,15 @@ async fn read_record<T: Send + 'static>(
 }
 
 /// The objects of a record's `release` entry's manifest in `namespace`.
-fn manifest_objects(encoded: &[u8], namespace: &str) -> Result<Vec<ReleaseObject>, String> {
+fn manifest_objects(encoded: &[u8], namespace: &str) -> Result<RecordObjects, String> {
     let json = inflate(encoded)?;
     let release: ReleaseManifest<'_> =
         serde_json::from_slice(&json).map_err(|e| format!("the release is not JSON: {e}"))?;
-    Ok(objects_of_manifest(&release.manifest, namespace))
+    Ok(RecordObjects {
+        objects: objects_of_manifest(&release.manifest, namespace),
+        manifest: (release.manifest.len() <= MAX_CHECKED_MANIFEST_BYTES)
+            .then(|| Arc::from(release.manifest.as_ref())),
+    })
 }
 
 /// The chart, version and values of a record's `release` entry, without building the

@@ -15,7 +15,7 @@ use providers_shared::{
 };
 
 use crate::{
-    edge::content_check::{ContentReads, check_contents},
+    edge::content_check::{ContentReads, ReleaseManifest, check_contents},
     reconcile::prepare::FollowedObjects,
     support::metrics::{Metrics, ReasonLabels},
     support::stop::Stop,
@@ -55,11 +55,15 @@ pub async fn when_due(
     let Some(due) = due else {
         return Ok(last);
     };
+    let release = ReleaseManifest {
+        objects: followed.objects.clone(),
+        unfollowed: &followed.unfollowed,
+        manifest: followed.manifest.clone(),
+    };
     let checked = check_contents(
         reads,
         revision,
-        followed.objects.clone(),
-        &followed.unfollowed,
+        release,
         seen,
         due == CheckDue::AfterAttempt,
     )

@@ -47,6 +47,9 @@ pub struct FollowedObjects {
     pub record_uid: String,
     pub objects: Arc<Vec<ReleaseObject>>,
     pub unfollowed: UnfollowedKinds,
+    /// The revision's manifest, when this pass read its record (a content check in the
+    /// same pass then parses it instead of reading the record again); never kept beyond.
+    pub manifest: Option<Arc<str>>,
 }
 
 /// The edge a reconcile of `workspace` works on: that of its current attempt or cleanup,
@@ -167,17 +170,17 @@ async fn follow_objects(
     revision: &ReleaseRevision,
     workspace: &Workspace,
 ) -> Result<Option<FollowedObjects>, Stop> {
-    let objects = match cache.manifest(&revision.uid) {
-        Some(objects) => objects,
+    let (objects, manifest) = match cache.manifest(&revision.uid) {
+        Some(objects) => (objects, None),
         None => {
-            let Some(objects) =
+            let Some(read) =
                 helm_release::objects(edge, client, namespace, &revision.secret).await?
             else {
                 return Ok(None);
             };
-            let objects = Arc::new(objects);
+            let objects = Arc::new(read.objects);
             cache.keep_manifest(&revision.uid, objects.clone());
-            objects
+            (objects, read.manifest)
         }
     };
     let execution = workspace
@@ -199,5 +202,6 @@ async fn follow_objects(
         record_uid: revision.uid.clone(),
         objects,
         unfollowed,
+        manifest,
     }))
 }
