@@ -1550,6 +1550,21 @@ async fn edits_hidden_from_field_managers_are_drift_by_contents() -> anyhow::Res
         "the API server kept the managed fields as written: {managers:?}"
     );
     drifted_by_contents(&hub, "hidden", &configmap, "data.greeting").await?;
+    // A key the chart does not set, added as `helm`: helm's entries claim a field the
+    // manifest does not set.
+    plugin::run(alice, &["repair", "hidden", "--wait", "--timeout", "3m"])?.ok()?;
+    system::installed(&hub, "hidden", 3).await?;
+    configmaps
+        .patch(
+            &configmap,
+            &PatchParams {
+                field_manager: Some("helm".into()),
+                ..Default::default()
+            },
+            &Patch::Merge(json!({"data": {"extra": "added-as-helm"}})),
+        )
+        .await?;
+    drifted_by_contents(&hub, "hidden", &configmap, "data.extra").await?;
     Ok(())
 }
 
@@ -1708,6 +1723,28 @@ async fn an_edit_made_while_the_attempt_ran_is_drift_by_contents() -> anyhow::Re
             );
         }
     }
+    // A variable added to the chart's container as `helm` (the chart sets none): helm's
+    // managed fields claim `env` under the container's key, which the manifest lacks.
+    let web = format!("{release}-web");
+    Api::<Deployment>::namespaced(edge.clone(), namespace)
+        .patch(
+            &web,
+            &PatchParams {
+                field_manager: Some("helm".into()),
+                ..Default::default()
+            },
+            &Patch::Strategic(json!({"spec": {"template": {"spec": {"containers": [
+                {"name": "web", "env": [{"name": "MODE", "value": "evil"}]}
+            ]}}}})),
+        )
+        .await?;
+    drifted_by_contents(
+        &hub,
+        "during",
+        &web,
+        "spec.template.spec.containers[name=web].env",
+    )
+    .await?;
     Ok(())
 }
 

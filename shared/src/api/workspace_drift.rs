@@ -33,8 +33,8 @@ pub struct ContentBaseline {
     pub object: String,
     /// The field's path.
     pub field: String,
-    /// SHA-256 of the value helm stored; absent for a Secret's (compared on the edge, its
-    /// value never read: the field is then not compared while the release is installed).
+    /// SHA-256 of the value helm stored. A Secret's value is never read, so a Secret's
+    /// fields are never in a baseline.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub digest: Option<String>,
 }

@@ -18,6 +18,10 @@ use crate::installer::release_objects::ANNOTATION_DRIFT;
 mod compare;
 /// What a check found.
 mod findings;
+/// What helm's managed-fields entries claim beyond the manifest.
+mod helm_owned;
+/// When two scalars are the same value.
+mod scalars;
 /// When a release's content check is due.
 mod schedule;
 /// Secrets: compared by the edge's API server.
@@ -43,8 +47,41 @@ pub fn expected_body(document: &str) -> Result<Value, String> {
             document.len()
         ));
     }
-    serde_norway::from_str::<Value>(document)
-        .map_err(|e| format!("its manifest document is not readable YAML: {e}"))
+    let mut body = serde_norway::from_str::<Value>(document)
+        .map_err(|e| format!("its manifest document is not readable YAML: {e}"))?;
+    merge_keys(&mut body, 0);
+    Ok(body)
+}
+
+/// Applies YAML's merge keys (`<<: *defaults`), as Go's YAML reading does for helm: the
+/// merged maps' keys that the map does not set itself. The parser bounds nesting, and
+/// this walk stops where it does.
+fn merge_keys(value: &mut Value, depth: usize) {
+    if depth > 128 {
+        return;
+    }
+    match value {
+        Value::Object(map) => {
+            if let Some(merged) = map.remove("<<") {
+                let sources = match merged {
+                    Value::Array(items) => items,
+                    one => vec![one],
+                };
+                for source in sources {
+                    for (key, item) in source.as_object().into_iter().flatten() {
+                        map.entry(key.clone()).or_insert_with(|| item.clone());
+                    }
+                }
+            }
+            for item in map.values_mut() {
+                merge_keys(item, depth + 1);
+            }
+        }
+        Value::Array(items) => items
+            .iter_mut()
+            .for_each(|item| merge_keys(item, depth + 1)),
+        _ => {}
+    }
 }
 
 /// Whether the chart itself opts the object out of drift (its manifest's annotation; an

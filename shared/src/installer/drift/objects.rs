@@ -186,6 +186,7 @@ impl DecisionDraft<'_> {
                             .filter(|d| !policy.ignores_field(&object.kind, &d.field))
                             .filter(|d| !in_baseline(baseline, object, d))
                             .map(|d| d.field.clone())
+                            .take(MAX_FIELDS)
                             .collect();
                         if kept.is_empty() {
                             return None;
@@ -234,9 +235,11 @@ impl DecisionDraft<'_> {
             .objects
             .iter()
             .flat_map(|(object, seen)| match seen {
+                // A Secret's value is never known here, so it cannot be pinned: a
+                // Secret's difference is never taken for helm's own.
                 ContentSeen::Differs(differences) => differences
                     .iter()
-                    .filter(|d| d.helm_only)
+                    .filter(|d| d.helm_only && d.live_digest.is_some())
                     .map(|d| ContentBaseline {
                         object: object.describe(),
                         field: d.field.clone(),
@@ -258,7 +261,7 @@ impl DecisionDraft<'_> {
 const MAX_BASELINE: usize = 16;
 
 /// Whether `difference` of `object` is one helm itself stored, and still holds the value
-/// it stored (a Secret's, compared on the edge, is not compared again).
+/// it stored.
 fn in_baseline(
     baseline: &[ContentBaseline],
     object: &ReleaseObject,
@@ -268,7 +271,8 @@ fn in_baseline(
     baseline.iter().any(|b| {
         b.object == described
             && b.field == difference.field
-            && (b.digest.is_none() || b.digest == difference.live_digest)
+            && b.digest.is_some()
+            && b.digest == difference.live_digest
     })
 }
 

@@ -41,6 +41,9 @@ pub struct ReleaseManifest<'a> {
     pub manifest: Option<Arc<str>>,
 }
 
+/// The most dry-run tests one Secret's comparison sends.
+const MAX_REQUESTS_PER_SECRET: usize = 24;
+
 /// What a content check reads on one edge.
 pub struct ContentReads<'a> {
     pub edge: &'a str,
@@ -162,7 +165,14 @@ async fn secret_contents(
         ..PatchParams::default()
     };
     let mut search = FailedTestSearch::new(tests.len());
+    let mut asked = 0;
     while let Some(group) = search.next_group() {
+        // Enough to find a key that differs among thousands; past it, what was found is
+        // reported (the Secret differs either way), so no Secret costs more than this.
+        if asked == MAX_REQUESTS_PER_SECRET {
+            break;
+        }
+        asked += 1;
         let asked: Vec<&SecretTest> = tests[group].iter().collect();
         let patch: json_patch::Patch = serde_json::from_value(contents::secret_patch(&asked))
             .map_err(|source| {
@@ -204,6 +214,12 @@ async fn secret_contents(
                 )));
             }
         }
+    }
+    if asked == MAX_REQUESTS_PER_SECRET && search.failed().is_empty() {
+        return Ok(ContentSeen::Differs(vec![Difference::of_secret(
+            "data".to_owned(),
+            false,
+        )]));
     }
     let failed: Vec<Difference> = search
         .failed()

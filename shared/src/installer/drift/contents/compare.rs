@@ -3,17 +3,30 @@
 
 use serde_json::Value;
 
-use super::findings::Difference;
-use crate::installer::release_objects::{HELM_MANAGER, MAX_FIELDS};
+use super::{
+    findings::{Difference, MAX_COMPARED},
+    helm_owned::helm_owned_beyond,
+    scalars::same_scalar_at,
+};
+use crate::installer::release_objects::HELM_MANAGER;
 
-/// The fields the chart sets in `expected` whose value `live` does not hold, at most
-/// [`MAX_FIELDS`]; `true` when there are more. Of metadata, only labels and annotations
-/// are the chart's; `status` is not. Values the API server writes in another form compare
-/// equal (`0.5` and `500m`).
+/// The fields the chart sets in `expected` whose value `live` does not hold, and the
+/// fields helm's own managed-fields entries claim that the chart does not set (written as
+/// `helm` by someone else), at most [`MAX_COMPARED`]; `true` when there are more. Of
+/// metadata, only labels and annotations are the chart's; `status` is not. Values the API
+/// server stores in another form compare equal (`0.5` and `500m` where a quantity is,
+/// `0644` and `420` as Go's YAML reads a plain scalar).
 pub fn differing_fields(expected: &Value, live: &Value) -> (Vec<Difference>, bool) {
-    let mut found: Vec<(String, Option<&Value>)> = Vec::new();
     let Some(fields) = expected.as_object() else {
         return (Vec::new(), false);
+    };
+    let no_entries = Value::Null;
+    let managed = live
+        .pointer("/metadata/managedFields")
+        .unwrap_or(&no_entries);
+    let mut walk = Walk {
+        managed,
+        found: Vec::new(),
     };
     for (key, value) in fields {
         match key.as_str() {
@@ -22,25 +35,142 @@ pub fn differing_fields(expected: &Value, live: &Value) -> (Vec<Difference>, boo
                 for part in ["labels", "annotations"] {
                     if let Some(set) = value.get(part) {
                         let at = live.get("metadata").and_then(|m| m.get(part));
-                        compare(set, at, format!("metadata.{part}"), &mut found);
+                        walk.compare(set, at, format!("metadata.{part}"));
                     }
                 }
             }
-            _ => compare(value, live.get(key), key.clone(), &mut found),
+            _ => walk.compare(value, live.get(key), key.clone()),
         }
     }
-    let more = found.len() > MAX_FIELDS;
-    found.truncate(MAX_FIELDS);
-    let managed = live.pointer("/metadata/managedFields");
-    let differences = found
+    let mut differences: Vec<Difference> = walk
+        .found
         .into_iter()
         .map(|(field, value)| Difference {
             live_digest: Some(digest(value.unwrap_or(&Value::Null))),
-            helm_only: managed.is_some_and(|m| written_by_helm_alone(m, &field)),
+            helm_only: written_by_helm_alone(managed, &field),
             field,
         })
         .collect();
+    // What helm's entries claim beyond the chart is never helm's own reading.
+    for field in helm_owned_beyond(managed, expected) {
+        if differences.len() > MAX_COMPARED {
+            break;
+        }
+        differences.push(Difference {
+            live_digest: None,
+            helm_only: false,
+            field,
+        });
+    }
+    let more = differences.len() > MAX_COMPARED;
+    differences.truncate(MAX_COMPARED);
     (differences, more)
+}
+
+/// One object's comparison: its managed fields, and what differs so far.
+struct Walk<'l> {
+    managed: &'l Value,
+    found: Vec<(String, Option<&'l Value>)>,
+}
+
+impl<'l> Walk<'l> {
+    fn compare(&mut self, expected: &Value, live: Option<&'l Value>, at: String) {
+        if self.found.len() > MAX_COMPARED {
+            return;
+        }
+        match (expected, live) {
+            // YAML's null sets nothing.
+            (Value::Null, _) => {}
+            // An empty map or list may be stored as none (Go's omitempty), unless someone
+            // applied it: then it is gone.
+            (Value::Object(map), None) if map.is_empty() && !self.owned(&at) => {}
+            (Value::Array(list), None) if list.is_empty() && !self.owned(&at) => {}
+            (Value::Object(map), Some(Value::Object(live))) => {
+                for (key, value) in map {
+                    self.compare(value, live.get(key), format!("{at}.{key}"));
+                }
+            }
+            // A list owned whole (atomic) is the chart's as a whole: as many items, each
+            // the chart's.
+            (Value::Array(list), Some(Value::Array(items))) if self.owned_whole(&at) => {
+                if list.len() != items.len() {
+                    self.found.push((at, live));
+                    return;
+                }
+                for (index, (item, peer)) in list.iter().zip(items).enumerate() {
+                    self.compare(item, Some(peer), format!("{at}[{index}]"));
+                }
+            }
+            (Value::Array(list), Some(Value::Array(items)))
+                if !list.is_empty() && list.iter().all(Value::is_object) =>
+            {
+                for (index, item) in list.iter().enumerate() {
+                    // Items by their name where they have one (containers, env, ports): an
+                    // item injected beside them is not the chart's, but a second item of
+                    // the same name is (the later one wins where the list is read).
+                    let (step, peer) = match item.get("name").and_then(Value::as_str) {
+                        Some(name) => {
+                            let mut named = items
+                                .iter()
+                                .filter(|l| l.get("name").and_then(Value::as_str) == Some(name));
+                            let peer = named.next();
+                            if named.next().is_some() {
+                                self.found.push((format!("{at}[name={name}]"), peer));
+                                continue;
+                            }
+                            (format!("[name={name}]"), peer)
+                        }
+                        None => (format!("[{index}]"), items.get(index)),
+                    };
+                    self.compare(item, peer, format!("{at}{step}"));
+                }
+            }
+            (Value::Array(list), Some(Value::Array(items))) => {
+                let same = list.len() == items.len()
+                    && list
+                        .iter()
+                        .zip(items)
+                        .all(|(e, l)| same_scalar_at(&at, e, l));
+                if !same {
+                    self.found.push((at, live));
+                }
+            }
+            (expected, Some(value)) if same_scalar_at(&at, expected, value) => {}
+            _ => self.found.push((at, live)),
+        }
+    }
+
+    /// Whether any managed-fields entry owns the field at `path`.
+    fn owned(&self, path: &str) -> bool {
+        let Some(steps) = managed_steps(path) else {
+            return false;
+        };
+        entries(self.managed).any(|entry| owns(entry.get("fieldsV1"), &steps))
+    }
+
+    /// Whether an entry owns the field at `path` whole, as a leaf (an atomic list).
+    fn owned_whole(&self, path: &str) -> bool {
+        let Some(steps) = managed_steps(path) else {
+            return false;
+        };
+        entries(self.managed).any(|entry| {
+            let mut node = entry.get("fieldsV1");
+            for step in &steps {
+                node = node.and_then(|n| n.get(step));
+            }
+            node.and_then(Value::as_object)
+                .is_some_and(|map| map.keys().all(|k| k == "."))
+        })
+    }
+}
+
+/// The entries of `metadata.managedFields` for the object itself (not a subresource).
+fn entries(managed: &Value) -> impl Iterator<Item = &Value> {
+    managed.as_array().into_iter().flatten().filter(|entry| {
+        entry
+            .get("subresource")
+            .is_none_or(|s| s.as_str() == Some(""))
+    })
 }
 
 /// Whether the managed fields `managed` (an object's `metadata.managedFields`) give the
@@ -50,15 +180,7 @@ pub fn written_by_helm_alone(managed: &Value, path: &str) -> bool {
     let Some(steps) = managed_steps(path) else {
         return false;
     };
-    let owners: Vec<&str> = managed
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|entry| {
-            entry
-                .get("subresource")
-                .is_none_or(|s| s.as_str() == Some(""))
-        })
+    let owners: Vec<&str> = entries(managed)
         .filter(|entry| owns(entry.get("fieldsV1"), &steps))
         .map(|entry| {
             entry
@@ -71,7 +193,7 @@ pub fn written_by_helm_alone(managed: &Value, path: &str) -> bool {
 }
 
 /// A path's steps as `fieldsV1` keys: `f:spec`, `k:{"name":"web"}`.
-fn managed_steps(path: &str) -> Option<Vec<String>> {
+pub(super) fn managed_steps(path: &str) -> Option<Vec<String>> {
     let mut steps = Vec::new();
     for part in path.split('.') {
         let (field, item) = match part.split_once('[') {
@@ -106,104 +228,4 @@ fn owns(fields: Option<&Value>, steps: &[String]) -> bool {
 pub(super) fn digest(value: &Value) -> String {
     use sha2::{Digest, Sha256};
     hex::encode(Sha256::digest(value.to_string()))
-}
-
-fn compare<'l>(
-    expected: &Value,
-    live: Option<&'l Value>,
-    at: String,
-    found: &mut Vec<(String, Option<&'l Value>)>,
-) {
-    if found.len() > MAX_FIELDS {
-        return;
-    }
-    match (expected, live) {
-        // YAML's null sets nothing; an empty map or list may be stored as none.
-        (Value::Null, _) => {}
-        (Value::Object(map), None) if map.is_empty() => {}
-        (Value::Array(list), None) if list.is_empty() => {}
-        (Value::Object(map), Some(Value::Object(live))) => {
-            for (key, value) in map {
-                compare(value, live.get(key), format!("{at}.{key}"), found);
-            }
-        }
-        (Value::Array(list), Some(Value::Array(live)))
-            if list.iter().all(|item| item.is_object()) =>
-        {
-            for (index, item) in list.iter().enumerate() {
-                // Items by their name where they have one (containers, env, ports):
-                // an item injected beside them is not the chart's.
-                let (step, peer) = match item.get("name").and_then(Value::as_str) {
-                    Some(name) => (
-                        format!("[name={name}]"),
-                        live.iter()
-                            .find(|l| l.get("name").and_then(Value::as_str) == Some(name)),
-                    ),
-                    None => (format!("[{index}]"), live.get(index)),
-                };
-                compare(item, peer, format!("{at}{step}"), found);
-            }
-        }
-        (Value::Array(list), Some(Value::Array(items))) => {
-            let same =
-                list.len() == items.len() && list.iter().zip(items).all(|(e, l)| same_scalar(e, l));
-            if !same {
-                found.push((at, live));
-            }
-        }
-        (expected, Some(value)) if same_scalar(expected, value) => {}
-        _ => found.push((at, live)),
-    }
-}
-
-/// Whether two values are the same, also when the API server stored them in its own form:
-/// numbers by value, quantities (`1Gi`, `0.5`, `500m`) by amount.
-pub(super) fn same_scalar(expected: &Value, live: &Value) -> bool {
-    if expected == live {
-        return true;
-    }
-    let amount = |value: &Value| match value {
-        Value::Number(n) => n.as_f64(),
-        Value::String(s) => quantity(s),
-        _ => None,
-    };
-    match (expected, live) {
-        (Value::Number(a), Value::Number(b)) => a.as_f64() == b.as_f64(),
-        (Value::Object(_) | Value::Array(_) | Value::Bool(_), _) => false,
-        (_, Value::String(_)) => match (amount(expected), amount(live)) {
-            (Some(a), Some(b)) => (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0),
-            _ => false,
-        },
-        _ => false,
-    }
-}
-
-/// A Kubernetes quantity's amount: a decimal number, then a binary (`Ki`..`Ei`) or decimal
-/// (`n`, `u`, `m`, `k`, `M`..`E`) suffix or an exponent (`1e3`).
-fn quantity(text: &str) -> Option<f64> {
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+' || c == '-'))
-        .unwrap_or(text.len());
-    let (number, suffix) = text.split_at(split);
-    let number: f64 = number.parse().ok()?;
-    let scale = match suffix {
-        "" => 1.0,
-        "Ki" => 1024f64,
-        "Mi" => 1024f64.powi(2),
-        "Gi" => 1024f64.powi(3),
-        "Ti" => 1024f64.powi(4),
-        "Pi" => 1024f64.powi(5),
-        "Ei" => 1024f64.powi(6),
-        "n" => 1e-9,
-        "u" => 1e-6,
-        "m" => 1e-3,
-        "k" => 1e3,
-        "M" => 1e6,
-        "G" => 1e9,
-        "T" => 1e12,
-        "P" => 1e15,
-        "E" => 1e18,
-        exponent => 10f64.powi(exponent.strip_prefix(['e', 'E'])?.parse().ok()?),
-    };
-    Some(number * scale)
 }

@@ -4,6 +4,11 @@ use k8s_openapi::jiff::Timestamp;
 
 use crate::installer::release_objects::ReleaseObject;
 
+/// The most differences one object's comparison collects: far above the fields a drift
+/// names (`release_objects::MAX_FIELDS`), so that the release's baseline and the Recipe's ignored fields,
+/// filtered afterwards, cannot push a difference out of sight.
+pub const MAX_COMPARED: usize = 64;
+
 /// What a drifted object found by its contents says in `foundBy`.
 pub const FOUND_BY_CONTENTS: &str = "Contents";
 

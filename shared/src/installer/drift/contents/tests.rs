@@ -1,6 +1,8 @@
 use serde_json::{Map, json};
 
-use super::compare::{digest, same_scalar};
+use super::compare::digest;
+use super::findings;
+use super::scalars::same_scalar_at;
 use super::*;
 use crate::installer::release_objects::{MAX_FIELDS, ObjectTrace};
 use k8s_openapi::jiff::Timestamp;
@@ -101,23 +103,76 @@ fn fields_the_chart_sets_are_compared_and_additions_beside_them_are_not() {
 
 #[test]
 fn many_differences_are_bounded() {
-    let data: Map<String, Value> = (0..50).map(|i| (format!("k{i:02}"), json!("a"))).collect();
+    let data: Map<String, Value> = (0..100).map(|i| (format!("k{i:02}"), json!("a"))).collect();
     let expected = json!({"data": data});
     let (fields, more) = differing_fields(&expected, &json!({"data": {}}));
-    assert_eq!((fields.len(), more), (MAX_FIELDS, true));
+    // Far more than a drift names, so filters applied later cannot hide one.
+    assert_eq!((fields.len(), more), (findings::MAX_COMPARED, true));
 }
 
 #[test]
-fn quantities_and_numbers_compare_by_amount() {
-    assert!(same_scalar(&json!(0.5), &json!("500m")));
-    assert!(same_scalar(&json!("2Gi"), &json!("2147483648")));
-    assert!(same_scalar(&json!("1e3"), &json!("1k")));
-    assert!(same_scalar(&json!(1), &json!(1.0)));
-    assert!(!same_scalar(&json!("1Gi"), &json!("1G")));
-    // The API server keeps an int-or-string as it was written.
-    assert!(!same_scalar(&json!("80"), &json!(80)));
-    assert!(!same_scalar(&json!("web"), &json!("web2")));
-    assert!(!same_scalar(&json!(true), &json!("true")));
+fn quantities_compare_by_amount_only_where_a_quantity_is() {
+    let cpu = "spec.template.spec.containers[name=web].resources.limits.cpu";
+    assert!(same_scalar_at(cpu, &json!(0.5), &json!("500m")));
+    assert!(same_scalar_at(
+        "spec.resources.requests.storage",
+        &json!("2Gi"),
+        &json!("2147483648")
+    ));
+    assert!(same_scalar_at("spec.hard.cpu", &json!("1e3"), &json!("1k")));
+    assert!(same_scalar_at(
+        "spec.volumes[name=a].emptyDir.sizeLimit",
+        &json!("1Gi"),
+        &json!("1073741824")
+    ));
+    assert!(!same_scalar_at(cpu, &json!("1Gi"), &json!("1G")));
+    // Anywhere else a string is a string: an account number, a threshold, a setting.
+    assert!(!same_scalar_at("data.one", &json!("1"), &json!("1000m")));
+    assert!(!same_scalar_at(
+        "data.threshold",
+        &json!("0.5"),
+        &json!("5e-1")
+    ));
+    assert!(!same_scalar_at(
+        "data.accountId",
+        &json!("123456789012"),
+        &json!("123456789099")
+    ));
+    assert!(!same_scalar_at(
+        "data.limits.cpu",
+        &json!("1"),
+        &json!("1000m")
+    ));
+    assert!(!same_scalar_at(
+        "metadata.labels.cpu",
+        &json!("1"),
+        &json!("1000m")
+    ));
+    // Numbers by value.
+    assert!(same_scalar_at("spec.replicas", &json!(1), &json!(1.0)));
+    assert!(!same_scalar_at(
+        "spec.ports[0].targetPort",
+        &json!("8080"),
+        &json!(80)
+    ));
+    assert!(!same_scalar_at("data.x", &json!("web"), &json!("web2")));
+}
+
+#[test]
+fn plain_scalars_compare_as_go_s_yaml_reads_them() {
+    let mode = "spec.volumes[name=cfg].configMap.defaultMode";
+    assert!(same_scalar_at(mode, &json!("0644"), &json!(420)));
+    assert!(same_scalar_at(mode, &json!("0o644"), &json!(420)));
+    assert!(same_scalar_at(mode, &json!("0x1A4"), &json!(420)));
+    assert!(same_scalar_at(mode, &json!("1_000"), &json!(1000)));
+    assert!(!same_scalar_at(mode, &json!("0644"), &json!(644)));
+    assert!(same_scalar_at("spec.suspend", &json!("yes"), &json!(true)));
+    assert!(same_scalar_at("spec.suspend", &json!("Off"), &json!(false)));
+    assert!(!same_scalar_at(
+        "spec.suspend",
+        &json!("maybe"),
+        &json!(true)
+    ));
 }
 
 #[test]
@@ -134,6 +189,10 @@ fn a_manifest_document_is_parsed_within_bounds() {
     let started = std::time::Instant::now();
     assert!(expected_body(laughs).is_err());
     assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    // Merge keys are applied, as helm's YAML reading applies them.
+    let merged =
+        expected_body("base: &base\n  a: 1\n  b: 2\nthing:\n  <<: *base\n  b: 3\n").unwrap();
+    assert_eq!(merged["thing"], json!({"a": 1, "b": 3}));
     let deep = "[".repeat(10_000);
     assert!(expected_body(&deep).is_err());
     let large = format!("data:\n  k: {}\n", "x".repeat(MAX_DOCUMENT_BYTES));
@@ -312,4 +371,123 @@ fn a_secret_field_is_helm_s_alone_when_no_traced_edit_touches_it() {
         "data.key"
     ));
     assert!(!helm_alone_by_trace(None, "data.key"));
+}
+
+/// An entry of `metadata.managedFields`.
+fn entry(manager: &str, operation: &str, fields: Value) -> Value {
+    json!({"manager": manager, "operation": operation, "fieldsV1": fields})
+}
+
+#[test]
+fn what_the_chart_leaves_empty_or_sets_whole_is_compared_whole() {
+    // A NetworkPolicy's deny-all: an empty selector and no ingress rule, applied by helm
+    // (an atomic list is owned as a leaf).
+    let expected = json!({"spec": {"podSelector": {}, "ingress": []}});
+    let helm_apply = entry(
+        "helm",
+        "Apply",
+        json!({"f:spec": {"f:podSelector": {}, "f:ingress": {}}}),
+    );
+    let allowed = json!({
+        "metadata": {"managedFields": [helm_apply]},
+        "spec": {"podSelector": {}, "ingress": [{}]}
+    });
+    let fields = |found: (Vec<Difference>, bool)| -> Vec<String> {
+        found.0.into_iter().map(|d| d.field).collect()
+    };
+    assert_eq!(
+        fields(differing_fields(&expected, &allowed)),
+        ["spec.ingress"]
+    );
+    // A selector added as `helm`: helm's entries claim what the chart does not set.
+    let narrowed = json!({
+        "metadata": {"managedFields": [
+            helm_apply,
+            entry("helm", "Update", json!({"f:spec": {"f:podSelector": {"f:matchLabels": {"f:nothing": {}}}}})),
+        ]},
+        "spec": {"podSelector": {"matchLabels": {"nothing": "here"}}, "ingress": []}
+    });
+    let found = differing_fields(&expected, &narrowed).0;
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].field, "spec.podSelector.matchLabels");
+    assert!(!found[0].helm_only, "never taken for helm's own reading");
+    // Defaults inside what the chart leaves empty are nobody's: not drift.
+    let defaulted = json!({
+        "metadata": {"managedFields": [helm_apply]},
+        "spec": {"podSelector": {"matchLabels": {}}, "ingress": []}
+    });
+    assert!(differing_fields(&expected, &defaulted).0.is_empty());
+}
+
+#[test]
+fn a_volume_swapped_or_an_item_added_as_helm_is_found() {
+    let expected = json!({"spec": {"volumes": [{"name": "scratch", "emptyDir": {}}],
+                                   "containers": [{"name": "c", "env": [{"name": "A", "value": "1"}]}]}});
+    let helm_apply = entry(
+        "helm",
+        "Apply",
+        json!({"f:spec": {
+            "f:volumes": {"k:{\"name\":\"scratch\"}": {".": {}, "f:name": {}, "f:emptyDir": {}}},
+            "f:containers": {"k:{\"name\":\"c\"}": {".": {}, "f:name": {},
+                "f:env": {"k:{\"name\":\"A\"}": {".": {}, "f:name": {}, "f:value": {}}}}}
+        }}),
+    );
+    let as_helm = entry(
+        "helm",
+        "Update",
+        json!({"f:spec": {
+            "f:volumes": {"k:{\"name\":\"scratch\"}": {"f:hostPath": {".": {}, "f:path": {}}}},
+            "f:containers": {"k:{\"name\":\"c\"}": {"f:env": {"k:{\"name\":\"MODE\"}": {".": {}, "f:name": {}, "f:value": {}}}}}
+        }}),
+    );
+    let live = json!({
+        "metadata": {"managedFields": [helm_apply, as_helm]},
+        "spec": {"volumes": [{"name": "scratch", "hostPath": {"path": "/"}}],
+                 "containers": [{"name": "c", "env": [{"name": "A", "value": "1"}, {"name": "MODE", "value": "evil"}]}]}
+    });
+    let mut found: Vec<String> = differing_fields(&expected, &live)
+        .0
+        .into_iter()
+        .map(|d| d.field)
+        .collect();
+    found.sort();
+    assert_eq!(
+        found,
+        [
+            "spec.containers[name=c].env[name=MODE]",
+            // Applied by helm and gone.
+            "spec.volumes[name=scratch].emptyDir",
+            "spec.volumes[name=scratch].hostPath",
+        ]
+    );
+    // A second item of a name the chart sets: the later one wins where it is read.
+    let doubled = json!({"spec": {"volumes": [{"name": "scratch", "emptyDir": {}}],
+        "containers": [{"name": "c", "env": [{"name": "A", "value": "1"}, {"name": "A", "value": "2"}]}]}});
+    let found: Vec<String> = differing_fields(&expected, &doubled)
+        .0
+        .into_iter()
+        .map(|d| d.field)
+        .collect();
+    assert_eq!(found, ["spec.containers[name=c].env[name=A]"]);
+}
+
+#[test]
+fn helm_s_own_marks_are_not_claimed_beyond_the_chart() {
+    let expected = json!({"metadata": {"labels": {"app": "a"}}, "data": {"k": "v"}});
+    let live = json!({
+        "metadata": {
+            "labels": {"app": "a", "app.kubernetes.io/managed-by": "Helm"},
+            "annotations": {"meta.helm.sh/release-name": "r", "meta.helm.sh/release-namespace": "n"},
+            "managedFields": [entry("helm", "Apply", json!({
+                "f:metadata": {
+                    "f:labels": {"f:app": {}, "f:app.kubernetes.io/managed-by": {}},
+                    "f:annotations": {"f:meta.helm.sh/release-name": {}, "f:meta.helm.sh/release-namespace": {}}
+                },
+                "f:data": {"f:k": {}}
+            })), entry("kubectl-edit", "Update", json!({"f:data": {"f:extra": {}}}))]
+        },
+        "data": {"k": "v", "extra": "by hand"}
+    });
+    // Another manager's addition is the field managers' to report, not this rule's.
+    assert!(differing_fields(&expected, &live).0.is_empty());
 }
