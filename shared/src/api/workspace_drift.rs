@@ -21,7 +21,7 @@ pub struct InstalledRelease {
     /// value found, that later checks do not count as drift while they keep it. Absent
     /// until that check. ADR 47.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = 16))]
+    #[schemars(length(max = 32))]
     pub content_baseline: Option<Vec<ContentBaseline>>,
 }
 

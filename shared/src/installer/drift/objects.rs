@@ -258,7 +258,7 @@ impl DecisionDraft<'_> {
 }
 
 /// The most fields a release's content baseline holds.
-const MAX_BASELINE: usize = 16;
+const MAX_BASELINE: usize = 32;
 
 /// Whether `difference` of `object` is one helm itself stored, and still holds the value
 /// it stored.

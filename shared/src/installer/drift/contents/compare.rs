@@ -81,10 +81,21 @@ impl<'l> Walk<'l> {
         match (expected, live) {
             // YAML's null sets nothing.
             (Value::Null, _) => {}
-            // An empty map or list may be stored as none (Go's omitempty), unless someone
-            // applied it: then it is gone.
-            (Value::Object(map), None) if map.is_empty() && !self.owned(&at) => {}
-            (Value::Array(list), None) if list.is_empty() && !self.owned(&at) => {}
+            // An empty map or list is stored as none where Go's omitempty drops it
+            // (`nodeSelector: {}`, `tolerations: []`), though the managed fields still
+            // name it as applied: the API server does that, not drift.
+            (Value::Object(map), None) if map.is_empty() => {}
+            (Value::Array(list), None) if list.is_empty() => {}
+            // A struct the chart leaves empty (a selector that selects everything, a
+            // strategy left to its defaults) holds what the API server or a writer put
+            // there: the first check after the attempt takes defaults for helm's own
+            // (the baseline), a later change is drift. A map of strings left empty
+            // (labels, a node selector) takes additions beside it, as any map does.
+            (Value::Object(map), Some(Value::Object(items)))
+                if map.is_empty() && items.values().any(|v| v.is_object() || v.is_array()) =>
+            {
+                self.found.push((at, live));
+            }
             (Value::Object(map), Some(Value::Object(live))) => {
                 for (key, value) in map {
                     self.compare(value, live.get(key), format!("{at}.{key}"));
@@ -138,14 +149,6 @@ impl<'l> Walk<'l> {
             (expected, Some(value)) if same_scalar_at(&at, expected, value) => {}
             _ => self.found.push((at, live)),
         }
-    }
-
-    /// Whether any managed-fields entry owns the field at `path`.
-    fn owned(&self, path: &str) -> bool {
-        let Some(steps) = managed_steps(path) else {
-            return false;
-        };
-        entries(self.managed).any(|entry| owns(entry.get("fieldsV1"), &steps))
     }
 
     /// Whether an entry owns the field at `path` whole, as a leaf (an atomic list).

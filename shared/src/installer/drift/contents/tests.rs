@@ -408,15 +408,46 @@ fn what_the_chart_leaves_empty_or_sets_whole_is_compared_whole() {
         "spec": {"podSelector": {"matchLabels": {"nothing": "here"}}, "ingress": []}
     });
     let found = differing_fields(&expected, &narrowed).0;
-    assert_eq!(found.len(), 1, "{found:?}");
-    assert_eq!(found[0].field, "spec.podSelector.matchLabels");
-    assert!(!found[0].helm_only, "never taken for helm's own reading");
-    // Defaults inside what the chart leaves empty are nobody's: not drift.
+    let fields: Vec<(&str, bool)> = found
+        .iter()
+        .map(|d| (d.field.as_str(), d.helm_only))
+        .collect();
+    assert_eq!(
+        fields,
+        [
+            // The selector the chart leaves empty holds one now...
+            ("spec.podSelector", true),
+            // ...and helm's entries claim what the chart does not set: never helm's own.
+            ("spec.podSelector.matchLabels", false),
+        ]
+    );
+    // Defaults inside what the chart leaves empty are nobody's, and an empty list the
+    // API server dropped (as it drops `ingress: []`, though helm's entry names it) is
+    // none: not drift.
     let defaulted = json!({
         "metadata": {"managedFields": [helm_apply]},
-        "spec": {"podSelector": {"matchLabels": {}}, "ingress": []}
+        "spec": {"podSelector": {}, "policyTypes": ["Ingress"]}
     });
     assert!(differing_fields(&expected, &defaulted).0.is_empty());
+    // A struct left empty that the API server fills (a Deployment's strategy) differs,
+    // and is helm's alone: the first check after the attempt keeps it as the baseline.
+    let strategy = json!({"spec": {"strategy": {}}});
+    let filled = json!({
+        "metadata": {"managedFields": [entry("helm", "Apply", json!({"f:spec": {"f:strategy": {}}}))]},
+        "spec": {"strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%"}}}
+    });
+    let found = differing_fields(&strategy, &filled).0;
+    assert_eq!(
+        (found[0].field.as_str(), found[0].helm_only),
+        ("spec.strategy", true)
+    );
+    // A map of strings left empty takes additions beside it.
+    let labels = json!({"spec": {"nodeSelector": {}}});
+    assert!(
+        differing_fields(&labels, &json!({"spec": {"nodeSelector": {"disk": "ssd"}}}))
+            .0
+            .is_empty()
+    );
 }
 
 #[test]
@@ -455,8 +486,6 @@ fn a_volume_swapped_or_an_item_added_as_helm_is_found() {
         found,
         [
             "spec.containers[name=c].env[name=MODE]",
-            // Applied by helm and gone.
-            "spec.volumes[name=scratch].emptyDir",
             "spec.volumes[name=scratch].hostPath",
         ]
     );
