@@ -1088,6 +1088,41 @@ async fn managed_fields_nobody_can_decode_hide_no_drift() -> anyhow::Result<()> 
     Ok(())
 }
 
+/// Publishes the Recipe `name`: the hello chart with its workload (a Secret and a
+/// Deployment), the execution rules helm needs for them, and `drift` as its drift policy.
+async fn publish_workload(
+    env: &installer::Environment,
+    name: &str,
+    drift: serde_json::Value,
+) -> anyhow::Result<()> {
+    publish_with_defaults(
+        env,
+        name,
+        "hello",
+        &["0.1.0"],
+        json!({"hub": {"credentialSecret": ""}, "workload": {"enabled": true}}),
+    )
+    .await?;
+    Api::<Recipe>::all(env.hub_admin().await?)
+        .patch(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {
+                "execution": [
+                    installer::rule("", "configmaps"),
+                    installer::rule("", "secrets"),
+                    installer::rule("apps", "deployments"),
+                    // helm's wait reads a Deployment's ReplicaSets and Pods.
+                    installer::rule("apps", "replicasets"),
+                    installer::rule("", "pods"),
+                ],
+                "drift": drift,
+            }})),
+        )
+        .await?;
+    Ok(())
+}
+
 /// The edge runs no controllers: writes a Deployment's status as its controller would once
 /// its Pods are ready, so that helm's wait sees it ready.
 fn deployment_ready_when_made(
@@ -1139,35 +1174,16 @@ fn deployment_ready_when_made(
 #[tokio::test]
 async fn what_the_recipe_expects_is_not_drift_and_a_secret_edit_is() -> anyhow::Result<()> {
     let System { env, .. } = system().await?;
-    publish_with_defaults(
+    publish_workload(
         env,
         "ruled-hello",
-        "hello",
-        &["0.1.0"],
-        json!({"hub": {"credentialSecret": ""}, "workload": {"enabled": true}}),
+        json!({
+            "ignoreManagers": ["cert-manager-cainjector"],
+            "ignoreFields": [{"kind": "Deployment", "paths": ["spec.replicas"]}],
+        }),
     )
     .await?;
     let hub = env.hub_admin().await?;
-    Api::<Recipe>::all(hub.clone())
-        .patch(
-            "ruled-hello",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"spec": {
-                "execution": [
-                    installer::rule("", "configmaps"),
-                    installer::rule("", "secrets"),
-                    installer::rule("apps", "deployments"),
-                    // helm's wait reads a Deployment's ReplicaSets and Pods.
-                    installer::rule("apps", "replicasets"),
-                    installer::rule("", "pods"),
-                ],
-                "drift": {
-                    "ignoreManagers": ["cert-manager-cainjector"],
-                    "ignoreFields": [{"kind": "Deployment", "paths": ["spec.replicas"]}],
-                },
-            }})),
-        )
-        .await?;
     let edge = env.edge_admin().await?;
     let alice = env.hub.kubeconfig(User::Alice);
     let edge_admin = env.edge.kubeconfig(User::Admin);
@@ -1576,29 +1592,8 @@ async fn edits_hidden_from_field_managers_are_drift_by_contents() -> anyhow::Res
 #[tokio::test]
 async fn an_edit_made_while_the_attempt_ran_is_drift_by_contents() -> anyhow::Result<()> {
     let System { env, .. } = system().await?;
-    publish_with_defaults(
-        env,
-        "during-hello",
-        "hello",
-        &["0.1.0"],
-        json!({"hub": {"credentialSecret": ""}, "workload": {"enabled": true}}),
-    )
-    .await?;
+    publish_workload(env, "during-hello", json!({})).await?;
     let hub = env.hub_admin().await?;
-    Api::<Recipe>::all(hub.clone())
-        .patch(
-            "during-hello",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"spec": {"execution": [
-                installer::rule("", "configmaps"),
-                installer::rule("", "secrets"),
-                installer::rule("apps", "deployments"),
-                // helm's wait reads a Deployment's ReplicaSets and Pods.
-                installer::rule("apps", "replicasets"),
-                installer::rule("", "pods"),
-            ]}})),
-        )
-        .await?;
     let edge = env.edge_admin().await?;
     let alice = env.hub.kubeconfig(User::Alice);
     let (namespace, release) = ("org-a-during-hello", "during-hello");
