@@ -1507,10 +1507,7 @@ async fn edits_hidden_from_field_managers_are_drift_by_contents() -> anyhow::Res
     configmaps
         .patch(
             &configmap,
-            &PatchParams {
-                field_manager: Some("helm".into()),
-                ..Default::default()
-            },
+            &written_as("helm"),
             &Patch::Merge(json!({"data": {"greeting": "as-helm"}})),
         )
         .await?;
@@ -1527,10 +1524,7 @@ async fn edits_hidden_from_field_managers_are_drift_by_contents() -> anyhow::Res
     configmaps
         .patch(
             &configmap,
-            &PatchParams {
-                field_manager: Some("kubectl-edit".into()),
-                ..Default::default()
-            },
+            &written_as("kubectl-edit"),
             &Patch::Merge(json!({"data": {"greeting": "hidden"}})),
         )
         .await?;
@@ -1546,10 +1540,7 @@ async fn edits_hidden_from_field_managers_are_drift_by_contents() -> anyhow::Res
     configmaps
         .patch(
             &configmap,
-            &PatchParams {
-                field_manager: Some("kubectl-edit".into()),
-                ..Default::default()
-            },
+            &written_as("kubectl-edit"),
             &Patch::Merge(json!({"metadata": {"managedFields": helm_only}})),
         )
         .await?;
@@ -1573,10 +1564,7 @@ async fn edits_hidden_from_field_managers_are_drift_by_contents() -> anyhow::Res
     configmaps
         .patch(
             &configmap,
-            &PatchParams {
-                field_manager: Some("helm".into()),
-                ..Default::default()
-            },
+            &written_as("helm"),
             &Patch::Merge(json!({"data": {"extra": "added-as-helm"}})),
         )
         .await?;
@@ -1608,10 +1596,7 @@ async fn an_edit_made_while_the_attempt_ran_is_drift_by_contents() -> anyhow::Re
                 let edited = configmaps
                     .patch(
                         &configmap,
-                        &PatchParams {
-                            field_manager: Some("kubectl-patch".into()),
-                            ..Default::default()
-                        },
+                        &written_as("kubectl-patch"),
                         &Patch::Merge(json!({"data": {"greeting": "during"}})),
                     )
                     .await;
@@ -1676,10 +1661,7 @@ async fn an_edit_made_while_the_attempt_ran_is_drift_by_contents() -> anyhow::Re
     Api::<k8s_openapi::api::core::v1::Secret>::namespaced(edge.clone(), namespace)
         .patch(
             &secret,
-            &PatchParams {
-                field_manager: Some("helm".into()),
-                ..Default::default()
-            },
+            &written_as("helm"),
             &Patch::Merge(json!({"stringData": {"token": "planted-as-helm"}})),
         )
         .await?;
@@ -1724,10 +1706,7 @@ async fn an_edit_made_while_the_attempt_ran_is_drift_by_contents() -> anyhow::Re
     Api::<Deployment>::namespaced(edge.clone(), namespace)
         .patch(
             &web,
-            &PatchParams {
-                field_manager: Some("helm".into()),
-                ..Default::default()
-            },
+            &written_as("helm"),
             &Patch::Strategic(json!({"spec": {"template": {"spec": {"containers": [
                 {"name": "web", "env": [{"name": "MODE", "value": "evil"}]}
             ]}}}})),
@@ -1750,4 +1729,12 @@ fn content_test_refused(request: &providers_tests::audit::SecretRequest) -> bool
         && request.request_uri.contains("dryRun=All")
         && matches!(request.response_code, Some(400 | 422))
         && request.response_kind.as_deref() == Some("Status")
+}
+
+/// Patch parameters that write as the field manager `manager`.
+fn written_as(manager: &str) -> PatchParams {
+    PatchParams {
+        field_manager: Some(manager.into()),
+        ..Default::default()
+    }
 }
