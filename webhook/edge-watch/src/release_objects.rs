@@ -50,6 +50,9 @@ pub(super) struct ReleaseObjects {
     manifests: Arc<Mutex<HashMap<String, Arc<Vec<ReleaseObject>>>>>,
     /// The newest content check of each installed revision, by its record's UID.
     contents: Arc<Mutex<HashMap<String, Arc<ContentFindings>>>>,
+    /// The SHA-256 of each installed revision's manifest when first read, by its record's
+    /// UID: a record rewritten since is seen by the next content check.
+    pinned: Arc<Mutex<HashMap<String, String>>>,
     /// When these caches were made: an attempt that ended later was seen ending.
     since: Timestamp,
 }
@@ -60,6 +63,7 @@ impl Default for ReleaseObjects {
             kinds: Arc::default(),
             manifests: Arc::default(),
             contents: Arc::default(),
+            pinned: Arc::default(),
             since: Timestamp::now(),
         }
     }
@@ -93,6 +97,22 @@ impl ReleaseObjects {
             contents.clear();
         }
         contents.insert(findings.record_uid.clone(), findings);
+    }
+
+    /// The digest of the manifest of the revision recorded in `record_uid` when first read.
+    pub fn pinned_manifest(&self, record_uid: &str) -> Option<String> {
+        self.pinned.locked().get(record_uid).cloned()
+    }
+
+    /// Pins the digest of a revision's manifest, unless one is pinned already.
+    pub fn pin_manifest(&self, record_uid: &str, digest: &str) {
+        let mut pinned = self.pinned.locked();
+        if pinned.len() >= MAX_CONTENT_CHECKS {
+            pinned.clear();
+        }
+        pinned
+            .entry(record_uid.to_owned())
+            .or_insert_with(|| digest.to_owned());
     }
 
     /// When these caches were made.

@@ -84,6 +84,14 @@ fn merge_keys(value: &mut Value, depth: usize) {
     }
 }
 
+/// The SHA-256 of a release's manifest, in hex: pinned when the installer first reads the
+/// revision's record, so that a record rewritten on the edge since (to match an edit) is
+/// seen by the next content check.
+pub fn manifest_digest(manifest: &str) -> String {
+    use sha2::{Digest, Sha256};
+    hex::encode(Sha256::digest(manifest.as_bytes()))
+}
+
 /// Whether the chart itself opts the object out of drift (its manifest's annotation; an
 /// annotation added on the edge by anyone else does not count here).
 pub fn opted_out(expected: &Value) -> bool {

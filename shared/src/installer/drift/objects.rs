@@ -166,6 +166,23 @@ impl DecisionDraft<'_> {
                 .cloned()
                 .collect();
         };
+        // The record rewritten since it was first read: the manifest it holds now says
+        // nothing, and the rewrite is the drift.
+        if let Some(record) = &checked.rewritten_record {
+            return vec![DriftedObject {
+                fields: vec!["data.release".to_owned()],
+                found_by: Some(FOUND_BY_CONTENTS.to_owned()),
+                ..drifted(
+                    &ReleaseObject {
+                        api_version: "v1".to_owned(),
+                        kind: "Secret".to_owned(),
+                        namespace: plan.namespace.clone(),
+                        name: record.clone(),
+                    },
+                    "Changed",
+                )
+            }];
+        }
         let policy = plan.drift.clone().unwrap_or_default();
         let baseline = self
             .status

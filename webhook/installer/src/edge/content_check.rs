@@ -75,11 +75,20 @@ pub async fn check_contents(
         unfollowed,
         manifest,
     } = release;
-    let documents = match manifest {
+    let read = match manifest {
         Some(manifest) => helm_release::documents_of(manifest, namespace, objects).await,
         None => helm_release::documents(edge, client, namespace, &revision.secret, objects).await?,
-    }
-    .unwrap_or_default();
+    };
+    // A record whose manifest is not the one first read was rewritten on the edge: what
+    // it says now is not compared with, and the rewrite is drift.
+    let pinned = reads.cache.pinned_manifest(&revision.uid);
+    let (documents, rewritten_record) = match read {
+        Some(read) if pinned.is_some_and(|p| p != read.manifest_digest) => {
+            (Vec::new(), Some(revision.secret.clone()))
+        }
+        Some(read) => (read.documents, None),
+        None => (Vec::new(), None),
+    };
     let mut found = Vec::with_capacity(documents.len());
     for (object, expected) in documents {
         let kind = (object.api_version.clone(), object.kind.clone());
@@ -109,6 +118,7 @@ pub async fn check_contents(
         record_uid: revision.uid.clone(),
         checked_at: Timestamp::now(),
         after_attempt,
+        rewritten_record,
         objects: found,
     })
 }

@@ -76,6 +76,14 @@ pub async fn objects(
 pub struct RecordObjects {
     pub objects: Vec<ReleaseObject>,
     pub manifest: Option<Arc<str>>,
+    /// The SHA-256 of the manifest, to pin it.
+    pub manifest_digest: String,
+}
+
+/// The documents a content check compares, and the digest of the manifest they are from.
+pub struct CheckedManifest {
+    pub documents: Vec<CheckedDocument>,
+    pub manifest_digest: String,
 }
 
 /// The most of a release's manifest a content check parses: far above a chart's rendered
@@ -91,7 +99,7 @@ pub async fn documents(
     namespace: &str,
     secret: &str,
     wanted: Arc<Vec<ReleaseObject>>,
-) -> Result<Option<Vec<CheckedDocument>>, Stop> {
+) -> Result<Option<CheckedManifest>, Stop> {
     let release_namespace = namespace.to_owned();
     read_record(edge, client, namespace, secret, move |encoded| {
         let json = inflate(&encoded)?;
@@ -111,7 +119,7 @@ pub async fn documents_of(
     manifest: Arc<str>,
     namespace: &str,
     wanted: Arc<Vec<ReleaseObject>>,
-) -> Option<Vec<CheckedDocument>> {
+) -> Option<CheckedManifest> {
     let release_namespace = namespace.to_owned();
     tokio::task::spawn_blocking(move || parsed_documents(&manifest, &release_namespace, &wanted))
         .await
@@ -125,17 +133,20 @@ fn parsed_documents(
     manifest: &str,
     namespace: &str,
     wanted: &[ReleaseObject],
-) -> Result<Vec<CheckedDocument>, String> {
+) -> Result<CheckedManifest, String> {
     if manifest.len() > MAX_CHECKED_MANIFEST_BYTES {
         return Err(format!(
             "the release's manifest is {} bytes, above the {MAX_CHECKED_MANIFEST_BYTES} a content check parses",
             manifest.len()
         ));
     }
-    Ok(documents_of_manifest(manifest, namespace, wanted)
-        .into_iter()
-        .map(|(object, text)| (object, contents::expected_body(text)))
-        .collect())
+    Ok(CheckedManifest {
+        documents: documents_of_manifest(manifest, namespace, wanted)
+            .into_iter()
+            .map(|(object, text)| (object, contents::expected_body(text)))
+            .collect(),
+        manifest_digest: contents::manifest_digest(manifest),
+    })
 }
 
 /// The manifest of a record's release.
@@ -192,6 +203,7 @@ fn manifest_objects(encoded: &[u8], namespace: &str) -> Result<RecordObjects, St
         objects: objects_of_manifest(&release.manifest, namespace),
         manifest: (release.manifest.len() <= MAX_CHECKED_MANIFEST_BYTES)
             .then(|| Arc::from(release.manifest.as_ref())),
+        manifest_digest: contents::manifest_digest(&release.manifest),
     })
 }
 

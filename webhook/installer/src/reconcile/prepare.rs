@@ -180,6 +180,7 @@ async fn follow_objects(
             };
             let objects = Arc::new(read.objects);
             cache.keep_manifest(&revision.uid, objects.clone());
+            cache.pin_manifest(&revision.uid, &read.manifest_digest);
             (objects, read.manifest)
         }
     };

@@ -58,5 +58,8 @@ pub struct ContentFindings {
     pub checked_at: Timestamp,
     /// The first check after the attempt, which this process saw end.
     pub after_attempt: bool,
+    /// The name of the revision's record, when its manifest is no longer the one the
+    /// installer first read: rewritten on the edge since.
+    pub rewritten_record: Option<String>,
     pub objects: Vec<(ReleaseObject, ContentSeen)>,
 }

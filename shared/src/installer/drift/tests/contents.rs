@@ -68,6 +68,7 @@ fn check_contents_after(
                 record_uid: "r1".into(),
                 checked_at: now(),
                 after_attempt,
+                rewritten_record: None,
                 objects,
             })
         }),
@@ -186,6 +187,7 @@ fn a_check_of_another_revision_is_not_judged() {
             record_uid: "r0".into(),
             checked_at: now(),
             after_attempt: true,
+            rewritten_record: None,
             objects: vec![(object("ConfigMap", "hello-greeting"), ContentSeen::Missing)],
         })),
         ..EdgeObjects::default()
@@ -295,6 +297,7 @@ fn the_workspace_is_looked_at_again_when_its_next_content_check_is_due() {
                 record_uid: "r1".into(),
                 checked_at: now() - k8s_openapi::jiff::SignedDuration::from_secs(checked_ago),
                 after_attempt: false,
+                rewritten_record: None,
                 objects: Vec::new(),
             })),
             ..EdgeObjects::default()
@@ -306,4 +309,41 @@ fn the_workspace_is_looked_at_again_when_its_next_content_check_is_due() {
     assert_eq!(next(60, 600), Next::After(1));
     assert!(matches!(next(1800, 0), Next::After(s) if (300..=331).contains(&s)));
     assert!(matches!(next(0, 0), Next::After(s) if (300..=331).contains(&s)));
+}
+
+#[test]
+fn a_release_record_rewritten_since_it_was_first_read_is_drift() {
+    let ws = installed(left(1, "r1"));
+    let mut case = Case::new(&ws);
+    case.edge_objects = Some(EdgeObjects {
+        release: Some(revision(1, "r1", "deployed")),
+        objects: Some(ReleaseObjects {
+            record_uid: "r1".into(),
+            objects: vec![(object("ConfigMap", "hello-greeting"), unedited())],
+        }),
+        contents: Some(Arc::new(ContentFindings {
+            record_uid: "r1".into(),
+            checked_at: now(),
+            after_attempt: false,
+            rewritten_record: Some("sh.helm.release.v1.hello.v1".into()),
+            objects: Vec::new(),
+        })),
+        ..EdgeObjects::default()
+    });
+    let decision = case.decide();
+    let drift = last_status(&decision).drift.expect("drift");
+    let record = &drift.objects[0];
+    assert_eq!(
+        (
+            record.kind.as_str(),
+            record.name.as_str(),
+            record.fields.as_slice()
+        ),
+        (
+            "Secret",
+            "sh.helm.release.v1.hello.v1",
+            ["data.release".to_owned()].as_slice()
+        )
+    );
+    assert_eq!(record.found_by.as_deref(), Some(FOUND_BY_CONTENTS));
 }

@@ -150,3 +150,41 @@ async fn a_secret_is_compared_by_the_edge_after_the_attempt_and_once_per_interva
     let kept: Secret = world.edge.get(RELEASE_NAMESPACE, "hello-key").unwrap();
     assert_eq!(kept.data.unwrap()["key"].0, b"evil");
 }
+
+#[tokio::test]
+async fn a_release_record_rewritten_to_match_an_edit_is_drift() {
+    let mut world = World::with_settings(Settings {
+        content_check_interval_seconds: 1,
+        ..Settings::default()
+    });
+    world.create_workspace(first_plan());
+    world.reconcile().await.unwrap();
+    world.job_ends("hello-1", true);
+    world.helm_record_of(SECRET_MANIFEST);
+    world.edge.put(&hello_key("hi"));
+    world.watches_catch_up();
+    world.reconcile().await.unwrap();
+    assert_eq!(world.status().drift, None);
+
+    // The Secret edited, and Helm's record rewritten in place so that its manifest says
+    // the same: compared with the record as it is now, nothing would differ.
+    world.edge.put(&hello_key("evil"));
+    world.rewrite_helm_record(&SECRET_MANIFEST.replace("aGk=", "ZXZpbA=="));
+    world.watches_catch_up();
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    world.reconcile().await.unwrap();
+    let drift = world.status().drift.expect("the rewrite is drift");
+    let record = &drift.objects[0];
+    assert_eq!(
+        (
+            record.name.as_str(),
+            record.fields.as_slice(),
+            record.found_by.as_deref()
+        ),
+        (
+            "sh.helm.release.v1.hello.v1",
+            ["data.release".to_owned()].as_slice(),
+            Some("Contents")
+        )
+    );
+}

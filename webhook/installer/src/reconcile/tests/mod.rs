@@ -225,29 +225,43 @@ impl World {
     /// Helm's record of revision 1 of the release `hello`, deployed, with its content:
     /// a release whose manifest is `manifest`, as helm stores it (gzipped JSON, in base64).
     fn helm_record_of(&self, manifest: &str) -> Secret {
-        use std::io::Write;
-        let release = serde_json::json!({"name": "hello", "version": 1, "manifest": manifest});
-        let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-        gzip.write_all(release.to_string().as_bytes()).unwrap();
-        let encoded = base64::Engine::encode(
-            &base64::engine::general_purpose::STANDARD,
-            gzip.finish().unwrap(),
-        );
         let mut record = self.helm_records(1, "deployed");
-        record.data = Some(
-            [(
-                "release".to_owned(),
-                k8s_openapi::ByteString(encoded.into_bytes()),
-            )]
-            .into(),
-        );
+        record.data = Some(release_entry(manifest));
         self.edge.put(&record)
+    }
+
+    /// Helm's record of revision 1, rewritten in place (the same object) to hold a release
+    /// whose manifest is `manifest`, as anyone who may update Secrets there could.
+    fn rewrite_helm_record(&self, manifest: &str) {
+        self.edge
+            .edit::<Secret>(RELEASE_NAMESPACE, "sh.helm.release.v1.hello.v1", |record| {
+                record.data = Some(release_entry(manifest));
+            })
+            .expect("the record is on the edge");
     }
 
     /// The requests made to the hub and the edge since the last call, in order.
     fn requests(&self) -> Vec<String> {
         self.hub.take_requests()
     }
+}
+
+/// A record's `release` entry for a release whose manifest is `manifest`, as helm stores
+/// it (gzipped JSON, in base64).
+fn release_entry(manifest: &str) -> std::collections::BTreeMap<String, k8s_openapi::ByteString> {
+    use std::io::Write;
+    let release = serde_json::json!({"name": "hello", "version": 1, "manifest": manifest});
+    let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gzip.write_all(release.to_string().as_bytes()).unwrap();
+    let encoded = base64::Engine::encode(
+        &base64::engine::general_purpose::STANDARD,
+        gzip.finish().unwrap(),
+    );
+    [(
+        "release".to_owned(),
+        k8s_openapi::ByteString(encoded.into_bytes()),
+    )]
+    .into()
 }
 
 /// Attempt 1 of [`testing::plan`] with a value, sealed now, for the edge of [`route`].
