@@ -83,6 +83,22 @@ fn check_contents_after(
     (status, events(&decision))
 }
 
+/// The decision on `ws`, installed at revision 1 (record `r1`) with its ConfigMap
+/// unedited as its metadata shows, and `findings` the newest content check.
+fn decide_with(ws: &Workspace, findings: ContentFindings) -> crate::installer::Decision {
+    let mut case = Case::new(ws);
+    case.edge_objects = Some(EdgeObjects {
+        release: Some(revision(1, "r1", "deployed")),
+        objects: Some(ReleaseObjects {
+            record_uid: "r1".into(),
+            objects: vec![(object("ConfigMap", "hello-greeting"), unedited())],
+        }),
+        contents: Some(Arc::new(findings)),
+        ..EdgeObjects::default()
+    });
+    case.decide()
+}
+
 #[test]
 fn contents_unlike_the_manifest_are_drift_though_no_manager_says_so() {
     let ws = installed(left(1, "r1"));
@@ -176,23 +192,14 @@ fn fields_anyone_may_write_and_unread_objects_are_not_drift_by_contents() {
 #[test]
 fn a_check_of_another_revision_is_not_judged() {
     let ws = installed(left(1, "r1"));
-    let mut case = Case::new(&ws);
-    case.edge_objects = Some(EdgeObjects {
-        release: Some(revision(1, "r1", "deployed")),
-        objects: Some(ReleaseObjects {
-            record_uid: "r1".into(),
-            objects: vec![(object("ConfigMap", "hello-greeting"), unedited())],
-        }),
-        contents: Some(Arc::new(ContentFindings {
-            record_uid: "r0".into(),
-            checked_at: now(),
-            after_attempt: true,
-            rewritten_record: None,
-            objects: vec![(object("ConfigMap", "hello-greeting"), ContentSeen::Missing)],
-        })),
-        ..EdgeObjects::default()
-    });
-    assert!(events(&case.decide()).is_empty());
+    let findings = ContentFindings {
+        record_uid: "r0".into(),
+        checked_at: now(),
+        after_attempt: true,
+        rewritten_record: None,
+        objects: vec![(object("ConfigMap", "hello-greeting"), ContentSeen::Missing)],
+    };
+    assert!(events(&decide_with(&ws, findings)).is_empty());
 }
 
 #[test]
@@ -314,23 +321,14 @@ fn the_workspace_is_looked_at_again_when_its_next_content_check_is_due() {
 #[test]
 fn a_release_record_rewritten_since_it_was_first_read_is_drift() {
     let ws = installed(left(1, "r1"));
-    let mut case = Case::new(&ws);
-    case.edge_objects = Some(EdgeObjects {
-        release: Some(revision(1, "r1", "deployed")),
-        objects: Some(ReleaseObjects {
-            record_uid: "r1".into(),
-            objects: vec![(object("ConfigMap", "hello-greeting"), unedited())],
-        }),
-        contents: Some(Arc::new(ContentFindings {
-            record_uid: "r1".into(),
-            checked_at: now(),
-            after_attempt: false,
-            rewritten_record: Some("sh.helm.release.v1.hello.v1".into()),
-            objects: Vec::new(),
-        })),
-        ..EdgeObjects::default()
-    });
-    let decision = case.decide();
+    let findings = ContentFindings {
+        record_uid: "r1".into(),
+        checked_at: now(),
+        after_attempt: false,
+        rewritten_record: Some("sh.helm.release.v1.hello.v1".into()),
+        objects: Vec::new(),
+    };
+    let decision = decide_with(&ws, findings);
     let drift = last_status(&decision).drift.expect("drift");
     let record = &drift.objects[0];
     assert_eq!(

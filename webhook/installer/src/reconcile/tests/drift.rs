@@ -76,8 +76,10 @@ fn hello_key(value: &str) -> Secret {
     secret
 }
 
-#[tokio::test]
-async fn a_secret_is_compared_by_the_edge_after_the_attempt_and_once_per_interval() {
+/// Attempt 1 installed, its release [`SECRET_MANIFEST`] with its Secret on the edge as
+/// the chart has it, the installer comparing contents every second; reconciled once
+/// since the attempt ended.
+async fn installed_with_a_secret() -> World {
     let mut world = World::with_settings(Settings {
         content_check_interval_seconds: 1,
         ..Settings::default()
@@ -89,6 +91,12 @@ async fn a_secret_is_compared_by_the_edge_after_the_attempt_and_once_per_interva
     world.edge.put(&hello_key("hi"));
     world.watches_catch_up();
     world.reconcile().await.unwrap();
+    world
+}
+
+#[tokio::test]
+async fn a_secret_is_compared_by_the_edge_after_the_attempt_and_once_per_interval() {
+    let mut world = installed_with_a_secret().await;
     let requests = world.requests();
     // Right after the attempt: the record read once, for its objects and the check
     // (the pass parses the manifest it read), whose only request of the Secret is a dry
@@ -153,17 +161,7 @@ async fn a_secret_is_compared_by_the_edge_after_the_attempt_and_once_per_interva
 
 #[tokio::test]
 async fn a_release_record_rewritten_to_match_an_edit_is_drift() {
-    let mut world = World::with_settings(Settings {
-        content_check_interval_seconds: 1,
-        ..Settings::default()
-    });
-    world.create_workspace(first_plan());
-    world.reconcile().await.unwrap();
-    world.job_ends("hello-1", true);
-    world.helm_record_of(SECRET_MANIFEST);
-    world.edge.put(&hello_key("hi"));
-    world.watches_catch_up();
-    world.reconcile().await.unwrap();
+    let mut world = installed_with_a_secret().await;
     assert_eq!(world.status().drift, None);
 
     // The Secret edited, and Helm's record rewritten in place so that its manifest says
