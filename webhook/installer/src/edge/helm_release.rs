@@ -102,10 +102,9 @@ pub async fn documents(
 ) -> Result<Option<CheckedManifest>, Stop> {
     let release_namespace = namespace.to_owned();
     read_record(edge, client, namespace, secret, move |encoded| {
-        let json = inflate(&encoded)?;
-        let release: ReleaseManifest<'_> =
-            serde_json::from_slice(&json).map_err(|e| format!("the release is not JSON: {e}"))?;
-        parsed_documents(&release.manifest, &release_namespace, &wanted)
+        with_manifest(&encoded, |manifest| {
+            parsed_documents(manifest, &release_namespace, &wanted)
+        })
     })
     .await
 }
@@ -196,15 +195,24 @@ async fn read_record<T: Send + 'static>(
 
 /// The objects of a record's `release` entry's manifest in `namespace`.
 fn manifest_objects(encoded: &[u8], namespace: &str) -> Result<RecordObjects, String> {
+    with_manifest(encoded, |manifest| {
+        Ok(RecordObjects {
+            objects: objects_of_manifest(manifest, namespace),
+            manifest: (manifest.len() <= MAX_CHECKED_MANIFEST_BYTES).then(|| Arc::from(manifest)),
+            manifest_digest: contents::manifest_digest(manifest),
+        })
+    })
+}
+
+/// `read` of the manifest of a record's `release` entry.
+fn with_manifest<T>(
+    encoded: &[u8],
+    read: impl FnOnce(&str) -> Result<T, String>,
+) -> Result<T, String> {
     let json = inflate(encoded)?;
     let release: ReleaseManifest<'_> =
         serde_json::from_slice(&json).map_err(|e| format!("the release is not JSON: {e}"))?;
-    Ok(RecordObjects {
-        objects: objects_of_manifest(&release.manifest, namespace),
-        manifest: (release.manifest.len() <= MAX_CHECKED_MANIFEST_BYTES)
-            .then(|| Arc::from(release.manifest.as_ref())),
-        manifest_digest: contents::manifest_digest(&release.manifest),
-    })
+    read(&release.manifest)
 }
 
 /// The chart, version and values of a record's `release` entry, without building the

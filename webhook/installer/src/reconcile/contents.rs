@@ -9,7 +9,7 @@ use providers_shared::{
     api::{Workspace, WorkspaceStatus},
     installer::{
         ObjectSeen, ReleaseRevision, Settings,
-        drift::contents::{CheckDue, ContentFindings, ContentSeen, content_check_due},
+        drift::contents::{CheckDue, ContentFindings, content_check_due},
         release_objects::ReleaseObject,
     },
 };
@@ -70,17 +70,10 @@ pub async fn when_due(
     .await?;
     tracing::debug!(record = %revision.uid, objects = ?checked.objects, "compared contents");
     for (_, seen) in &checked.objects {
-        let reason = match seen {
-            ContentSeen::Same => "Same",
-            ContentSeen::Differs(_) => "Differs",
-            ContentSeen::Missing => "Missing",
-            ContentSeen::Unread(_) => "Unread",
-        };
+        let reason = seen.name().to_owned();
         metrics
             .content_checked
-            .get_or_create(&ReasonLabels {
-                reason: reason.to_owned(),
-            })
+            .get_or_create(&ReasonLabels { reason })
             .inc();
     }
     let findings = Arc::new(checked);

@@ -26,6 +26,18 @@ pub enum ContentSeen {
     Unread(String),
 }
 
+impl ContentSeen {
+    /// Its name, as the metric of checked objects counts it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ContentSeen::Same => "Same",
+            ContentSeen::Differs(_) => "Differs",
+            ContentSeen::Missing => "Missing",
+            ContentSeen::Unread(_) => "Unread",
+        }
+    }
+}
+
 /// One field the chart sets whose live value is another.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Difference {
